@@ -1,0 +1,46 @@
+#include "commands.hpp"
+
+#include "pcdino/core/error.hpp"
+
+namespace pcdino::cli {
+
+CLI::App* add_unavailable(CLI::App& parent, const std::string& name, const std::string& summary,
+                          const std::string& issue) {
+  CLI::App* sub = parent.add_subcommand(name, summary + " [not built yet]");
+  // Accept whatever a later version will accept, so the message below is what the user sees.
+  sub->allow_extras();
+  std::string full_name = name;
+  for (const CLI::App* app = &parent; app != nullptr; app = app->get_parent()) {
+    full_name = app->get_name() + " " + full_name;
+  }
+  sub->callback([full_name, issue] {
+    throw Error(ExitCode::kUnavailable,
+                full_name + ": not available in this build yet (tracked in issue " + issue + ")");
+  });
+  return sub;
+}
+
+void add_all_commands(CLI::App& app) {
+  CLI::App* dataset = app.add_subcommand("dataset", "Import a labelled dataset or pack it into HDF5 shards");
+  dataset->require_subcommand(1);
+  add_unavailable(*dataset, "import", "Write IDX (e.g. Fashion-MNIST) as class-folder TIFFs", "#3");
+  add_unavailable(*dataset, "pack", "Pack a class-folder dataset into large HDF5 files for Lustre", "#3");
+
+  add_unavailable(app, "meanstd", "Per-channel mean and std of the dataset (MPI)", "#3");
+  add_unavailable(app, "train", "DINO pretraining of a ViT (MPI/NCCL data parallel)", "#4, #5");
+  add_unavailable(app, "extract", "CLS features of the held-out split to HDF5 (MPI)", "#6");
+  add_unavailable(app, "labels", "Labels and paths of the held-out split", "#6");
+  add_unavailable(app, "knn", "Weighted kNN evaluation of CLS features", "#6");
+  add_unavailable(app, "plots", "UMAP, training curves, kNN plots and index.html", "#6");
+
+  add_unavailable(app, "submit", "Submit the whole pipeline as a Slurm dependency chain", "#7");
+  add_unavailable(app, "status", "State of a submitted pipeline's jobs", "#7");
+  add_unavailable(app, "logs", "Tail of one stage's job output", "#7");
+  add_unavailable(app, "cancel", "Cancel a submitted pipeline's jobs", "#7");
+  add_unavailable(app, "resume", "Resubmit a pipeline from its first incomplete stage", "#7");
+
+  add_unavailable(app, "cluster", "AWS ParallelCluster v3 config from a site spec, validated offline", "#10");
+  add_unavailable(app, "ami", "Packer manifests for compute-node images", "#11");
+}
+
+}  // namespace pcdino::cli

@@ -1,0 +1,17 @@
+// Subcommands of the `pcdino` program. Each is a thin layer over its component's library: it declares
+// its options with CLI11 and calls the library; all work and all error messages live in the libraries.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace pcdino::cli {
+
+/// Registers a subcommand whose component is not built yet. Running it (with any arguments) prints which
+/// issue tracks it and ends with exit code 69 (EX_UNAVAILABLE); `--help` still works.
+CLI::App* add_unavailable(CLI::App& parent, const std::string& name, const std::string& summary,
+                          const std::string& issue);
+
+/// Registers every subcommand of `pcdino` on `app`.
+void add_all_commands(CLI::App& app);
+
+}  // namespace pcdino::cli

@@ -1,0 +1,57 @@
+// pcdino: one program, git-style subcommands. Parses the command line and maps errors to exit codes;
+// everything else happens in the component libraries.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
+
+#include "commands.hpp"
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/log.hpp"
+#include "pcdino/core/version.hpp"
+
+int main(int argc, char** argv) {
+  using pcdino::ExitCode;
+  using pcdino::to_int;
+
+  CLI::App app{
+      "pcdino: self-supervised DINO pretraining of Vision Transformers on Slurm clusters.\n"
+      "Every stage reads --config pipeline.yaml (the workshop's scDINO_full_pipeline.yaml keys).",
+      "pcdino"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", [] { return pcdino::version_report(); });
+  pcdino::cli::add_all_commands(app);
+
+  if (argc < 2) {
+    std::cerr << app.help();
+    return to_int(ExitCode::kUsage);
+  }
+  // CLI11 reports an unknown first word as "a subcommand is required"; name it instead.
+  const std::string first = argv[1];
+  if (!first.empty() && first[0] != '-') {
+    try {
+      app.get_subcommand(first);
+    } catch (const CLI::OptionNotFound&) {
+      std::cerr << "pcdino: '" << first << "' is not a pcdino command. See 'pcdino --help'.\n";
+      return to_int(ExitCode::kUsage);
+    }
+  }
+
+  try {
+    pcdino::init_logging(0, 1);
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the message and the relevant help
+    return to_int(ExitCode::kUsage);
+  } catch (const pcdino::Error& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return to_int(e.code());
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << '\n';
+    return to_int(ExitCode::kSoftware);
+  }
+  return to_int(ExitCode::kOk);
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Integration: the local Slurm cluster runs real jobs. Brings it up, checks two idle nodes, runs a
+# three-job --dependency=afterok chain and a two-node srun job, checks from the jobs' own output files that
+# they ran in order and on both nodes, then brings it down and checks that no daemon it started is left.
+source "$(dirname "$0")/../lib/assert.sh"
+: "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
+
+LC="$PCDINO_SOURCE_DIR/sbatch/local-cluster"
+DIR="$PCDINO_BUILD_DIR/test-clusters/local_cluster"
+export LOCAL_CLUSTER_DIR="$DIR" LOCAL_CLUSTER_PORT=${TEST_CLUSTER_PORT:-17817}
+rm -rf "$DIR"
+trap '"$LC" down >/dev/null 2>&1' EXIT
+
+run "$LC" up
+assert_rc 0 "local-cluster up"
+[ "$RC" -eq 0 ] || fatal "cannot continue without a cluster"
+
+eval "$("$LC" env)"
+assert_eq "$SLURM_CONF" "$DIR/etc/slurm.conf" "env exports SLURM_CONF"
+run sinfo -h -N -o '%N %T'
+assert_eq "$OUT" $'node1 idle\nnode2 idle' "sinfo lists two idle nodes"
+
+run "$LC" up
+assert_rc 0 "a second 'up' is harmless"
+assert_contains "$ERR" "already up" "a second 'up' starts nothing"
+
+pids_before=$(cat "$DIR"/run/*.pid | sort)
+assert_eq "$(echo "$pids_before" | wc -l)" 4 "four daemons recorded (munged, slurmctld, 2 slurmd)"
+
+# --- a dependency chain A -> B -> C; each job records when it started and ended, and checks that its
+# predecessor's output is complete.
+JOBS="$DIR/jobs"
+mkdir -p "$JOBS"
+cd "$JOBS" || fatal "no $JOBS"
+stage() {  # stage NAME PREDECESSOR: the batch script of one link of the chain
+  cat <<SCRIPT
+#!/bin/bash
+echo "start \$(date +%s.%N) \$SLURMD_NODENAME"
+if [ -n "$2" ]; then grep -q '^end ' "$JOBS/$2.out" || { echo "predecessor $2 not finished"; exit 1; }; fi
+sleep 1
+echo "end \$(date +%s.%N)"
+SCRIPT
+}
+a=$(stage A "" | sbatch --parsable -J chainA -o "$JOBS/A.out")
+b=$(stage B A | sbatch --parsable -J chainB -o "$JOBS/B.out" --dependency=afterok:"$a")
+c=$(stage C B | sbatch --parsable -J chainC -o "$JOBS/C.out" --dependency=afterok:"$b")
+# --- a two-node job: one task per node through srun, one line per task.
+d=$(sbatch --parsable -J twonode -N2 -n2 -o "$JOBS/D.out" \
+  --wrap 'srun -N2 -n2 --ntasks-per-node=1 bash -c "echo task \$SLURM_PROCID on \$SLURMD_NODENAME"')
+[[ "$a$b$c$d" =~ ^[0-9]+$ ]] || fatal "sbatch did not return job ids: '$a' '$b' '$c' '$d'"
+pass "submitted jobs $a $b $c $d"
+
+deadline=$((SECONDS + 180))
+while [ -n "$(squeue -h -o %i)" ] && [ $SECONDS -lt $deadline ]; do sleep 1; done
+assert_eq "$(squeue -h -o %i)" "" "all jobs left the queue"
+
+for job in "$a" "$b" "$c" "$d"; do
+  info=$(scontrol show job "$job")
+  assert_contains "$info" "JobState=COMPLETED" "job $job completed"
+  assert_contains "$info" "ExitCode=0:0" "job $job exit code 0"
+done
+
+a_end=$(awk '/^end/ {print $2}' A.out)
+b_start=$(awk '/^start/ {print $2}' B.out)
+b_end=$(awk '/^end/ {print $2}' B.out)
+c_start=$(awk '/^start/ {print $2}' C.out)
+in_order=$(awk -v a="$a_end" -v b="$b_start" -v be="$b_end" -v c="$c_start" \
+  'BEGIN { print (a != "" && b != "" && c != "" && a <= b && be <= c) ? "yes" : "no" }')
+assert_eq "$in_order" yes "chain ran in order (A ended $a_end <= B started $b_start; B ended $b_end <= C started $c_start)"
+
+assert_eq "$(sort D.out)" $'task 0 on node1\ntask 1 on node2' "srun -N2 ran one task on each node"
+
+# --- down stops exactly what was started.
+run "$LC" status
+assert_rc 0 "status while up"
+assert_contains "$OUT" "node2" "status prints sinfo's node lines"
+run "$LC" down
+assert_rc 0 "local-cluster down"
+left=""
+for pid in $pids_before; do
+  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)
+  if [ -n "$state" ] && [ "$state" != Z ]; then left="$left $pid"; fi
+done
+assert_eq "$left" "" "no daemon started by 'up' is left running"
+run pgrep -f -- "$DIR/"
+assert_eq "$OUT" "" "no process names the cluster's directory"
+run "$LC" status
+assert_rc 3 "status after down reports not running"
+trap - EXIT
+
+finish
