@@ -21,12 +21,8 @@ CLI::App* add_unavailable(CLI::App& parent, const std::string& name, const std::
 }
 
 void add_all_commands(CLI::App& app) {
-  CLI::App* dataset = app.add_subcommand("dataset", "Import a labelled dataset or pack it into HDF5 shards");
-  dataset->require_subcommand(1);
-  add_unavailable(*dataset, "import", "Write IDX (e.g. Fashion-MNIST) as class-folder TIFFs", "#3");
-  add_unavailable(*dataset, "pack", "Pack a class-folder dataset into large HDF5 files for Lustre", "#3");
-
-  add_unavailable(app, "meanstd", "Per-channel mean and std of the dataset (MPI)", "#3");
+  add_dataset_commands(app);
+  add_meanstd_command(app);
   add_unavailable(app, "train", "DINO pretraining of a ViT (MPI/NCCL data parallel)", "#4, #5");
   add_unavailable(app, "extract", "CLS features of the held-out split to HDF5 (MPI)", "#6");
   add_unavailable(app, "labels", "Labels and paths of the held-out split", "#6");

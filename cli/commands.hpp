@@ -11,6 +11,12 @@ namespace pcdino::cli {
 CLI::App* add_unavailable(CLI::App& parent, const std::string& name, const std::string& summary,
                           const std::string& issue);
 
+/// `pcdino dataset import|pack` (cli/dataset.cpp).
+void add_dataset_commands(CLI::App& app);
+
+/// `pcdino meanstd` (cli/meanstd.cpp).
+void add_meanstd_command(CLI::App& app);
+
 /// Registers every subcommand of `pcdino` on `app`.
 void add_all_commands(CLI::App& app);
 

@@ -20,8 +20,8 @@ void set_log_level(const std::string& level) {
 
 void init_logging(int rank, int world_size) {
   // stderr, unbuffered per line, so Slurm's %j.err files interleave sensibly across ranks.
-  auto logger = spdlog::stderr_logger_mt("pcdino-" + std::to_string(rank));
-  spdlog::drop(logger->name());
+  // Not through spdlog's factory: it refuses a second logger of the same name, and this may run twice.
+  auto logger = std::make_shared<spdlog::logger>("pcdino", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [rank " + std::to_string(rank) + "/" +
                       std::to_string(world_size) + "] [%l] %v");

@@ -1,0 +1,39 @@
+#include "common.hpp"
+
+#include <thread>
+
+namespace pcdino::cli {
+
+PipelineConfig ConfigOptions::load() const {
+  std::vector<ConfigOverride> overrides;
+  if (!dataset_dir.empty())
+    overrides.push_back({"meta.dataset_dir", dataset_dir, "--dataset-dir " + dataset_dir, true});
+  if (!output_dir.empty())
+    overrides.push_back({"meta.output_dir", output_dir, "--output-dir " + output_dir, true});
+  if (!name_of_run.empty())
+    overrides.push_back({"meta.name_of_run", name_of_run, "--name-of-run " + name_of_run, true});
+  if (!seed.empty()) overrides.push_back({"meta.seed", seed, "--seed " + seed, false});
+  for (const auto& s : sets) overrides.push_back(parse_override(s));
+  if (path.empty()) return parse_config("", "(no --config)", overrides);
+  return load_config(path, overrides);
+}
+
+void add_config_options(CLI::App* sub, ConfigOptions& opts, bool required) {
+  auto* config =
+      sub->add_option("-c,--config", opts.path, "Pipeline YAML (the keys of scDINO_full_pipeline.yaml)");
+  if (required) config->required();
+  sub->add_option("--set", opts.sets, "Override any key: --set train_scDINO.epochs=5 (repeatable)")
+      ->type_name("KEY=VALUE");
+  sub->add_option("--dataset-dir", opts.dataset_dir, "Override meta.dataset_dir");
+  sub->add_option("--output-dir", opts.output_dir, "Override meta.output_dir");
+  sub->add_option("--name-of-run", opts.name_of_run, "Override meta.name_of_run");
+  sub->add_option("--seed", opts.seed, "Override meta.seed");
+}
+
+int default_threads(int requested, int local_ranks) {
+  if (requested > 0) return requested;
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::max(1, cores / std::max(1, local_ranks));
+}
+
+}  // namespace pcdino::cli

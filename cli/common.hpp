@@ -1,0 +1,32 @@
+// Options every stage shares: --config pipeline.yaml, overrides of its keys, and error handling for
+// MPI stages.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "pcdino/core/config.hpp"
+
+namespace pcdino::cli {
+
+/// --config plus the overrides: --set KEY.PATH=VALUE (any key, repeatable) and the named shortcuts
+/// --dataset-dir, --output-dir, --name-of-run, --seed.
+struct ConfigOptions {
+  std::string path;
+  std::vector<std::string> sets;
+  std::string dataset_dir, output_dir, name_of_run, seed;
+
+  /// Loads the file with the overrides applied (named shortcuts first, then --set in order).
+  PipelineConfig load() const;
+};
+
+/// Registers the options of `opts` on `sub`; --config is required when `required` is true.
+void add_config_options(CLI::App* sub, ConfigOptions& opts, bool required = true);
+
+/// Number of decoding threads for one rank: `requested` if > 0, else this node's cores divided among
+/// its `local_ranks`, at least 1.
+int default_threads(int requested, int local_ranks);
+
+}  // namespace pcdino::cli

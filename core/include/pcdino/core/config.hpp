@@ -1,0 +1,153 @@
+// The pipeline configuration: one YAML file whose keys follow the workshop's scDINO_full_pipeline.yaml
+// (sections `meta`, `train_scDINO`, `downstream_analyses`), read by every stage.
+//
+// Every key has a default (DINO's main_dino.py / scDINO's pipeline file where they define one). A key the
+// schema does not know, a value of the wrong type or out of range is a ConfigError whose message names the
+// file, line and column, and the key path, e.g.
+//   pipeline.yaml:14:5: train_scDINO.hyperparameters.lr: expected a number > 0, got 'fast'
+// Values given on the command line (`--set meta.seed=3`) are named by the flag instead of a line.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pcdino {
+
+/// `meta:` the dataset and the run, shared by all stages.
+struct MetaConfig {
+  std::string name_of_run = "pcdino_run";
+  std::string output_dir = "output";
+  std::string dataset_dir;          ///< class-folder layout or a packed dataset (pack.json)
+  int folder_depth_for_labels = 0;  ///< 0: the file's parent folder names its label, 1: the one above
+  double train_datasetsplit_fraction = 0.8;  ///< in (0, 1]; the rest is held out for evaluation
+  std::uint32_t seed = 40;                   ///< numpy-compatible seed of the split permutation
+  bool images_are_RGB = false;               ///< NOLINT(readability-identifier-naming): the workshop's key
+  std::map<int, std::string> channel_dict;   ///< channel index -> name (no '_' or '/')
+  /// Channel combinations, one model per combination in scDINO; stages use one (see selected_channels()).
+  std::vector<std::vector<int>> selected_channel_combination_per_run;
+  int center_crop = 0;        ///< side of the centre crop in pixels; 0 = none
+  bool skip_corrupt = false;  ///< skip unreadable images (listed in a report) instead of failing
+};
+
+/// `train_scDINO.hyperparameters:` DINO's options with main_dino.py's names and defaults.
+struct DinoHyperparameters {
+  std::string arch = "vit_small";
+  int patch_size = 16;
+  int out_dim = 65536;
+  bool norm_last_layer = true;
+  double momentum_teacher = 0.996;
+  bool use_bn_in_head = false;
+  double warmup_teacher_temp = 0.04;
+  double teacher_temp = 0.04;
+  int warmup_teacher_temp_epochs = 0;
+  bool use_fp16 = true;
+  double weight_decay = 0.04;
+  double weight_decay_end = 0.4;
+  double clip_grad = 3.0;
+  int freeze_last_layer = 1;
+  double lr = 0.0005;
+  int warmup_epochs = 10;
+  double min_lr = 1e-6;
+  std::string optimizer = "adamw";
+  double drop_path_rate = 0.1;
+  std::array<double, 2> global_crops_scale = {0.4, 1.0};
+  int local_crops_number = 8;
+  std::array<double, 2> local_crops_scale = {0.05, 0.4};
+  int global_crops_size = 224;  ///< pixels; small images train far faster at small crop sizes
+  int local_crops_size = 96;    ///< pixels
+};
+
+/// `train_scDINO:` the mean/std and pretraining stages.
+struct TrainConfig {
+  std::string dino_vit_name = "dino_vit";
+  double fraction_for_mean_std_calc = 0.2;  ///< in (0, 1]: share of the dataset sampled for mean/std
+  int epochs = 100;
+  int saveckp_freq = 20;
+  int nnodes = 1;
+  int num_gpus = 1;  ///< per node
+  int batch_size_per_gpu = 64;
+  int num_workers = 10;
+  std::string dist_url = "env://";
+  DinoHyperparameters hyperparameters;
+};
+
+/// `downstream_analyses:` CLS features, kNN, UMAP and attention maps.
+struct DownstreamConfig {
+  struct ComputeClsFeatures {
+    bool normalize = true;
+    int num_gpus = 1;
+    int batch_size_per_gpu = 24;
+    int num_workers = 8;
+    std::string checkpoint_key = "teacher";
+    bool resize = true;
+    int resize_length = 224;
+    bool use_weighted_sampler = false;
+  } compute_cls_features;
+  struct AttentionVisualisation {
+    int num_images_per_class = 1;
+    bool resize_attention_image = true;
+    int image_size = 480;
+  } attention_visualisation;
+  struct Knn {
+    std::vector<int> n_neighbors = {5, 10, 50, 100, 200, 500};
+    double temperature = 0.1;
+  } knn;  ///< `kNN.global`
+  struct Umap {
+    int n_neighbors = 30;
+    double min_dist = 0.4;
+    int n_components = 2;
+    std::string metric = "euclidean";
+    double spread = 1.1;
+    int epochs = 100;
+    bool topometry_plots = false;
+    int random_state = 42;
+  } umap_eval;
+};
+
+/// The whole pipeline file.
+struct PipelineConfig {
+  MetaConfig meta;
+  TrainConfig train;  ///< `train_scDINO`
+  DownstreamConfig downstream;
+  std::string source;  ///< the file it was read from ("" for defaults only)
+
+  /// `{output_dir}/{name_of_run}`: where every stage of this run writes.
+  std::string run_dir() const;
+
+  /// The channel combination at `index` of `selected_channel_combination_per_run` (default: the first).
+  /// An empty result means "all channels of the images". Throws ConfigError if `index` is out of range.
+  const std::vector<int>& selected_channels(std::size_t index = 0) const;
+
+  /// The combination's name as scDINO writes it ("01234").
+  std::string channel_combination_name(std::size_t index = 0) const;
+};
+
+/// A command-line override: `path` is a dotted key path ("meta.seed"), `value` is parsed as YAML.
+struct ConfigOverride {
+  std::string path;
+  std::string value;
+  std::string origin;    ///< how the user wrote it, for messages ("--seed 3", "--set meta.seed=3")
+  bool literal = false;  ///< take `value` as a plain string instead of parsing it as YAML (paths, names)
+};
+
+/// Parses "a.b.c=value" (the argument of --set). Throws ConfigError if there is no '=' or the path is empty.
+ConfigOverride parse_override(const std::string& assignment);
+
+/// Reads and validates `path`, then applies `overrides` in order. Throws NoInputError if the file cannot
+/// be read, ConfigError for YAML syntax errors (with line and column), unknown keys, wrong types and
+/// out-of-range values.
+PipelineConfig load_config(const std::string& path, const std::vector<ConfigOverride>& overrides = {});
+
+/// Same as load_config() for YAML text (`name` is used in messages).
+PipelineConfig parse_config(const std::string& yaml_text, const std::string& name,
+                            const std::vector<ConfigOverride>& overrides = {});
+
+/// The complete effective configuration (every key, defaults included) as YAML that load_config() reads
+/// back to an equal configuration; written beside each run's outputs as run_config_dump.yaml.
+std::string dump_config(const PipelineConfig& config);
+
+}  // namespace pcdino

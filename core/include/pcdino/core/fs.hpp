@@ -1,0 +1,23 @@
+// Files on the shared filesystem: outputs appear under their final name only when complete.
+#pragma once
+
+#include <string>
+
+namespace pcdino {
+
+/// Writes `content` to `path` atomically: to a temporary file in the same directory (so the rename does
+/// not cross filesystems), flushed to disk, then renamed over `path`. A reader never sees a partial file
+/// and a killed writer leaves at most a `*.tmp.*` file behind. Creates missing parent directories.
+/// Throws CantCreateError naming the path and the system error.
+void write_file_atomic(const std::string& path, const std::string& content);
+
+/// A name in the same directory as `path` for a temporary file of this process and thread.
+std::string temporary_name(const std::string& path);
+
+/// Renames `from` to `to` (same filesystem), throwing CantCreateError naming both on failure.
+void rename_into_place(const std::string& from, const std::string& to);
+
+/// Creates `dir` and its parents if missing. Throws CantCreateError naming the directory.
+void make_directories(const std::string& dir);
+
+}  // namespace pcdino

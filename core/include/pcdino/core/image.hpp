@@ -1,0 +1,65 @@
+// Images as every stage sees them: decoded from TIFF (libtiff; any channel count, 8/16-bit unsigned or
+// 32-bit float) or PNG/JPEG (OpenCV), then cropped, channel-selected and min-max scaled to [0, 1] per
+// channel as scDINO does before normalisation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pcdino {
+
+/// Pixel type of stored images.
+enum class PixelType : std::uint8_t { kUint8, kUint16, kFloat32 };
+
+/// Bytes per sample of `type` (1, 2 or 4).
+std::size_t pixel_size(PixelType type) noexcept;
+
+/// Name used in HDF5 attributes and messages: "uint8", "uint16", "float32".
+const char* pixel_type_name(PixelType type) noexcept;
+
+/// An image exactly as stored, channels last: `bytes` holds [H, W, C] samples of `type` in native byte
+/// order (the layout of a contiguous multi-channel TIFF). Used for lossless packing.
+struct RawImage {
+  int height = 0;
+  int width = 0;
+  int channels = 0;
+  PixelType type = PixelType::kUint8;
+  std::vector<std::uint8_t> bytes;  ///< height * width * channels * pixel_size(type) bytes
+
+  /// Sample (y, x, c) converted to float.
+  float at(int y, int x, int c) const;
+};
+
+/// A decoded image for the models: float32, channels first, [C, H, W] in `data`.
+struct Image {
+  int channels = 0;
+  int height = 0;
+  int width = 0;
+  std::vector<float> data;  ///< channels * height * width values
+};
+
+/// Reads an image file. TIFF: strips or tiles, contiguous or separate planes, 1..N samples per pixel of
+/// 8/16-bit unsigned integers or 32-bit floats. PNG/JPEG: through OpenCV, colour converted to RGB order.
+/// Throws NoInputError if the file cannot be opened, DataError (naming the file and what is wrong) if it
+/// is truncated, corrupt or of an unsupported sample format.
+RawImage read_image(const std::string& path);
+
+/// Writes `image` as an uncompressed, contiguous TIFF (one strip per row block), atomically: a temporary
+/// file in the same directory renamed into place. Throws CantCreateError if it cannot be written.
+void write_tiff(const std::string& path, const RawImage& image);
+
+/// Options of the per-image preprocessing shared by all stages.
+struct ImageTransform {
+  std::vector<int> channels;  ///< channel indices to keep, in this order; empty = all
+  int center_crop = 0;        ///< side of the centred square crop in pixels; 0 = none
+};
+
+/// Centre-crops (as torchvision's CenterCrop: top = round((H - crop) / 2)), selects channels, and scales
+/// each channel to [0, 1] by its own minimum and maximum over the image. A channel with zero range
+/// becomes all zeros (range taken as 1, as scDINO's later code does), never NaN.
+/// Result [C_selected, H', W']. Throws DataError naming `source` if a channel index is >= the image's
+/// channel count or the crop is larger than the image.
+Image preprocess(const RawImage& raw, const ImageTransform& transform, const std::string& source);
+
+}  // namespace pcdino

@@ -1,0 +1,63 @@
+#include "pcdino/core/fs.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+#include "pcdino/core/error.hpp"
+
+namespace pcdino {
+
+std::string temporary_name(const std::string& path) {
+  return path + ".tmp." + std::to_string(getpid()) + "." +
+         std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000);
+}
+
+void make_directories(const std::string& dir) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw CantCreateError("cannot create directory '" + dir + "': " + ec.message());
+}
+
+void rename_into_place(const std::string& from, const std::string& to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(from.c_str());
+    throw CantCreateError("cannot rename '" + from + "' to '" + to + "': " + why);
+  }
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  make_directories(std::filesystem::path(path).parent_path().string());
+  const std::string tmp = temporary_name(path);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw CantCreateError("cannot create '" + tmp + "': " + std::strerror(errno));
+  std::size_t written = 0;
+  while (written < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      std::remove(tmp.c_str());
+      throw CantCreateError("cannot write '" + tmp + "': " + why);
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  // Lustre and NFS report some write errors only at fsync/close.
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw CantCreateError("cannot write '" + path + "': " + why);
+  }
+  rename_into_place(tmp, path);
+}
+
+}  // namespace pcdino

@@ -1,0 +1,93 @@
+#include "pcdino/core/mpi_world.hpp"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "pcdino/core/error.hpp"
+
+namespace pcdino {
+namespace {
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long parsed = std::strtol(v, &end, 10);
+  return (end != nullptr && *end == '\0') ? static_cast<int>(parsed) : fallback;
+}
+
+}  // namespace
+
+MpiWorld::MpiWorld() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    // MPI can be initialised once per process: finalise at exit, not when this object goes away, so
+    // that a test (or a program running two stages) can create several worlds.
+    std::atexit([] {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized) MPI_Finalize();
+    });
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  local_rank_ = env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("SLURM_LOCALID", env_int("LOCAL_RANK", 0)));
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+  if (node != MPI_COMM_NULL) {
+    MPI_Comm_size(node, &local_size_);
+    MPI_Comm_free(&node);
+  }
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  host_ = host;
+
+  const int step_tasks = env_int("SLURM_STEP_NUM_TASKS", 1);
+  if (size_ == 1 && step_tasks > 1 && std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) {
+    throw Error(ExitCode::kConfig, "this Slurm step has " + std::to_string(step_tasks) +
+                                       " tasks but MPI sees a world of 1: launch with `srun --mpi=pmix` "
+                                       "(or mpirun) so that the tasks form one MPI job");
+  }
+}
+
+MpiWorld::~MpiWorld() = default;
+
+void MpiWorld::barrier() const {
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+std::vector<double> MpiWorld::gather(const std::vector<double>& values) const {
+  std::vector<double> all(rank_ == 0 ? values.size() * static_cast<std::size_t>(size_) : 0);
+  MPI_Gather(values.data(), static_cast<int>(values.size()), MPI_DOUBLE, all.data(),
+             static_cast<int>(values.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return all;
+}
+
+std::vector<std::string> MpiWorld::gather(const std::string& value) const {
+  int length = static_cast<int>(value.size());
+  std::vector<int> lengths(rank_ == 0 ? size_ : 0);
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::vector<int> offsets(lengths.size());
+  int total = 0;
+  for (std::size_t r = 0; r < lengths.size(); ++r) offsets[r] = total, total += lengths[r];
+  std::string joined(static_cast<std::size_t>(total), '\0');
+  MPI_Gatherv(value.data(), length, MPI_CHAR, joined.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
+              MPI_COMM_WORLD);
+  std::vector<std::string> out;
+  for (std::size_t r = 0; r < lengths.size(); ++r) {
+    out.push_back(joined.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));
+  }
+  return out;
+}
+
+void MpiWorld::abort(int exit_code) const {
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);
+}
+
+}  // namespace pcdino

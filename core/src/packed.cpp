@@ -1,0 +1,323 @@
+#include "pcdino/core/packed.hpp"
+
+#include <H5Cpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "pcdino/core/dataset.hpp"
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
+#include "pcdino/core/prefetch.hpp"
+
+namespace pcdino {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Debian's serial HDF5 is not built thread-safe: every HDF5 call in the process goes through this lock.
+std::mutex& hdf5_mutex() {
+  static std::mutex m;
+  // Our exceptions carry the message; HDF5's own error-stack dump on stderr would only add noise.
+  static const bool quiet = [] {
+    H5::Exception::dontPrint();
+    return true;
+  }();
+  (void)quiet;
+  return m;
+}
+
+H5::PredType h5_type(PixelType t) {
+  switch (t) {
+    case PixelType::kUint8:
+      return H5::PredType::NATIVE_UINT8;
+    case PixelType::kUint16:
+      return H5::PredType::NATIVE_UINT16;
+    case PixelType::kFloat32:
+      return H5::PredType::NATIVE_FLOAT;
+  }
+  return H5::PredType::NATIVE_UINT8;
+}
+
+PixelType parse_pixel_type(const std::string& name, const std::string& file) {
+  if (name == "uint8") return PixelType::kUint8;
+  if (name == "uint16") return PixelType::kUint16;
+  if (name == "float32") return PixelType::kFloat32;
+  throw DataError(file + ": unknown pixel_type '" + name + "'");
+}
+
+std::string shard_name(std::size_t shard, std::size_t shards) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "shard-%05zu-of-%05zu.h5", shard, shards);
+  return buf;
+}
+
+template <class T>
+void write_attribute(H5::H5Object& obj, const std::string& name, const T& value, const H5::PredType& type) {
+  obj.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, &value);
+}
+
+void write_string_attribute(H5::H5Object& obj, const std::string& name, const std::string& value) {
+  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+  const char* p = value.c_str();
+  obj.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, &p);
+}
+
+}  // namespace
+
+// --- writing -----------------------------------------------------------------------------------------
+
+PackReport pack_dataset(const Dataset& source, const std::string& output_dir, const PackOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const fs::path out(output_dir);
+  make_directories(output_dir);
+  if (fs::exists(out / kPackManifest) && !options.overwrite) {
+    throw CantCreateError("'" + output_dir + "' already holds a packed dataset (" + kPackManifest +
+                          "); choose another directory or pass --overwrite");
+  }
+  if (fs::exists(out / kPackManifest)) fs::remove(out / kPackManifest);  // the old pack is invalid from here
+  const std::size_t n = source.size();
+  if (n == 0) throw DataError("dataset '" + source.directory() + "' is empty");
+
+  const RawImage first = source.read(0);
+  const std::size_t image_bytes = first.bytes.size();
+  std::size_t per_shard = options.images_per_shard;
+  if (per_shard == 0) per_shard = std::max<std::size_t>(1, (std::size_t(1) << 30) / image_bytes);
+  const std::size_t shards = (n + per_shard - 1) / per_shard;
+
+  Prefetcher<RawImage> images(
+      n, [&](std::size_t i) { return source.read(i); }, options.threads, 64);
+  nlohmann::json manifest_shards = nlohmann::json::array();
+  PackReport report;
+  for (std::size_t s = 0; s < shards; ++s) {
+    const std::size_t begin = s * per_shard, count = std::min(per_shard, n - begin);
+    const std::string name = shard_name(s, shards);
+    const std::string final_path = (out / name).string();
+    const std::string tmp = temporary_name(final_path);
+    try {
+      std::unique_lock<std::mutex> lock(hdf5_mutex());
+      H5::H5File file(tmp, H5F_ACC_TRUNC);
+      const hsize_t dims[4] = {count, hsize_t(first.height), hsize_t(first.width), hsize_t(first.channels)};
+      const hsize_t chunk[4] = {1, dims[1], dims[2], dims[3]};
+      H5::DSetCreatPropList props;
+      props.setChunk(4, chunk);
+      H5::DataSpace space(4, dims);
+      H5::DataSet ds = file.createDataSet("images", h5_type(first.type), space, props);
+      std::vector<int> classes(count);
+      std::vector<long long> indices(count);
+      std::vector<std::string> paths(count);
+      lock.unlock();
+      for (std::size_t k = 0; k < count; ++k) {
+        const std::size_t i = begin + k;
+        const RawImage img = *images.next();
+        if (img.height != first.height || img.width != first.width || img.channels != first.channels ||
+            img.type != first.type) {
+          std::ostringstream msg;
+          msg << "images of different shapes cannot be packed: '" << source.source(0) << "' is "
+              << first.height << "x" << first.width << "x" << first.channels << " "
+              << pixel_type_name(first.type) << " but '" << source.source(i) << "' is " << img.height << "x"
+              << img.width << "x" << img.channels << " " << pixel_type_name(img.type);
+          throw DataError(msg.str());
+        }
+        classes[k] = source.class_index(i);
+        indices[k] = static_cast<long long>(i);
+        paths[k] = source.relative_path(i);
+        lock.lock();
+        const hsize_t offset[4] = {k, 0, 0, 0};
+        H5::DataSpace file_space = ds.getSpace();
+        file_space.selectHyperslab(H5S_SELECT_SET, chunk, offset);
+        H5::DataSpace mem_space(4, chunk);
+        ds.write(img.bytes.data(), h5_type(first.type), mem_space, file_space);
+        lock.unlock();
+        report.bytes += img.bytes.size();
+      }
+      lock.lock();
+      const hsize_t n1[1] = {count};
+      H5::DataSpace space1(1, n1);
+      file.createDataSet("class_index", H5::PredType::NATIVE_INT32, space1)
+          .write(classes.data(), H5::PredType::NATIVE_INT32);
+      file.createDataSet("indices", H5::PredType::NATIVE_INT64, space1)
+          .write(indices.data(), H5::PredType::NATIVE_INT64);
+      H5::StrType str(H5::PredType::C_S1, H5T_VARIABLE);
+      std::vector<const char*> ptrs(count);
+      for (std::size_t k = 0; k < count; ++k) ptrs[k] = paths[k].c_str();
+      file.createDataSet("paths", str, space1).write(ptrs.data(), str);
+      H5::Group root = file.openGroup("/");
+      write_string_attribute(root, "pixel_type", pixel_type_name(first.type));
+      write_attribute(root, "height", first.height, H5::PredType::NATIVE_INT);
+      write_attribute(root, "width", first.width, H5::PredType::NATIVE_INT);
+      write_attribute(root, "channels", first.channels, H5::PredType::NATIVE_INT);
+      const long long shard_attr = static_cast<long long>(s), shards_attr = static_cast<long long>(shards);
+      write_attribute(root, "shard", shard_attr, H5::PredType::NATIVE_INT64);
+      write_attribute(root, "num_shards", shards_attr, H5::PredType::NATIVE_INT64);
+      file.close();
+    } catch (const H5::Exception& e) {
+      std::remove(tmp.c_str());
+      throw CantCreateError(final_path + ": HDF5 error: " + e.getDetailMsg());
+    } catch (...) {
+      std::remove(tmp.c_str());
+      throw;
+    }
+    rename_into_place(tmp, final_path);
+    manifest_shards.push_back({{"file", name}, {"first", begin}, {"count", count}});
+  }
+  nlohmann::json manifest = {{"format", "pcdino-pack"},
+                             {"version", 1},
+                             {"num_images", n},
+                             {"height", first.height},
+                             {"width", first.width},
+                             {"channels", first.channels},
+                             {"pixel_type", pixel_type_name(first.type)},
+                             {"classes", source.classes()},
+                             {"source", source.directory()},
+                             {"shards", manifest_shards}};
+  write_file_atomic((out / kPackManifest).string(), manifest.dump(2) + "\n");
+  report.images = n;
+  report.shards = shards;
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+// --- reading -----------------------------------------------------------------------------------------
+
+struct PackedReader::State {
+  std::string dir;
+  int height = 0, width = 0, channels = 0;
+  PixelType type = PixelType::kUint8;
+  std::vector<std::string> classes;
+  std::vector<std::string> paths;
+  std::vector<int> class_index;
+  struct Shard {
+    std::string file;
+    std::size_t first = 0, count = 0;
+    H5::H5File h5;
+    H5::DataSet images;
+  };
+  std::vector<Shard> shards;
+};
+
+PackedReader::PackedReader(const std::string& dir) : state_(std::make_unique<State>()) {
+  State& st = *state_;
+  st.dir = dir;
+  const std::string manifest_path = (fs::path(dir) / kPackManifest).string();
+  nlohmann::json m;
+  try {
+    std::ifstream in(manifest_path);
+    if (!in) throw NoInputError("cannot read '" + manifest_path + "'");
+    m = nlohmann::json::parse(in);
+    if (m.at("format") != "pcdino-pack" || m.at("version") != 1) {
+      throw DataError(manifest_path + ": not a pcdino pack manifest of version 1");
+    }
+    st.height = m.at("height");
+    st.width = m.at("width");
+    st.channels = m.at("channels");
+    st.type = parse_pixel_type(m.at("pixel_type"), manifest_path);
+    st.classes = m.at("classes").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(manifest_path + ": malformed manifest: " + e.what());
+  }
+  const std::size_t n = m.at("num_images");
+  std::lock_guard<std::mutex> lock(hdf5_mutex());
+  for (const auto& s : m.at("shards")) {
+    State::Shard shard;
+    shard.file = (fs::path(dir) / s.at("file").get<std::string>()).string();
+    shard.first = s.at("first");
+    shard.count = s.at("count");
+    if (shard.first != st.paths.size())
+      throw DataError(manifest_path + ": shards are not contiguous at " + shard.file);
+    try {
+      shard.h5.openFile(shard.file, H5F_ACC_RDONLY);
+      shard.images = shard.h5.openDataSet("images");
+      hsize_t dims[4] = {0, 0, 0, 0};
+      H5::DataSpace space = shard.images.getSpace();
+      if (space.getSimpleExtentNdims() != 4) throw DataError(shard.file + ": /images is not 4-dimensional");
+      space.getSimpleExtentDims(dims);
+      if (dims[0] != shard.count || dims[1] != hsize_t(st.height) || dims[2] != hsize_t(st.width) ||
+          dims[3] != hsize_t(st.channels)) {
+        throw DataError(shard.file + ": /images shape does not match " + manifest_path);
+      }
+      std::vector<int> classes(shard.count);
+      shard.h5.openDataSet("class_index").read(classes.data(), H5::PredType::NATIVE_INT32);
+      H5::DataSet paths_ds = shard.h5.openDataSet("paths");
+      H5::StrType str(H5::PredType::C_S1, H5T_VARIABLE);
+      std::vector<char*> ptrs(shard.count, nullptr);
+      paths_ds.read(ptrs.data(), str);
+      for (std::size_t k = 0; k < shard.count; ++k) {
+        if (classes[k] < 0 || classes[k] >= static_cast<int>(st.classes.size())) {
+          throw DataError(shard.file + ": class_index out of range at row " + std::to_string(k));
+        }
+        st.class_index.push_back(classes[k]);
+        st.paths.emplace_back(ptrs[k] != nullptr ? ptrs[k] : "");
+      }
+      H5::DataSet::vlenReclaim(ptrs.data(), str, paths_ds.getSpace());
+    } catch (const H5::Exception& e) {
+      throw DataError(shard.file + ": cannot read packed shard: " + e.getDetailMsg());
+    }
+    st.shards.push_back(std::move(shard));
+  }
+  if (st.paths.size() != n)
+    throw DataError(manifest_path + ": shards hold " + std::to_string(st.paths.size()) +
+                    " images, manifest says " + std::to_string(n));
+}
+
+PackedReader::~PackedReader() {
+  std::lock_guard<std::mutex> lock(hdf5_mutex());
+  state_.reset();
+}
+
+std::size_t PackedReader::size() const {
+  return state_->paths.size();
+}
+const std::vector<std::string>& PackedReader::classes() const {
+  return state_->classes;
+}
+const std::vector<std::string>& PackedReader::paths() const {
+  return state_->paths;
+}
+const std::vector<int>& PackedReader::class_indices() const {
+  return state_->class_index;
+}
+
+std::string PackedReader::source(std::size_t i) const {
+  for (const auto& s : state_->shards) {
+    if (i >= s.first && i < s.first + s.count) return s.file + "[row " + std::to_string(i - s.first) + "]";
+  }
+  return state_->dir + "[index " + std::to_string(i) + "]";
+}
+
+RawImage PackedReader::read(std::size_t i) const {
+  const State& st = *state_;
+  const auto it = std::upper_bound(st.shards.begin(), st.shards.end(), i,
+                                   [](std::size_t v, const State::Shard& s) { return v < s.first; });
+  if (it == st.shards.begin() || i >= st.paths.size()) {
+    throw DataError(st.dir + ": image index " + std::to_string(i) + " out of range");
+  }
+  const State::Shard& shard = *(it - 1);
+  RawImage img;
+  img.height = st.height;
+  img.width = st.width;
+  img.channels = st.channels;
+  img.type = st.type;
+  img.bytes.resize(std::size_t(st.height) * st.width * st.channels * pixel_size(st.type));
+  const hsize_t offset[4] = {i - shard.first, 0, 0, 0};
+  const hsize_t count[4] = {1, hsize_t(st.height), hsize_t(st.width), hsize_t(st.channels)};
+  try {
+    std::lock_guard<std::mutex> lock(hdf5_mutex());
+    H5::DataSpace file_space = shard.images.getSpace();
+    file_space.selectHyperslab(H5S_SELECT_SET, count, offset);
+    H5::DataSpace mem_space(4, count);
+    shard.images.read(img.bytes.data(), h5_type(st.type), mem_space, file_space);
+  } catch (const H5::Exception& e) {
+    throw DataError(source(i) + ": cannot read image: " + e.getDetailMsg());
+  }
+  return img;
+}
+
+}  // namespace pcdino

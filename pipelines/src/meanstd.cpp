@@ -1,0 +1,151 @@
+#include "pcdino/pipelines/meanstd.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
+#include "pcdino/core/prefetch.hpp"
+#include "pcdino/core/split.hpp"
+
+namespace pcdino {
+
+void Moments::add(const float* values, std::size_t n) {
+  if (n == 0) return;
+  double sum = 0;
+  for (std::size_t i = 0; i < n; ++i) sum += values[i];
+  const double mean_b = sum / static_cast<double>(n);
+  double m2_b = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = values[i] - mean_b;
+    m2_b += d * d;
+  }
+  merge(Moments{static_cast<double>(n), mean_b, m2_b});
+}
+
+void Moments::merge(const Moments& other) {
+  if (other.count == 0) return;
+  if (count == 0) {
+    *this = other;
+    return;
+  }
+  const double n = count + other.count;
+  const double delta = other.mean - mean;
+  mean += delta * other.count / n;
+  m2 += other.m2 + delta * delta * count * other.count / n;
+  count = n;
+}
+
+double Moments::variance() const {
+  return count > 0 ? m2 / count : 0.0;
+}
+
+std::vector<Moments> accumulate_moments(const Dataset& dataset, const std::vector<std::size_t>& indices,
+                                        const ImageTransform& transform, int threads, bool skip_corrupt,
+                                        std::vector<std::string>* skipped) {
+  using Item = std::optional<Image>;  // nullopt: skipped
+  std::vector<std::string> local_skipped;
+  std::mutex skipped_mutex;
+  Prefetcher<Item> images(
+      indices.size(),
+      [&](std::size_t k) -> Item {
+        try {
+          return dataset.load(indices[k], transform);
+        } catch (const DataError& e) {
+          if (!skip_corrupt) throw;
+          std::lock_guard<std::mutex> lock(skipped_mutex);
+          local_skipped.push_back(e.what());
+          return std::nullopt;
+        }
+      },
+      threads, static_cast<std::size_t>(4 * std::max(1, threads)));
+
+  std::vector<Moments> moments;
+  while (auto item = images.next()) {
+    if (!item->has_value()) continue;
+    const Image& img = **item;
+    if (moments.empty()) moments.resize(static_cast<std::size_t>(img.channels));
+    if (static_cast<std::size_t>(img.channels) != moments.size()) {
+      throw DataError("images with different channel counts: " + std::to_string(moments.size()) + " and " +
+                      std::to_string(img.channels));
+    }
+    const std::size_t plane = static_cast<std::size_t>(img.height) * static_cast<std::size_t>(img.width);
+    for (std::size_t c = 0; c < moments.size(); ++c) moments[c].add(img.data.data() + c * plane, plane);
+  }
+  if (skipped != nullptr) skipped->insert(skipped->end(), local_skipped.begin(), local_skipped.end());
+  return moments;
+}
+
+MeanStdReport run_meanstd_stage(const PipelineConfig& config, const MpiWorld& world, int threads) {
+  MeanStdReport report;
+  const Dataset dataset = Dataset::open(config.meta.dataset_dir, config.meta.folder_depth_for_labels);
+  const auto sample =
+      mean_std_sample(dataset.size(), config.train.fraction_for_mean_std_calc, config.meta.seed);
+  if (sample.empty()) {
+    throw ConfigError(config.source + ": train_scDINO.fraction_for_mean_std_calc " +
+                      std::to_string(config.train.fraction_for_mean_std_calc) + " of " +
+                      std::to_string(dataset.size()) + " images selects no image");
+  }
+  const auto mine = shard(sample, world.rank(), world.size());
+  const ImageTransform transform{config.selected_channels(), config.meta.center_crop};
+
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> skipped;
+  const auto moments =
+      accumulate_moments(dataset, mine, transform, threads, config.meta.skip_corrupt, &skipped);
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.images = mine.size() - skipped.size();
+
+  // Every rank sends the same number of values: the channel count comes from the selection, or from the
+  // sample's first image (the same image on every rank), not from what this rank happened to read.
+  const std::size_t width = transform.channels.empty()
+                                ? static_cast<std::size_t>(dataset.read(sample.front()).channels)
+                                : transform.channels.size();
+  if (!moments.empty() && moments.size() != width) {
+    throw DataError("images with different channel counts: '" + dataset.source(sample.front()) + "' has " +
+                    std::to_string(width) + ", others of this rank's shard " +
+                    std::to_string(moments.size()));
+  }
+  std::vector<double> flat(3 * width + 1, 0.0);
+  flat[0] = static_cast<double>(report.images);
+  for (std::size_t c = 0; c < moments.size() && c < width; ++c) {
+    flat[1 + 3 * c] = moments[c].count;
+    flat[2 + 3 * c] = moments[c].mean;
+    flat[3 + 3 * c] = moments[c].m2;
+  }
+  const auto all = world.gather(flat);
+  std::string skipped_text;
+  for (const auto& s : skipped) skipped_text += s + "\n";
+  const auto all_skipped = world.gather(skipped_text);
+
+  if (world.rank() != 0) return report;
+
+  std::vector<Moments> total(width);
+  for (int r = 0; r < world.size(); ++r) {
+    const double* f = all.data() + static_cast<std::size_t>(r) * flat.size();
+    report.total_images += static_cast<std::size_t>(f[0]);
+    for (std::size_t c = 0; c < width; ++c) total[c].merge(Moments{f[1 + 3 * c], f[2 + 3 * c], f[3 + 3 * c]});
+  }
+  if (report.total_images == 0) throw DataError("no image of the sample could be read (all were skipped)");
+  for (const auto& m : total) {
+    report.values.mean.push_back(m.mean);
+    report.values.std.push_back(std::sqrt(m.variance()));
+  }
+
+  const std::string run_dir = config.run_dir();
+  report.output_file = (std::filesystem::path(run_dir) / kMeanStdFile).string();
+  std::string skipped_report;
+  for (const auto& s : all_skipped) skipped_report += s;
+  if (!skipped_report.empty()) {
+    for (char ch : skipped_report) report.skipped += ch == '\n' ? 1 : 0;
+    write_file_atomic((std::filesystem::path(run_dir) / kSkippedImagesFile).string(), skipped_report);
+  }
+  write_file_atomic((std::filesystem::path(run_dir) / kConfigDumpFile).string(), dump_config(config));
+  write_file_atomic(report.output_file, format_mean_std(report.values));
+  return report;
+}
+
+}  // namespace pcdino

@@ -1,0 +1,202 @@
+#include <gtest/gtest.h>
+
+#include "../lib/temp_dir.hpp"
+#include "pcdino/core/config.hpp"
+#include "pcdino/core/error.hpp"
+
+namespace pcdino {
+namespace {
+
+// The workshop's scDINO_full_pipeline.yaml, as published (values of its example run).
+const char* kWorkshopYaml = R"(meta:
+  name_of_run: "scDINO_run"
+  output_dir: "/fsx/output"
+  dataset_dir: "/fsx/DeepPhenotype_PBMC_ImageSet_YSeverin/Training"
+  folder_depth_for_labels: 0 # 0 is the folder where the images are, 1 is the folder above, etc.
+  train_datasetsplit_fraction: 0.8
+  seed: 40
+  images_are_RGB: False
+  channel_dict: { 0: "aTub", 1: "BF", 2: "DAPI", 3: "Oct4", 4: "PE" }
+  selected_channel_combination_per_run: ["01234", "0", "1"]
+  center_crop: 0
+
+train_scDINO:
+  dino_vit_name: "dino_vit_name"
+  fraction_for_mean_std_calc: 0.2
+  epochs: 10
+  saveckp_freq: 2
+  num_gpus: 4
+  batch_size_per_gpu: 32
+  num_workers: 8
+  dist_url: "env://"
+  hyperparameters:
+    arch: "vit_small"
+    clip_grad: 3
+    drop_path_rate: 0.1
+    freeze_last_layer: 1
+    global_crops_scale: !!python/tuple [0.14, 1.0]
+    local_crops_number: 8
+    local_crops_scale: !!python/tuple [0.05, 0.14]
+    lr: 0.0005
+    min_lr: 0.000001
+    momentum_teacher: 0.996
+    norm_last_layer: True
+    optimizer: "adamw"
+    patch_size: 16
+    teacher_temp: 0.04
+    use_bn_in_head: False
+    use_fp16: True
+    warmup_epochs: 5
+    warmup_teacher_temp: 0.04
+    warmup_teacher_temp_epochs: 0
+    weight_decay: 0.04
+    weight_decay_end: 0.4
+
+downstream_analyses:
+  compute_cls_features:
+    normalize: True
+    num_gpus: 4
+    batch_size_per_gpu: 24
+    num_workers: 8
+    checkpoint_key: teacher
+    resize: True
+    resize_length: 224
+    use_weighted_sampler: False
+  attention_visualisation:
+    num_images_per_class: 1
+    resize_attention_image: True
+    image_size: 480
+  kNN:
+    global:
+      n_neighbors: [5, 10, 50, 100, 200, 500]
+      temperature: 0.1
+  umap_eval:
+    n_neighbors: 30
+    min_dist: 0.4
+    n_components: 2
+    metric: euclidean
+    spread: 1.1
+    epochs: 100
+    topometry_plots: False
+)";
+
+std::string error_of(const std::string& yaml, const std::vector<ConfigOverride>& overrides = {}) {
+  try {
+    parse_config(yaml, "pipeline.yaml", overrides);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Config, ReadsTheWorkshopFile) {
+  const PipelineConfig c = parse_config(kWorkshopYaml, "scDINO_full_pipeline.yaml");
+  EXPECT_EQ(c.meta.dataset_dir, "/fsx/DeepPhenotype_PBMC_ImageSet_YSeverin/Training");
+  EXPECT_EQ(c.meta.seed, 40u);
+  EXPECT_FALSE(c.meta.images_are_RGB);
+  EXPECT_EQ(c.meta.channel_dict.at(2), "DAPI");
+  ASSERT_EQ(c.meta.selected_channel_combination_per_run.size(), 3u);
+  EXPECT_EQ(c.selected_channels(0), (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(c.selected_channels(2), (std::vector<int>{1}));
+  EXPECT_EQ(c.channel_combination_name(0), "01234");
+  EXPECT_DOUBLE_EQ(c.train.fraction_for_mean_std_calc, 0.2);
+  EXPECT_EQ(c.train.num_gpus, 4);
+  EXPECT_DOUBLE_EQ(c.train.hyperparameters.global_crops_scale[0], 0.14);
+  EXPECT_DOUBLE_EQ(c.train.hyperparameters.min_lr, 1e-6);
+  EXPECT_DOUBLE_EQ(c.train.hyperparameters.clip_grad, 3.0);
+  EXPECT_EQ(c.downstream.knn.n_neighbors, (std::vector<int>{5, 10, 50, 100, 200, 500}));
+  EXPECT_DOUBLE_EQ(c.downstream.umap_eval.spread, 1.1);
+  EXPECT_EQ(c.run_dir(), "/fsx/output/scDINO_run");
+}
+
+TEST(Config, DefaultsFollowDino) {
+  const PipelineConfig c = parse_config("meta:\n  dataset_dir: d\n", "p.yaml");
+  EXPECT_EQ(c.train.hyperparameters.out_dim, 65536);
+  EXPECT_DOUBLE_EQ(c.train.hyperparameters.momentum_teacher, 0.996);
+  EXPECT_DOUBLE_EQ(c.train.hyperparameters.local_crops_scale[1], 0.4);
+  EXPECT_DOUBLE_EQ(c.meta.train_datasetsplit_fraction, 0.8);
+  EXPECT_TRUE(c.selected_channels().empty());  // all channels
+}
+
+TEST(Config, UnknownKeyNamesLineColumnAndSuggestion) {
+  const std::string e = error_of("meta:\n  seed: 1\ntrain_scDINO:\n  epoch: 5\n");
+  EXPECT_NE(e.find("pipeline.yaml:4:3: train_scDINO.epoch: unknown key"), std::string::npos) << e;
+  EXPECT_NE(e.find("did you mean 'train_scDINO.epochs'"), std::string::npos) << e;
+  EXPECT_NE(error_of("bogus_section: {}\n").find("pipeline.yaml:1:1: bogus_section: unknown key"),
+            std::string::npos);
+}
+
+TEST(Config, WrongTypeAndRangeNameTheKey) {
+  std::string e = error_of("train_scDINO:\n  hyperparameters:\n    lr: fast\n");
+  EXPECT_NE(
+      e.find("pipeline.yaml:3:9: train_scDINO.hyperparameters.lr: expected a finite number, got 'fast'"),
+      std::string::npos)
+      << e;
+  e = error_of("meta:\n  train_datasetsplit_fraction: 1.5\n");
+  EXPECT_NE(e.find("meta.train_datasetsplit_fraction: expected a number in (0, 1], got '1.5'"),
+            std::string::npos)
+      << e;
+  e = error_of("train_scDINO:\n  hyperparameters:\n    arch: vit_huge\n");
+  EXPECT_NE(e.find("expected one of vit_tiny, vit_small, vit_base"), std::string::npos) << e;
+  e = error_of("meta:\n  selected_channel_combination_per_run: [\"0a\"]\n");
+  EXPECT_NE(e.find("meta.selected_channel_combination_per_run[0]"), std::string::npos) << e;
+  e = error_of("meta:\n  channel_dict: {0: \"a_b\"}\n");
+  EXPECT_NE(e.find("meta.channel_dict.0"), std::string::npos) << e;
+  e = error_of("meta: [1, 2]\n");
+  EXPECT_NE(e.find("meta: expected a mapping"), std::string::npos) << e;
+}
+
+TEST(Config, SyntaxErrorHasLineAndColumn) {
+  const std::string e = error_of("meta:\n  seed: [1, 2\n");
+  EXPECT_NE(e.find("pipeline.yaml:"), std::string::npos);
+  EXPECT_NE(e.find("YAML syntax error"), std::string::npos) << e;
+}
+
+TEST(Config, ChannelCombinationForms) {
+  auto channels = [](const std::string& value) {
+    return parse_config("meta:\n  selected_channel_combination_per_run: " + value + "\n", "p")
+        .selected_channels();
+  };
+  EXPECT_EQ(channels("[\"024\"]"), (std::vector<int>{0, 2, 4}));
+  EXPECT_EQ(channels("\"0,1,12\""), (std::vector<int>{0, 1, 12}));
+  EXPECT_EQ(channels("[[3, 1]]"), (std::vector<int>{3, 1}));
+  EXPECT_NE(error_of("meta:\n  selected_channel_combination_per_run: [\"00\"]\n").find("selected twice"),
+            std::string::npos);
+}
+
+TEST(Config, OverridesApplyAndAreNamedInErrors) {
+  const PipelineConfig c =
+      parse_config(kWorkshopYaml, "p.yaml",
+                   {parse_override("train_scDINO.epochs=3"),
+                    {"meta.dataset_dir", "/data/a: b", "--dataset-dir /data/a: b", true}});
+  EXPECT_EQ(c.train.epochs, 3);
+  EXPECT_EQ(c.meta.dataset_dir, "/data/a: b");
+  const std::string e = error_of(kWorkshopYaml, {parse_override("train_scDINO.epochs=-1")});
+  EXPECT_NE(e.find("--set train_scDINO.epochs=-1: train_scDINO.epochs: expected an integer >= 1"),
+            std::string::npos)
+      << e;
+  EXPECT_THROW(parse_override("no-equals-sign"), ConfigError);
+  const std::string unknown = error_of("", {parse_override("meta.sed=3")});
+  EXPECT_NE(unknown.find("unknown key"), std::string::npos) << unknown;
+}
+
+TEST(Config, DumpReadsBackEqual) {
+  const PipelineConfig a = parse_config(
+      kWorkshopYaml, "p.yaml", {parse_override("train_scDINO.hyperparameters.lr=0.00012345678901234")});
+  const std::string dumped = dump_config(a);
+  const PipelineConfig b = parse_config(dumped, "dump.yaml");
+  EXPECT_EQ(dump_config(b), dumped);
+  EXPECT_DOUBLE_EQ(b.train.hyperparameters.lr, 0.00012345678901234);
+  EXPECT_EQ(b.meta.selected_channel_combination_per_run, a.meta.selected_channel_combination_per_run);
+  EXPECT_EQ(b.meta.channel_dict, a.meta.channel_dict);
+}
+
+TEST(Config, MissingFileIsNoInput) {
+  EXPECT_THROW(load_config("/nonexistent/pipeline.yaml"), NoInputError);
+  test::TempDir dir;
+  test::write_text(dir / "p.yaml", "meta:\n  seed: 7\n");
+  EXPECT_EQ(load_config(dir / "p.yaml").meta.seed, 7u);
+}
+
+}  // namespace
+}  // namespace pcdino

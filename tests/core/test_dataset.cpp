@@ -1,0 +1,114 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "../lib/temp_dir.hpp"
+#include "pcdino/core/dataset.hpp"
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/packed.hpp"
+
+namespace pcdino {
+namespace {
+
+using test::make_image;
+using test::TempDir;
+
+void put(const std::string& path, double value, int h = 4, int w = 4, int c = 2) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::vector<double> v(std::size_t(h) * w * c);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = value + static_cast<double>(i);
+  write_tiff(path, make_image(h, w, c, PixelType::kUint16, v));
+}
+
+TEST(Dataset, OrderAndLabelsFollowImageFolderAndScDino) {
+  TempDir d;
+  // Order of sorted(os.walk()): folder path first, then file name. "b/x/1.tif" comes after "b/2.tif"
+  // because folder "b" < "b/x", though "1" < "2".
+  put(d / "b/x/1.tif", 1);
+  put(d / "b/2.tif", 2);
+  put(d / "a/p/q/3.tif", 3);
+  put(d / "a/z.tiff", 4);
+  test::write_text(d / "a/notes.txt", "not an image");
+  const Dataset ds = Dataset::open(d.path().string(), 0);
+  EXPECT_EQ(ds.classes(), (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(ds.size(), 4u);
+  EXPECT_EQ(ds.relative_path(0), "a/z.tiff");
+  EXPECT_EQ(ds.relative_path(1), "a/p/q/3.tif");
+  EXPECT_EQ(ds.relative_path(2), "b/2.tif");
+  EXPECT_EQ(ds.relative_path(3), "b/x/1.tif");
+  EXPECT_EQ(ds.class_index(1), 0);
+  EXPECT_EQ(ds.class_index(3), 1);
+  // Depth 0: the parent folder names the label.
+  EXPECT_EQ(ds.labels(), (std::vector<std::string>{"a", "b", "q", "x"}));
+  EXPECT_EQ(ds.labels()[ds.label_index(1)], "q");
+  // Depth 1: one folder higher; "a/z.tiff" has no folder two levels up.
+  EXPECT_THROW(Dataset::open(d.path().string(), 1), ConfigError);
+  EXPECT_EQ(ds.read(2).at(0, 0, 0), 2);
+}
+
+TEST(Dataset, BadLayoutsNameTheFolder) {
+  TempDir d;
+  EXPECT_THROW(Dataset::open(d / "missing", 0), NoInputError);
+  try {
+    Dataset::open(d.path().string(), 0);
+    FAIL() << "empty dataset accepted";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("no class folders"), std::string::npos);
+  }
+  put(d / "cats/1.tif", 1);
+  std::filesystem::create_directories(d.path() / "dogs");
+  try {
+    Dataset::open(d.path().string(), 0);
+    FAIL() << "class without images accepted";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find(d / "dogs"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Dataset, PackRoundTripIsBitIdentical) {
+  TempDir d;
+  for (int i = 0; i < 7; ++i)
+    put(d / ("src/" + std::string(i % 2 ? "odd" : "even") + "/" + std::to_string(i) + ".tif"), 100 * i);
+  const Dataset folders = Dataset::open(d / "src", 0);
+  PackOptions options;
+  options.images_per_shard = 3;  // 3 shards: 3 + 3 + 1
+  const PackReport report = pack_dataset(folders, d / "packed", options);
+  EXPECT_EQ(report.images, 7u);
+  EXPECT_EQ(report.shards, 3u);
+  const Dataset packed = Dataset::open(d / "packed", 0);
+  ASSERT_TRUE(packed.packed());
+  ASSERT_EQ(packed.size(), folders.size());
+  EXPECT_EQ(packed.classes(), folders.classes());
+  EXPECT_EQ(packed.labels(), folders.labels());
+  for (std::size_t i = 0; i < folders.size(); ++i) {
+    EXPECT_EQ(packed.relative_path(i), folders.relative_path(i));
+    EXPECT_EQ(packed.class_index(i), folders.class_index(i));
+    EXPECT_EQ(packed.label_index(i), folders.label_index(i));
+    const RawImage a = folders.read(i), b = packed.read(i);
+    EXPECT_EQ(b.bytes, a.bytes) << i;
+    EXPECT_EQ(b.type, a.type);
+  }
+  EXPECT_NE(packed.source(4).find("shard-00001-of-00003.h5[row 1]"), std::string::npos) << packed.source(4);
+  // A second pack into the same folder is refused unless asked for.
+  EXPECT_THROW(pack_dataset(folders, d / "packed", options), CantCreateError);
+  options.overwrite = true;
+  EXPECT_NO_THROW(pack_dataset(folders, d / "packed", options));
+}
+
+TEST(Dataset, PackRefusesMixedShapesNamingBothFiles) {
+  TempDir d;
+  put(d / "src/a/1.tif", 0, 4, 4, 2);
+  put(d / "src/a/2.tif", 0, 5, 4, 2);
+  try {
+    pack_dataset(Dataset::open(d / "src", 0), d / "packed", {});
+    FAIL() << "mixed shapes packed";
+  } catch (const DataError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("1.tif' is 4x4x2 uint16"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("2.tif' is 5x4x2 uint16"), std::string::npos) << msg;
+  }
+  EXPECT_FALSE(std::filesystem::exists(d.path() / "packed" / kPackManifest));
+}
+
+}  // namespace
+}  // namespace pcdino

@@ -1,0 +1,136 @@
+#include <gtest/gtest.h>
+#include <tiffio.h>
+
+#include <cmath>
+#include <filesystem>
+#include <opencv2/imgcodecs.hpp>
+
+#include "../lib/temp_dir.hpp"
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/image.hpp"
+
+namespace pcdino {
+namespace {
+
+using test::make_image;
+using test::TempDir;
+
+std::vector<double> ramp(std::size_t n, double start, double step) {
+  std::vector<double> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = start + step * static_cast<double>(i);
+  return v;
+}
+
+TEST(Image, TiffRoundTripKeepsEveryBit) {
+  TempDir dir;
+  const RawImage images[] = {make_image(5, 7, 1, PixelType::kUint8, ramp(35, 0, 7)),
+                             make_image(6, 4, 5, PixelType::kUint16, ramp(120, 3, 541)),
+                             make_image(3, 3, 2, PixelType::kFloat32, ramp(18, -1.5, 0.3125))};
+  for (const RawImage& img : images) {
+    const std::string path = dir / (std::string(pixel_type_name(img.type)) + ".tif");
+    write_tiff(path, img);
+    const RawImage back = read_image(path);
+    EXPECT_EQ(back.height, img.height);
+    EXPECT_EQ(back.width, img.width);
+    EXPECT_EQ(back.channels, img.channels);
+    EXPECT_EQ(back.type, img.type);
+    EXPECT_EQ(back.bytes, img.bytes) << path;
+  }
+  // Atomic write: no temporary file left beside the result.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 3);
+}
+
+TEST(Image, ReadsSeparatePlanes) {
+  TempDir dir;
+  const std::string path = dir / "planar.tif";
+  const int w = 4, h = 3, c = 3;
+  TIFF* t = TIFFOpen(path.c_str(), "w");
+  ASSERT_NE(t, nullptr);
+  TIFFSetField(t, TIFFTAG_IMAGEWIDTH, w);
+  TIFFSetField(t, TIFFTAG_IMAGELENGTH, h);
+  TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, c);
+  TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 16);
+  TIFFSetField(t, TIFFTAG_PLANARCONFIG, PLANARCONFIG_SEPARATE);
+  TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+  TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, 1);
+  for (int s = 0; s < c; ++s) {
+    for (int y = 0; y < h; ++y) {
+      std::vector<std::uint16_t> row(w);
+      for (int x = 0; x < w; ++x) row[x] = static_cast<std::uint16_t>(1000 * s + 10 * y + x);
+      ASSERT_EQ(TIFFWriteScanline(t, row.data(), y, static_cast<uint16_t>(s)), 1);
+    }
+  }
+  TIFFClose(t);
+  const RawImage img = read_image(path);
+  ASSERT_EQ(img.channels, 3);
+  for (int s = 0; s < c; ++s) {
+    for (int y = 0; y < h; ++y) {
+      for (int x = 0; x < w; ++x) EXPECT_EQ(img.at(y, x, s), 1000 * s + 10 * y + x);
+    }
+  }
+}
+
+TEST(Image, TruncatedTiffIsADataErrorNamingTheFile) {
+  TempDir dir;
+  const std::string path = dir / "cut.tif";
+  write_tiff(path, make_image(64, 64, 2, PixelType::kUint16, ramp(64 * 64 * 2, 0, 1)));
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  try {
+    read_image(path);
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  test::write_text(dir / "garbage.tif", "this is not a TIFF");
+  EXPECT_THROW(read_image(dir / "garbage.tif"), DataError);
+  EXPECT_THROW(read_image(dir / "missing.tif"), NoInputError);
+}
+
+TEST(Image, PngThroughOpenCvIsRgb) {
+  TempDir dir;
+  cv::Mat bgr(2, 2, CV_8UC3, cv::Scalar(10, 20, 30));  // OpenCV order: B=10, G=20, R=30
+  ASSERT_TRUE(cv::imwrite(dir / "a.png", bgr));
+  const RawImage img = read_image(dir / "a.png");
+  ASSERT_EQ(img.channels, 3);
+  EXPECT_EQ(img.at(0, 0, 0), 30);  // R first, as PIL and torchvision give it
+  EXPECT_EQ(img.at(1, 1, 2), 10);
+}
+
+TEST(Image, MinMaxScalingPerChannel) {
+  // 2x2, 2 channels: channel 0 ranges 10..40, channel 1 is constant 7.
+  const RawImage raw = make_image(2, 2, 2, PixelType::kUint16, {10, 7, 20, 7, 30, 7, 40, 7});
+  const Image img = preprocess(raw, {}, "x.tif");
+  ASSERT_EQ(img.channels, 2);
+  const std::vector<float> c0(img.data.begin(), img.data.begin() + 4),
+      c1(img.data.begin() + 4, img.data.end());
+  EXPECT_EQ(c0, (std::vector<float>{0.f, 1.f / 3, 2.f / 3, 1.f}));
+  EXPECT_EQ(c1, (std::vector<float>{0.f, 0.f, 0.f, 0.f}));  // zero range: zeros, not NaN
+}
+
+TEST(Image, ChannelSelectionAndCenterCrop) {
+  // 5x5, 3 channels; value = 100*c + 5*y + x.
+  std::vector<double> v;
+  for (int y = 0; y < 5; ++y)
+    for (int x = 0; x < 5; ++x)
+      for (int c = 0; c < 3; ++c) v.push_back(100 * c + 5 * y + x);
+  const RawImage raw = make_image(5, 5, 3, PixelType::kFloat32, v);
+  const Image img = preprocess(raw, {{2, 0}, 2}, "x.tif");
+  ASSERT_EQ(img.channels, 2);
+  ASSERT_EQ(img.height, 2);
+  // torchvision CenterCrop(2) of 5: top = round(1.5) = 2 (half to even); pixels rows 2..3, cols 2..3.
+  // Scaled per channel: values 12, 13, 17, 18 -> 0, 1/6, 5/6, 1.
+  EXPECT_NEAR(img.data[1], 1.0 / 6, 1e-6);
+  EXPECT_NEAR(img.data[2], 5.0 / 6, 1e-6);
+  try {
+    preprocess(raw, {{0, 3}, 0}, "/data/x.tif");
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("/data/x.tif"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("selected_channel_combination_per_run selects channel 3"),
+              std::string::npos);
+  }
+  EXPECT_THROW(preprocess(raw, {{}, 6}, "x.tif"), DataError);
+}
+
+}  // namespace
+}  // namespace pcdino
