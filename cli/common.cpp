@@ -1,5 +1,8 @@
 #include "common.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <thread>
 
 namespace pcdino::cli {
@@ -33,6 +36,13 @@ void add_config_options(CLI::App* sub, ConfigOptions& opts, bool required) {
 int default_threads(int requested, int local_ranks) {
   if (requested > 0) return requested;
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  // A launcher that binds ranks (mpirun binds to a core by default, srun with --cpu-bind) has already
+  // decided how many CPUs this rank gets; more threads than that only contend.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) < cores) {
+    return std::max(1, CPU_COUNT(&allowed));
+  }
   return std::max(1, cores / std::max(1, local_ranks));
 }
 

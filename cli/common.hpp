@@ -25,8 +25,8 @@ struct ConfigOptions {
 /// Registers the options of `opts` on `sub`; --config is required when `required` is true.
 void add_config_options(CLI::App* sub, ConfigOptions& opts, bool required = true);
 
-/// Number of decoding threads for one rank: `requested` if > 0, else this node's cores divided among
-/// its `local_ranks`, at least 1.
+/// Number of decoding threads for one rank: `requested` if > 0; else the CPUs this process is bound to
+/// when the launcher bound it; else this node's cores divided among its `local_ranks`; at least 1.
 int default_threads(int requested, int local_ranks);
 
 }  // namespace pcdino::cli

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/mpi_world.hpp"
 #include "pcdino/core/packed.hpp"
 
 namespace pcdino {
@@ -40,17 +41,18 @@ std::vector<std::string> walk_sorted(const fs::path& class_dir, const fs::path& 
        end;
        it != end; it.increment(ec)) {
     if (ec) throw NoInputError("cannot list '" + it->path().string() + "': " + ec.message());
+    // is_regular_file() uses the type readdir() reported: no stat() per file unless it is a link.
     if (it->is_regular_file(ec) && is_image_file(it->path())) {
       found.emplace_back(it->path().parent_path().string(), it->path().filename().string());
     }
   }
   if (ec) throw NoInputError("cannot list '" + class_dir.string() + "': " + ec.message());
   std::sort(found.begin(), found.end());
+  // Every folder lies under root: the relative path is a suffix, no path arithmetic per file needed.
+  const std::size_t prefix = root.string().size() + (root.string().back() == '/' ? 0 : 1);
   std::vector<std::string> relative;
   relative.reserve(found.size());
-  for (const auto& [folder, name] : found) {
-    relative.push_back((fs::path(folder) / name).lexically_relative(root).string());
-  }
+  for (const auto& [folder, name] : found) relative.push_back(folder.substr(prefix) + "/" + name);
   return relative;
 }
 
@@ -114,6 +116,54 @@ Dataset Dataset::open(const std::string& dataset_dir, int folder_depth_for_label
         d->class_index.push_back(static_cast<int>(c));
       }
     }
+  }
+  assign_labels(*d, folder_depth_for_labels);
+  Dataset dataset;
+  dataset.impl_ = std::move(d);
+  return dataset;
+}
+
+Dataset Dataset::open(const std::string& dataset_dir, int folder_depth_for_labels, const MpiWorld& world) {
+  std::error_code ec;
+  if (world.size() == 1 || fs::exists(fs::path(dataset_dir) / kPackManifest, ec)) {
+    return open(dataset_dir, folder_depth_for_labels);
+  }
+  // Index as text: classes, then (class index, path) pairs, every field ended by '\0'.
+  std::string blob;
+  int code = 0;
+  Dataset mine;
+  if (world.rank() == 0) {
+    try {
+      mine = open(dataset_dir, folder_depth_for_labels);
+      blob = std::to_string(mine.impl_->classes.size()) + '\0';
+      for (const auto& c : mine.impl_->classes) blob += c + '\0';
+      for (std::size_t i = 0; i < mine.size(); ++i) {
+        blob += std::to_string(mine.impl_->class_index[i]) + '\0' + mine.impl_->paths[i] + '\0';
+      }
+    } catch (const Error& e) {
+      code = to_int(e.code());
+      blob = e.what();
+    }
+  }
+  world.broadcast(code);
+  world.broadcast(blob);
+  if (code != 0) throw Error(static_cast<ExitCode>(code), blob);
+  if (world.rank() == 0) return mine;
+
+  auto d = std::make_shared<Impl>();
+  d->dir = dataset_dir;
+  std::size_t pos = 0;
+  const auto field = [&] {
+    const std::size_t end = blob.find('\0', pos);
+    std::string f = blob.substr(pos, end - pos);
+    pos = end + 1;
+    return f;
+  };
+  const std::size_t classes = std::stoul(field());
+  for (std::size_t c = 0; c < classes; ++c) d->classes.push_back(field());
+  while (pos < blob.size()) {
+    d->class_index.push_back(std::stoi(field()));
+    d->paths.push_back(field());
   }
   assign_labels(*d, folder_depth_for_labels);
   Dataset dataset;

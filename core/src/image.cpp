@@ -1,5 +1,7 @@
 #include "pcdino/core/image.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <tiffio.h>
 #include <unistd.h>
 

@@ -85,6 +85,18 @@ std::vector<std::string> MpiWorld::gather(const std::string& value) const {
   return out;
 }
 
+void MpiWorld::broadcast(int& value) const {
+  MPI_Bcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD);
+}
+
+void MpiWorld::broadcast(std::string& value) const {
+  // Strings beyond 2 GiB would overflow MPI's int count; dataset indices are far below that.
+  int length = static_cast<int>(value.size());
+  broadcast(length);
+  value.resize(static_cast<std::size_t>(length));
+  MPI_Bcast(value.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
+}
+
 void MpiWorld::abort(int exit_code) const {
   MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::_Exit(exit_code);

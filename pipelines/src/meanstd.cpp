@@ -61,7 +61,7 @@ std::vector<Moments> accumulate_moments(const Dataset& dataset, const std::vecto
           return std::nullopt;
         }
       },
-      threads, static_cast<std::size_t>(4 * std::max(1, threads)));
+      threads, static_cast<std::size_t>(64 * std::max(1, threads)), 16);
 
   std::vector<Moments> moments;
   while (auto item = images.next()) {
@@ -81,7 +81,7 @@ std::vector<Moments> accumulate_moments(const Dataset& dataset, const std::vecto
 
 MeanStdReport run_meanstd_stage(const PipelineConfig& config, const MpiWorld& world, int threads) {
   MeanStdReport report;
-  const Dataset dataset = Dataset::open(config.meta.dataset_dir, config.meta.folder_depth_for_labels);
+  const Dataset dataset = Dataset::open(config.meta.dataset_dir, config.meta.folder_depth_for_labels, world);
   const auto sample =
       mean_std_sample(dataset.size(), config.train.fraction_for_mean_std_calc, config.meta.seed);
   if (sample.empty()) {

@@ -11,19 +11,21 @@ namespace pcdino {
 namespace {
 
 TEST(Prefetcher, DeliversInOrderFromManyThreads) {
-  Prefetcher<int> p(
-      500,
-      [](std::size_t k) {
-        if (k % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));  // finish out of order
-        return static_cast<int>(k * 3);
-      },
-      4, 8);
-  for (int k = 0; k < 500; ++k) {
-    auto v = p.next();
-    ASSERT_TRUE(v.has_value());
-    EXPECT_EQ(*v, 3 * k);
+  for (std::size_t batch : {1, 7, 64}) {
+    Prefetcher<int> p(
+        500,
+        [](std::size_t k) {
+          if (k % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));  // finish out of order
+          return static_cast<int>(k * 3);
+        },
+        4, 16, batch);
+    for (int k = 0; k < 500; ++k) {
+      auto v = p.next();
+      ASSERT_TRUE(v.has_value()) << "batch " << batch;
+      EXPECT_EQ(*v, 3 * k) << "batch " << batch;
+    }
+    EXPECT_FALSE(p.next().has_value());
   }
-  EXPECT_FALSE(p.next().has_value());
 }
 
 TEST(Prefetcher, BoundsWorkInFlight) {

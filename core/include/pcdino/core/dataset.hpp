@@ -16,6 +16,8 @@
 
 namespace pcdino {
 
+class MpiWorld;
+
 /// Name of the file that marks a packed dataset directory.
 inline constexpr const char* kPackManifest = "pack.json";
 
@@ -27,6 +29,12 @@ class Dataset {
   /// folder holds no image (naming it), ConfigError if a file lies fewer than folder_depth_for_labels + 1
   /// folders below the dataset directory.
   static Dataset open(const std::string& dataset_dir, int folder_depth_for_labels = 0);
+
+  /// open() for all ranks of `world` at once: rank 0 scans the class folders and sends the index to the
+  /// others, so a job makes one directory scan instead of one per rank (on Lustre every scan loads the
+  /// metadata server). A packed dataset is opened by each rank (its index is in the HDF5 files). An error
+  /// on rank 0 is thrown on every rank, with the same exit code and message.
+  static Dataset open(const std::string& dataset_dir, int folder_depth_for_labels, const MpiWorld& world);
 
   /// Number of images N.
   std::size_t size() const;

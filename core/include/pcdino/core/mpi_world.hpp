@@ -34,6 +34,10 @@ class MpiWorld {
   /// Gathers one string per rank to rank 0 (in rank order); empty on the others.
   std::vector<std::string> gather(const std::string& value) const;
 
+  /// Sends rank 0's `value` to every rank (overwriting theirs).
+  void broadcast(std::string& value) const;
+  void broadcast(int& value) const;
+
   /// Ends every rank of the job with `exit_code` (MPI_Abort): the way out when one rank fails while the
   /// others may be waiting in a collective.
   [[noreturn]] void abort(int exit_code) const;

@@ -2,6 +2,7 @@
 // consumer, so that decoding overlaps with whatever the consumer does (computing moments, training).
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -15,14 +16,18 @@ namespace pcdino {
 
 /// Produces produce(0), produce(1), ..., produce(count - 1) on `threads` worker threads and hands them
 /// out in that order through next(). At most `capacity` items are decoded but not yet taken. An exception
-/// thrown by produce(k) is rethrown by the next() call that would have returned item k.
+/// thrown by produce(k) is rethrown by the next() call that would have returned item k. Workers take
+/// `batch` consecutive items at a time, so that small items (a 28x28 image decodes in ~20 us) do not pay
+/// a lock and a wake-up each.
 template <class T>
 class Prefetcher {
  public:
-  Prefetcher(std::size_t count, std::function<T(std::size_t)> produce, int threads, std::size_t capacity)
+  Prefetcher(std::size_t count, std::function<T(std::size_t)> produce, int threads, std::size_t capacity,
+             std::size_t batch = 1)
       : count_(count),
         produce_(std::move(produce)),
-        capacity_(capacity < 1 ? 1 : capacity),
+        batch_(batch < 1 ? 1 : batch),
+        capacity_(std::max(capacity, batch_)),
         slots_(capacity_) {
     const int n = threads < 1 ? 1 : threads;
     for (int t = 0; t < n; ++t) workers_.emplace_back([this] { work(); });
@@ -66,26 +71,34 @@ class Prefetcher {
   };
 
   void work() {
+    std::vector<Slot> results;
     for (;;) {
-      std::size_t k = 0;
+      std::size_t first = 0, n = 0;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        space_.wait(lock, [&] { return stop_ || started_ >= count_ || started_ < taken_ + capacity_; });
+        space_.wait(lock,
+                    [&] { return stop_ || started_ >= count_ || started_ + batch_ <= taken_ + capacity_; });
         if (stop_ || started_ >= count_) return;
-        k = started_++;
+        first = started_;
+        n = std::min(batch_, count_ - started_);
+        started_ += n;
       }
-      Slot result;
-      try {
-        result.item.emplace(produce_(k));
-      } catch (...) {
-        result.error = std::current_exception();
+      results.assign(n, Slot{});
+      for (std::size_t i = 0; i < n; ++i) {
+        try {
+          results[i].item.emplace(produce_(first + i));
+        } catch (...) {
+          results[i].error = std::current_exception();
+        }
       }
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        Slot& slot = slots_[k % capacity_];
-        slot.item = std::move(result.item);
-        slot.error = result.error;
-        slot.full = true;
+        for (std::size_t i = 0; i < n; ++i) {
+          Slot& slot = slots_[(first + i) % capacity_];
+          slot.item = std::move(results[i].item);
+          slot.error = results[i].error;
+          slot.full = true;
+        }
       }
       ready_.notify_all();
     }
@@ -93,6 +106,7 @@ class Prefetcher {
 
   const std::size_t count_;
   std::function<T(std::size_t)> produce_;
+  const std::size_t batch_;
   const std::size_t capacity_;
   std::vector<Slot> slots_;
   std::mutex mutex_;
