@@ -96,6 +96,14 @@ void add_dataset_commands(CLI::App& app) {
     options.images_per_shard = pack_args->images_per_shard;
     options.threads = default_threads(pack_args->threads, 1);
     options.overwrite = pack_args->overwrite;
+    for (const auto& [index, name] : config.meta.channel_dict) {
+      if (options.channel_names.size() <= static_cast<std::size_t>(index))
+        options.channel_names.resize(index + 1);
+      options.channel_names[static_cast<std::size_t>(index)] = name;
+    }
+    for (std::size_t c = 0; c < options.channel_names.size(); ++c) {
+      if (options.channel_names[c].empty()) options.channel_names[c] = std::to_string(c);
+    }
     const PackReport r = pack_dataset(source, pack_args->output, options);
     spdlog::info(
         "packed {} images ({:.1f} MiB of pixels) from {} into {} shard(s) in {} in {:.1f} s ({:.0f} "

@@ -92,6 +92,11 @@ PackReport pack_dataset(const Dataset& source, const std::string& output_dir, co
   if (per_shard == 0) per_shard = std::max<std::size_t>(1, (std::size_t(1) << 30) / image_bytes);
   const std::size_t shards = (n + per_shard - 1) / per_shard;
 
+  std::vector<std::string> channel_names = options.channel_names;
+  for (int c = static_cast<int>(channel_names.size()); c < first.channels; ++c)
+    channel_names.push_back(std::to_string(c));
+  channel_names.resize(static_cast<std::size_t>(first.channels));
+
   Prefetcher<RawImage> images(
       n, [&](std::size_t i) { return source.read(i); }, options.threads, 64);
   nlohmann::json manifest_shards = nlohmann::json::array();
@@ -154,6 +159,13 @@ PackReport pack_dataset(const Dataset& source, const std::string& output_dir, co
       write_attribute(root, "height", first.height, H5::PredType::NATIVE_INT);
       write_attribute(root, "width", first.width, H5::PredType::NATIVE_INT);
       write_attribute(root, "channels", first.channels, H5::PredType::NATIVE_INT);
+      {
+        std::vector<const char*> names(channel_names.size());
+        for (std::size_t c = 0; c < names.size(); ++c) names[c] = channel_names[c].c_str();
+        const hsize_t nc[1] = {names.size()};
+        H5::StrType str_type(H5::PredType::C_S1, H5T_VARIABLE);
+        root.createAttribute("channel_names", str_type, H5::DataSpace(1, nc)).write(str_type, names.data());
+      }
       const long long shard_attr = static_cast<long long>(s), shards_attr = static_cast<long long>(shards);
       write_attribute(root, "shard", shard_attr, H5::PredType::NATIVE_INT64);
       write_attribute(root, "num_shards", shards_attr, H5::PredType::NATIVE_INT64);
@@ -176,6 +188,7 @@ PackReport pack_dataset(const Dataset& source, const std::string& output_dir, co
                              {"channels", first.channels},
                              {"pixel_type", pixel_type_name(first.type)},
                              {"classes", source.classes()},
+                             {"channel_names", channel_names},
                              {"source", source.directory()},
                              {"shards", manifest_shards}};
   write_file_atomic((out / kPackManifest).string(), manifest.dump(2) + "\n");
@@ -192,6 +205,7 @@ struct PackedReader::State {
   int height = 0, width = 0, channels = 0;
   PixelType type = PixelType::kUint8;
   std::vector<std::string> classes;
+  std::vector<std::string> channel_names;
   std::vector<std::string> paths;
   std::vector<int> class_index;
   struct Shard {
@@ -220,6 +234,7 @@ PackedReader::PackedReader(const std::string& dir) : state_(std::make_unique<Sta
     st.channels = m.at("channels");
     st.type = parse_pixel_type(m.at("pixel_type"), manifest_path);
     st.classes = m.at("classes").get<std::vector<std::string>>();
+    st.channel_names = m.value("channel_names", std::vector<std::string>{});
   } catch (const nlohmann::json::exception& e) {
     throw DataError(manifest_path + ": malformed manifest: " + e.what());
   }
@@ -283,6 +298,9 @@ const std::vector<std::string>& PackedReader::paths() const {
 }
 const std::vector<int>& PackedReader::class_indices() const {
   return state_->class_index;
+}
+const std::vector<std::string>& PackedReader::channel_names() const {
+  return state_->channel_names;
 }
 
 std::string PackedReader::source(std::size_t i) const {

@@ -71,7 +71,8 @@ TEST(Dataset, PackRoundTripIsBitIdentical) {
     put(d / ("src/" + std::string(i % 2 ? "odd" : "even") + "/" + std::to_string(i) + ".tif"), 100 * i);
   const Dataset folders = Dataset::open(d / "src", 0);
   PackOptions options;
-  options.images_per_shard = 3;  // 3 shards: 3 + 3 + 1
+  options.images_per_shard = 3;      // 3 shards: 3 + 3 + 1
+  options.channel_names = {"DAPI"};  // the second channel gets its index as name
   const PackReport report = pack_dataset(folders, d / "packed", options);
   EXPECT_EQ(report.images, 7u);
   EXPECT_EQ(report.shards, 3u);
@@ -89,6 +90,7 @@ TEST(Dataset, PackRoundTripIsBitIdentical) {
     EXPECT_EQ(b.type, a.type);
   }
   EXPECT_NE(packed.source(4).find("shard-00001-of-00003.h5[row 1]"), std::string::npos) << packed.source(4);
+  EXPECT_EQ(PackedReader(d / "packed").channel_names(), (std::vector<std::string>{"DAPI", "1"}));
   // A second pack into the same folder is refused unless asked for.
   EXPECT_THROW(pack_dataset(folders, d / "packed", options), CantCreateError);
   options.overwrite = true;

@@ -2,12 +2,14 @@
 //
 //   pack.json                     {"format": "pcdino-pack", "version": 1, "num_images": N, "height": H,
 //                                  "width": W, "channels": C, "pixel_type": "uint16", "classes": [...],
+//                                  "channel_names": ["aTub", "BF", ...],
 //                                  "shards": [{"file": "shard-00000-of-00004.h5", "first": 0, "count": n}]}
 //   shard-00000-of-00004.h5       /images       [n, H, W, C] uint8|uint16|float32, chunked [1, H, W, C]
 //                                 /class_index  [n] int32   (index into "classes")
 //                                 /paths        [n] string  (path relative to the original dataset)
 //                                 /indices      [n] int64   (index in the dataset's order)
-//                                 attributes pixel_type, height, width, channels, shard, num_shards
+//                                 attributes pixel_type, height, width, channels, channel_names, shard,
+//                                 num_shards
 //
 // Pixels are stored exactly as read (bit-identical), so every stage gets the same images from either
 // layout.
@@ -29,6 +31,8 @@ struct PackOptions {
   std::size_t images_per_shard = 0;  ///< 0: about 1 GiB of pixels per shard
   int threads = 2;                   ///< decoding threads
   bool overwrite = false;            ///< replace an existing pack in the output directory
+  /// Names of the image channels (meta.channel_dict); missing ones are named by their index.
+  std::vector<std::string> channel_names;
 };
 
 /// What pack_dataset() wrote.
@@ -58,8 +62,9 @@ class PackedReader {
 
   std::size_t size() const;
   const std::vector<std::string>& classes() const;
-  const std::vector<std::string>& paths() const;  ///< relative paths, in dataset order
-  const std::vector<int>& class_indices() const;  ///< in dataset order
+  const std::vector<std::string>& paths() const;          ///< relative paths, in dataset order
+  const std::vector<int>& class_indices() const;          ///< in dataset order
+  const std::vector<std::string>& channel_names() const;  ///< one per image channel
   /// "dir/shard-00000-of-00004.h5[row 12]" for messages.
   std::string source(std::size_t i) const;
   /// Image `i` as stored. Thread-safe (HDF5 calls are serialised).
