@@ -1,0 +1,87 @@
+#include "pcdino/spank/environment.hpp"
+
+#include <cctype>
+#include <stdexcept>
+
+namespace pcdino::spank {
+
+std::string first_host(const std::string& nodelist) {
+  // The first element at bracket depth 0 ends at a ',' outside brackets.
+  std::string first;
+  int depth = 0;
+  for (char c : nodelist) {
+    if (c == '[') ++depth;
+    if (c == ']') --depth;
+    if (depth < 0) throw std::invalid_argument("malformed host list '" + nodelist + "'");
+    if (c == ',' && depth == 0) break;
+    first.push_back(c);
+  }
+  if (depth != 0 || first.empty()) throw std::invalid_argument("malformed host list '" + nodelist + "'");
+  const auto open = first.find('[');
+  if (open == std::string::npos) return first;
+  // prefix[range,...]suffix: the first number of the first range, zero padding kept.
+  const auto close = first.find(']', open);
+  std::string inside = first.substr(open + 1, close - open - 1);
+  std::string number;
+  for (char c : inside) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) break;
+    number.push_back(c);
+  }
+  if (number.empty()) throw std::invalid_argument("malformed host range in '" + nodelist + "'");
+  return first.substr(0, open) + number + first.substr(close + 1);
+}
+
+int master_port(std::uint32_t job_id, const PortRange& range) {
+  const auto span = static_cast<std::uint32_t>(range.high - range.low + 1);
+  return range.low + static_cast<int>(job_id % span);
+}
+
+std::vector<std::pair<std::string, std::string>> task_environment(
+    const TaskInfo& task, const Profile* profile, const std::map<std::string, Version>& versions,
+    bool bind_per_task, const PortRange& ports) {
+  std::vector<std::pair<std::string, std::string>> env;
+  if (task.batch_step) {
+    if (profile != nullptr) {
+      for (const auto& entry : profile->env) {
+        if (entry.applies(versions)) env.emplace_back(entry.name, entry.value);
+      }
+    }
+    return env;
+  }
+  env = {
+      {"RANK", std::to_string(task.global_rank)},
+      {"LOCAL_RANK", std::to_string(task.local_rank)},
+      {"WORLD_SIZE", std::to_string(task.world_size)},
+      {"LOCAL_WORLD_SIZE", std::to_string(task.local_world_size)},
+  };
+  if (!task.step_nodelist.empty()) env.emplace_back("MASTER_ADDR", first_host(task.step_nodelist));
+  env.emplace_back("MASTER_PORT", std::to_string(master_port(task.job_id, ports)));
+  if (!task.omp_num_threads_set) {
+    if (task.cpus_per_task > 0) {
+      env.emplace_back("OMP_NUM_THREADS", std::to_string(task.cpus_per_task));
+    } else if (task.local_world_size > 1) {
+      env.emplace_back("OMP_NUM_THREADS", "1");
+    }
+  }
+  if (profile == nullptr) return env;
+  for (const auto& entry : profile->env) {
+    if (entry.applies(versions)) env.emplace_back(entry.name, entry.value);
+  }
+  if (bind_per_task && profile->devices != DeviceKind::kNone && !task.visible_devices.empty()) {
+    std::vector<std::string> devices;
+    std::string current;
+    for (char c : task.visible_devices + ",") {
+      if (c == ',') {
+        if (!current.empty()) devices.push_back(current);
+        current.clear();
+      } else {
+        current.push_back(c);
+      }
+    }
+    if (!devices.empty())
+      env.emplace_back(device_variable(profile->devices), devices[task.local_rank % devices.size()]);
+  }
+  return env;
+}
+
+}  // namespace pcdino::spank
