@@ -36,7 +36,7 @@ void add_all_commands(CLI::App& app) {
   add_unavailable(app, "resume", "Resubmit a pipeline from its first incomplete stage", "#7");
 
   add_unavailable(app, "cluster", "AWS ParallelCluster v3 config from a site spec, validated offline", "#10");
-  add_unavailable(app, "ami", "Packer manifests for compute-node images", "#11");
+  add_ami_commands(app);
 }
 
 }  // namespace pcdino::cli

@@ -1,0 +1,37 @@
+// Which versions of the accelerator stack work together, each rule with its published source, so that an
+// impossible image is rejected before a 20-minute Packer build instead of failing on the first job.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pcdino/ami/spec.hpp"
+
+namespace pcdino::ami {
+
+/// One violated rule: both components, the versions, and the source of the rule.
+struct Incompatibility {
+  std::string first;   ///< e.g. "versions.nvidia_driver 470.57.02"
+  std::string second;  ///< e.g. "versions.cuda 11.6.2"
+  std::string why;     ///< "CUDA 11.6 needs driver >= 510.39.01"
+  std::string source;  ///< "NVIDIA CUDA Toolkit release notes, Table 3"
+  std::string message() const;
+};
+
+/// Every rule `spec` breaks (empty if none): the NVIDIA driver against the CUDA toolkit's minimum,
+/// NCCL's published builds against the CUDA major/minor, aws-ofi-nccl's NCCL requirement, the OS against
+/// the ParallelCluster version's supported OSes, and known runfiles for the CUDA version.
+std::vector<Incompatibility> check_compatibility(const ImageSpec& spec);
+
+/// The CUDA runfile's bundled driver for a full CUDA version ("11.6.2" -> "510.47.03"), or "" if the
+/// table does not know it (the runfile name cuda_{cuda}_{driver}_linux.run needs it).
+std::string cuda_runfile_driver(const std::string& cuda_version);
+
+/// Published two-node nccl-tests all_reduce_perf bus bandwidth floor in GB/s for `instance_type`, with
+/// its source, or 0 if none is published (verify.sh then reports the figure without judging it).
+double nccl_busbw_threshold(const std::string& instance_type, std::string* source);
+
+/// GPUs of `instance_type` (0 if unknown or none).
+int gpus_per_instance(const std::string& instance_type);
+
+}  // namespace pcdino::ami

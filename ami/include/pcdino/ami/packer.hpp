@@ -1,0 +1,33 @@
+// What `pcdino ami generate` writes for an image spec: a Packer template (HCL2, and the JSON form that
+// Packer 1.6 reads), one provisioning script per component, the image's manifest, and verify.sh for a
+// booted node.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pcdino/ami/spec.hpp"
+
+namespace pcdino::ami {
+
+struct GeneratedFile {
+  std::string path;  ///< relative to the output folder
+  std::string content;
+  bool executable = false;
+};
+
+/// The files for `spec`:
+///   image.pkr.hcl, image.json        Packer templates (amazon-ebs from ParallelCluster's official AMI)
+///   scripts/NN-component.sh          one per component: set -euo pipefail, does nothing if the pinned
+///                                    version is already there, checks what it installed
+///   files/manifest.json              every component and version; installed as /opt/pcdino/manifest.json
+///   files/README                     what else belongs in files/ (the pcdino package)
+///   verify.sh                        on a booted node: manifest against reality, then a two-node
+///                                    nccl-tests all_reduce through Slurm against the published floor
+/// Throws ConfigError if check_compatibility() finds a problem (all of them, one per line).
+std::vector<GeneratedFile> generate_image(const ImageSpec& spec);
+
+/// Writes `files` under `out_dir` (each atomically, scripts mode 0755). Throws CantCreateError.
+void write_generated(const std::vector<GeneratedFile>& files, const std::string& out_dir);
+
+}  // namespace pcdino::ami

@@ -1,0 +1,51 @@
+// The image spec of `pcdino ami`: one YAML file that pins every component of a compute-node image.
+//
+//   name: pcdino-workshop
+//   region: us-west-2
+//   base: {parallelcluster_version: "3.8.0", os: alinux2}   # or ami: ami-0123... to start elsewhere
+//   build: {instance_type: g4dn.12xlarge, root_volume_gb: 100}
+//   accelerator: nvidia                                      # nvidia | habana | none
+//   versions: {nvidia_driver: "510.47.03", cuda: "11.6.2", cudnn: "8.4.1.50", nccl: "2.12.7-1",
+//              efa_installer: "1.15.1", aws_ofi_nccl: "1.3.0", enroot: "3.4.0", pyxis: "0.12.0",
+//              nccl_tests: "2.11.0", pcdino: "0.1.0"}
+//   verify: {instance_type: g4dn.12xlarge, nodes: 2, gpus_per_node: 4}
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace pcdino::ami {
+
+struct ImageSpec {
+  std::string name;
+  std::string region;
+  std::string
+      parallelcluster_version;  ///< of the official base AMI (and the AMI's parallelcluster:version tag)
+  std::string os;               ///< alinux2, alinux2023, ubuntu2204
+  std::string base_ami;         ///< explicit base AMI id; empty = ParallelCluster's official one
+  std::string build_instance_type = "g4dn.xlarge";
+  int root_volume_gb = 100;
+  std::string accelerator = "nvidia";  ///< nvidia, habana, none
+  /// Pinned versions by component: nvidia_driver, cuda, cudnn, nccl, efa_installer, aws_ofi_nccl, enroot,
+  /// pyxis, nccl_tests, pcdino (which ones are required depends on the accelerator).
+  std::map<std::string, std::string> versions;
+  std::string verify_instance_type;  ///< for verify.sh's bus-bandwidth threshold; default build type
+  int verify_nodes = 2;
+  int verify_gpus_per_node = 0;  ///< 0: from the instance catalogue in verify.sh
+  std::string source;            ///< file it was read from
+};
+
+/// Components every spec pins, and those an NVIDIA image adds.
+inline const char* const kCommonComponents[] = {"efa_installer", "enroot", "pyxis", "pcdino"};
+inline const char* const kNvidiaComponents[] = {"nvidia_driver", "cuda",         "cudnn",
+                                                "nccl",          "aws_ofi_nccl", "nccl_tests"};
+
+/// Parses a spec. Throws pcdino::ConfigError ("file:line:col: key.path: what") for unknown keys, missing
+/// required keys, bad values (region, instance type, version strings, OS names), and components pinned
+/// that the accelerator does not use.
+ImageSpec parse_image_spec(const std::string& yaml_text, const std::string& source);
+
+/// Reads and parses `path`; NoInputError if it cannot be read.
+ImageSpec load_image_spec(const std::string& path);
+
+}  // namespace pcdino::ami

@@ -1,0 +1,278 @@
+#include "pcdino/ami/compat.hpp"
+
+#include <map>
+#include <sstream>
+#include <vector>
+
+namespace pcdino::ami {
+
+namespace {
+
+// Numeric dotted version ("510.47.03" -> {510, 47, 3}); non-digits end a component.
+std::vector<long> numbers(const std::string& v) {
+  std::vector<long> out;
+  std::stringstream in(v);
+  std::string part;
+  while (std::getline(in, part, '.')) {
+    std::size_t i = 0;
+    long n = 0;
+    while (i < part.size() && std::isdigit(static_cast<unsigned char>(part[i])))
+      n = n * 10 + (part[i++] - '0');
+    if (i == 0) break;
+    out.push_back(n);
+    if (i < part.size()) break;  // "7-1" in "2.12.7-1": stop after 7
+  }
+  return out;
+}
+
+int compare(const std::string& a, const std::string& b) {
+  const auto x = numbers(a), y = numbers(b);
+  for (std::size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
+    const long p = i < x.size() ? x[i] : 0, q = i < y.size() ? y[i] : 0;
+    if (p != q) return p < q ? -1 : 1;
+  }
+  return 0;
+}
+
+std::string major_minor(const std::string& v) {
+  const auto n = numbers(v);
+  if (n.size() < 2) return n.empty() ? v : std::to_string(n[0]);
+  return std::to_string(n[0]) + "." + std::to_string(n[1]);
+}
+
+const char* const kCudaNotes =
+    "NVIDIA CUDA Toolkit release notes, Table 3 'CUDA Toolkit and Corresponding Driver Versions' (Linux, GA)";
+
+// Minimum Linux driver for each CUDA toolkit's GA release (full functionality, no forward compatibility).
+const std::map<std::string, std::string>& cuda_min_driver() {
+  static const std::map<std::string, std::string> table = {
+      {"11.0", "450.36.06"}, {"11.1", "455.23"},    {"11.2", "460.27.03"}, {"11.3", "465.19.01"},
+      {"11.4", "470.42.01"}, {"11.5", "495.29.05"}, {"11.6", "510.39.01"}, {"11.7", "515.43.04"},
+      {"11.8", "520.61.05"}, {"12.0", "525.60.13"}, {"12.1", "530.30.02"}, {"12.2", "535.54.03"},
+      {"12.3", "545.23.06"}, {"12.4", "550.54.14"}, {"12.5", "555.42.02"}, {"12.6", "560.28.03"},
+      {"12.8", "570.26"},
+  };
+  return table;
+}
+
+// Runfiles on developer.download.nvidia.com: cuda_{version}_{bundled driver}_linux.run.
+const std::map<std::string, std::string>& cuda_runfiles() {
+  static const std::map<std::string, std::string> table = {
+      {"11.6.0", "510.39.01"},  {"11.6.2", "510.47.03"}, {"11.7.1", "515.65.01"},  {"11.8.0", "520.61.05"},
+      {"12.0.1", "525.85.12"},  {"12.1.1", "530.30.02"}, {"12.2.2", "535.104.05"}, {"12.3.2", "545.23.08"},
+      {"12.4.1", "550.54.15"},  {"12.5.1", "555.42.06"}, {"12.6.2", "560.35.03"},  {"12.6.3", "560.35.05"},
+      {"12.8.1", "570.124.06"},
+  };
+  return table;
+}
+
+struct NcclRelease {
+  const char* version;
+  std::vector<const char*> cuda_builds;
+  const char* source;
+};
+
+const char* const kNcclRedist =
+    "NVIDIA redist index developer.download.nvidia.com/compute/redist/nccl/ (files per CUDA build)";
+const char* const kNcclDownloads =
+    "NVIDIA NCCL downloads page (builds listed per CUDA version; not re-checked against the redist index)";
+
+// The CUDA versions NVIDIA published builds of each NCCL release for. A build for CUDA X.Y runs on
+// CUDA X.Y' >= X.Y of the same major (CUDA minor version compatibility).
+const std::vector<NcclRelease>& nccl_releases() {
+  static const std::vector<NcclRelease> table = {
+      {"2.10.3", {"10.2", "11.0", "11.4"}, kNcclRedist},
+      {"2.12.7", {"10.2", "11.0", "11.6"}, kNcclRedist},
+      {"2.12.10", {"10.2", "11.0", "11.6"}, kNcclRedist},
+      {"2.12.12", {"10.2", "11.0", "11.6"}, kNcclRedist},
+      {"2.18.5", {"11.0", "12.2"}, kNcclDownloads},
+      {"2.21.5", {"11.0", "12.2", "12.4"}, kNcclDownloads},
+      {"2.23.4", {"12.2", "12.4", "12.6"}, kNcclDownloads},
+  };
+  return table;
+}
+
+const char* const kOfiNotes = "aws-ofi-nccl RELEASENOTES.md";
+
+struct OfiRelease {
+  const char* from;      // first aws-ofi-nccl release of this row
+  const char* min_nccl;  // oldest NCCL it stays compatible with
+  const char* min_libfabric;
+};
+
+// aws-ofi-nccl's floors by release: NCCL "backward compatible to" 2.4.8 until 1.10.0, then 2.17.1;
+// libfabric >= 1.11.0, >= 1.18.0 from 1.8.0, >= 1.22.0 (platform-aws builds) from 1.13.0.
+const std::vector<OfiRelease>& ofi_requirements() {
+  static const std::vector<OfiRelease> table = {
+      {"1.0.0", "2.4.8", "1.11.0"},
+      {"1.8.0", "2.4.8", "1.18.0"},
+      {"1.10.0", "2.17.1", "1.18.0"},
+      {"1.13.0", "2.17.1", "1.22.0"},
+  };
+  return table;
+}
+
+// libfabric bundled by EFA installer releases (EFA installer CHANGELOG; ParallelCluster CHANGELOG entries
+// that list the packages of each installer they adopt).
+const std::map<std::string, std::string>& efa_libfabric() {
+  static const std::map<std::string, std::string> table = {
+      {"1.22.0", "1.17.0"}, {"1.22.1", "1.17.1"}, {"1.23.0", "1.18.0"}, {"1.24.1", "1.18.1"},
+      {"1.25.1", "1.18.1"}, {"1.26.1", "1.18.2"}, {"1.29.1", "1.19.0"}, {"1.30.0", "1.19.0"},
+      {"1.36.0", "1.22.0"}, {"1.41.0", "2.1.0"},  {"1.51.0", "2.7.0"},
+  };
+  return table;
+}
+
+struct OsSupport {
+  const char* os;
+  const char* first;  // first ParallelCluster version with official AMIs for it
+  const char* last;   // last one ("" = still supported)
+  const char* source;
+};
+
+const std::vector<OsSupport>& os_support() {
+  static const std::vector<OsSupport> table = {
+      {"alinux2", "3.0.0", "",
+       "aws-parallelcluster cli/src/pcluster/constants.py SUPPORTED_OSES (3.0 to 3.14)"},
+      {"ubuntu2204", "3.7.0", "", "aws-parallelcluster CHANGELOG.md 3.7.0: 'Add support for Ubuntu 22'"},
+      {"alinux2023", "3.10.0", "",
+       "aws-parallelcluster CHANGELOG.md 3.10.0: 'Add support for Amazon Linux 2023'"},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::string Incompatibility::message() const {
+  return first + " and " + second + " do not work together: " + why + " (source: " + source + ")";
+}
+
+std::string cuda_runfile_driver(const std::string& cuda_version) {
+  const auto& runfiles = cuda_runfiles();
+  const auto it = runfiles.find(cuda_version);
+  if (it != runfiles.end()) return it->second;
+  // "11.6" means its latest update in the table.
+  std::string best;
+  for (const auto& [v, driver] : runfiles) {
+    if (major_minor(v) == cuda_version && numbers(cuda_version).size() == 2) best = driver;
+  }
+  return best;
+}
+
+std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
+  std::vector<Incompatibility> found;
+  const auto v = [&](const char* key) {
+    const auto it = spec.versions.find(key);
+    return it == spec.versions.end() ? std::string() : it->second;
+  };
+
+  for (const auto& os : os_support()) {
+    if (spec.os != os.os) continue;
+    const bool too_old = compare(spec.parallelcluster_version, os.first) < 0;
+    const bool too_new = *os.last != '\0' && compare(spec.parallelcluster_version, os.last) > 0;
+    if (too_old || too_new) {
+      found.push_back({"base.os " + spec.os, "base.parallelcluster_version " + spec.parallelcluster_version,
+                       "official " + spec.os + " AMIs exist from ParallelCluster " + os.first +
+                           (*os.last ? std::string(" to ") + os.last : std::string(" on")),
+                       os.source});
+    }
+  }
+
+  if (spec.accelerator != "nvidia") return found;
+  const std::string driver = v("nvidia_driver"), cuda = v("cuda"), nccl = v("nccl"), ofi = v("aws_ofi_nccl");
+  const std::string cuda_mm = major_minor(cuda);
+
+  const auto min = cuda_min_driver().find(cuda_mm);
+  if (min == cuda_min_driver().end()) {
+    found.push_back({"versions.cuda " + cuda, "versions.nvidia_driver " + driver,
+                     "CUDA " + cuda_mm + " is not in the driver table (known: 11.0-12.8)", kCudaNotes});
+  } else if (compare(driver, min->second) < 0) {
+    found.push_back({"versions.nvidia_driver " + driver, "versions.cuda " + cuda,
+                     "CUDA " + cuda_mm + " needs driver >= " + min->second, kCudaNotes});
+  }
+  if (cuda_runfile_driver(cuda).empty()) {
+    std::string known;
+    for (const auto& [version, d] : cuda_runfiles()) known += (known.empty() ? "" : ", ") + version;
+    found.push_back({"versions.cuda " + cuda, "its runfile",
+                     "no known runfile for CUDA " + cuda + " (known: " + known + ")",
+                     "developer.download.nvidia.com/compute/cuda/<version>/local_installers/"});
+  }
+
+  const std::string nccl_release = [&] {
+    const auto n = numbers(nccl);
+    std::string s;
+    for (std::size_t i = 0; i < n.size() && i < 3; ++i) s += (i ? "." : "") + std::to_string(n[i]);
+    return s;
+  }();
+  const NcclRelease* release = nullptr;
+  for (const auto& r : nccl_releases()) {
+    if (nccl_release == r.version) release = &r;
+  }
+  if (release == nullptr) {
+    std::string known;
+    for (const auto& r : nccl_releases()) known += (known.empty() ? "" : ", ") + std::string(r.version);
+    found.push_back(
+        {"versions.nccl " + nccl, "versions.cuda " + cuda,
+         "NCCL " + nccl_release + " is not in the table of published builds (known: " + known + ")",
+         kNcclRedist});
+  } else {
+    bool built = false;
+    std::string builds;
+    for (const char* b : release->cuda_builds) {
+      builds += (builds.empty() ? "" : ", ") + std::string(b);
+      if (numbers(b).at(0) == numbers(cuda_mm).at(0) && compare(b, cuda_mm) <= 0) built = true;
+    }
+    if (!built) {
+      found.push_back({"versions.nccl " + nccl, "versions.cuda " + cuda,
+                       "NCCL " + nccl_release + " was published for CUDA " + builds + ", none of CUDA " +
+                           std::to_string(numbers(cuda_mm).at(0)) + ".x <= " + cuda_mm,
+                       release->source});
+    }
+  }
+
+  const OfiRelease* rule = nullptr;
+  for (const auto& r : ofi_requirements()) {
+    if (compare(ofi, r.from) >= 0) rule = &r;
+  }
+  if (rule != nullptr && compare(nccl, rule->min_nccl) < 0) {
+    found.push_back({"versions.aws_ofi_nccl " + ofi, "versions.nccl " + nccl,
+                     "aws-ofi-nccl " + ofi + " needs NCCL >= " + rule->min_nccl, kOfiNotes});
+  }
+  const std::string efa = v("efa_installer");
+  const auto fabric = efa_libfabric().find(efa);
+  if (rule != nullptr && fabric != efa_libfabric().end() &&
+      compare(fabric->second, rule->min_libfabric) < 0) {
+    found.push_back({"versions.aws_ofi_nccl " + ofi, "versions.efa_installer " + efa,
+                     "aws-ofi-nccl " + ofi + " needs libfabric >= " + rule->min_libfabric +
+                         ", EFA installer " + efa + " ships libfabric " + fabric->second,
+                     std::string(kOfiNotes) + "; EFA installer CHANGELOG"});
+  }
+  return found;
+}
+
+double nccl_busbw_threshold(const std::string& instance_type, std::string* source) {
+  // In-place busbw of a 1 GiB all_reduce on 2 nodes x 8 GPUs; the test asserts busbw > threshold.
+  static const std::map<std::string, double> published = {{"p4d.24xlarge", 26.0}, {"p5.48xlarge", 250.0}};
+  const auto it = published.find(instance_type);
+  if (it == published.end()) return 0;
+  if (source != nullptr) {
+    *source = "aws-parallelcluster tests/integration-tests/tests/efa/test_efa.py, _test_nccl_benchmarks";
+  }
+  return it->second;
+}
+
+int gpus_per_instance(const std::string& t) {
+  static const std::map<std::string, int> gpus = {
+      {"g4dn.xlarge", 1},   {"g4dn.2xlarge", 1},  {"g4dn.4xlarge", 1}, {"g4dn.8xlarge", 1},
+      {"g4dn.16xlarge", 1}, {"g4dn.12xlarge", 4}, {"g4dn.metal", 8},   {"g5.xlarge", 1},
+      {"g5.2xlarge", 1},    {"g5.4xlarge", 1},    {"g5.8xlarge", 1},   {"g5.16xlarge", 1},
+      {"g5.12xlarge", 4},   {"g5.24xlarge", 4},   {"g5.48xlarge", 8},  {"g6.xlarge", 1},
+      {"g6.12xlarge", 4},   {"g6.48xlarge", 8},   {"p3.2xlarge", 1},   {"p3.8xlarge", 4},
+      {"p3.16xlarge", 8},   {"p3dn.24xlarge", 8}, {"p4d.24xlarge", 8}, {"p4de.24xlarge", 8},
+      {"p5.48xlarge", 8},
+  };
+  const auto it = gpus.find(t);
+  return it == gpus.end() ? 0 : it->second;
+}
+
+}  // namespace pcdino::ami

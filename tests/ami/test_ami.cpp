@@ -1,0 +1,161 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "pcdino/ami/compat.hpp"
+#include "pcdino/ami/packer.hpp"
+#include "pcdino/ami/spec.hpp"
+#include "pcdino/core/error.hpp"
+
+namespace pcdino::ami {
+namespace {
+
+ImageSpec example(const std::string& name) {
+  return load_image_spec(std::string(PCDINO_SOURCE_DIR) + "/ami/examples/" + name);
+}
+
+std::string all_messages(const ImageSpec& s) {
+  std::string out;
+  for (const auto& p : check_compatibility(s)) out += p.message() + "\n";
+  return out;
+}
+
+std::string spec_error(const std::string& yaml) {
+  try {
+    parse_image_spec(yaml, "image.yaml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+const char* const kMinimal = R"(name: t
+region: us-west-2
+base: {parallelcluster_version: "3.7.0", os: alinux2}
+accelerator: none
+versions: {efa_installer: "1.25.1", enroot: "3.4.0", pyxis: "0.12.0", pcdino: "0.1.0"}
+)";
+
+TEST(AmiSpec, ExamplesAreCompatible) {
+  EXPECT_EQ(all_messages(example("workshop.yaml")), "");
+  EXPECT_EQ(all_messages(example("current.yaml")), "");
+  EXPECT_EQ(example("workshop.yaml").versions.at("nccl"), "2.12.7-1");
+}
+
+TEST(AmiSpec, ErrorsNameKeyLineAndColumn) {
+  EXPECT_EQ(spec_error(kMinimal), "(no error)");
+  std::string e = spec_error(std::string(kMinimal) + "colour: red\n");
+  EXPECT_NE(e.find("image.yaml:6:1: colour: unknown key"), std::string::npos) << e;
+  e = spec_error(R"(name: t
+region: us-west-2
+base: {parallelcluster_version: "3.7.0", os: alinux2}
+accelerator: none
+versions: {efa_installer: "1.25.1", enroot: "3.4.0", pyxis: "0.12.0", pcdino: "0.1.0", cuda: "12.4"}
+)");
+  EXPECT_NE(e.find("versions.cuda: only for accelerator: nvidia"), std::string::npos) << e;
+  e = spec_error(R"(name: t
+region: us-west-2
+base: {parallelcluster_version: "3.7.0", os: alinux2}
+accelerator: none
+versions: {efa_installer: "1.25.1", enroot: "3.4.0", pcdino: "0.1.0"}
+)");
+  EXPECT_NE(e.find("versions.pyxis: missing"), std::string::npos) << e;
+  e = spec_error(R"(name: t
+region: Oregon
+base: {parallelcluster_version: "3.7.0", os: alinux2}
+versions: {}
+)");
+  EXPECT_NE(e.find("image.yaml:2:9: region: expected an AWS region"), std::string::npos) << e;
+  EXPECT_NE(
+      spec_error("name: t\nregion: us-west-2\nbase: {parallelcluster_version: \"3.7.0\", os: centos7}\n")
+          .find("base.os: expected alinux2, alinux2023 or ubuntu2204"),
+      std::string::npos);
+}
+
+TEST(AmiCompat, DriverTooOldForCudaNamesBoth) {
+  ImageSpec s = example("workshop.yaml");
+  s.versions["nvidia_driver"] = "470.57.02";
+  const std::string m = all_messages(s);
+  EXPECT_NE(m.find("versions.nvidia_driver 470.57.02 and versions.cuda 11.6"), std::string::npos) << m;
+  EXPECT_NE(m.find("CUDA 11.6 needs driver >= 510.39.01"), std::string::npos) << m;
+  EXPECT_NE(m.find("CUDA Toolkit release notes"), std::string::npos) << m;
+  EXPECT_THROW(generate_image(s), ConfigError);
+}
+
+TEST(AmiCompat, NcclBuiltForAnotherCudaMajor) {
+  ImageSpec s = example("current.yaml");
+  s.versions["nccl"] = "2.12.7-1";  // published for CUDA 10.2, 11.0, 11.6 only
+  const std::string m = all_messages(s);
+  EXPECT_NE(m.find("versions.nccl 2.12.7-1 and versions.cuda 12.4.1"), std::string::npos) << m;
+  EXPECT_NE(m.find("aws-ofi-nccl 1.12.0 needs NCCL >= 2.17.1"), std::string::npos) << m;
+  s = example("workshop.yaml");
+  s.versions["cuda"] = "11.4";  // NCCL 2.12.7's CUDA 11.0 build runs on 11.4 (minor version compatibility)
+  s.versions["nvidia_driver"] = "470.82.01";
+  EXPECT_EQ(all_messages(s).find("versions.nccl"), std::string::npos) << all_messages(s);
+}
+
+TEST(AmiCompat, OfiNcclAgainstEfaLibfabricAndOsAgainstParallelCluster) {
+  ImageSpec s = example("current.yaml");
+  s.versions["aws_ofi_nccl"] = "1.13.0";   // needs libfabric >= 1.22
+  s.versions["efa_installer"] = "1.29.1";  // ships libfabric 1.19.0
+  std::string m = all_messages(s);
+  EXPECT_NE(
+      m.find("aws-ofi-nccl 1.13.0 needs libfabric >= 1.22.0, EFA installer 1.29.1 ships libfabric 1.19.0"),
+      std::string::npos)
+      << m;
+  s = example("current.yaml");
+  s.parallelcluster_version = "3.8.0";
+  m = all_messages(s);
+  EXPECT_NE(m.find("base.os alinux2023 and base.parallelcluster_version 3.8.0"), std::string::npos) << m;
+  EXPECT_NE(m.find("CHANGELOG.md 3.10.0"), std::string::npos) << m;
+}
+
+TEST(AmiGenerate, TemplatesScriptsAndManifest) {
+  const auto files = generate_image(example("workshop.yaml"));
+  std::map<std::string, std::string> by_path;
+  for (const auto& f : files) by_path[f.path] = f.content;
+  const std::string& hcl = by_path.at("image.pkr.hcl");
+  EXPECT_NE(hcl.find("name                = \"aws-parallelcluster-3.7.0-amzn2-hvm-x86_64*\""),
+            std::string::npos);
+  EXPECT_NE(hcl.find("\"parallelcluster:os\"      = \"alinux2\""), std::string::npos);
+  EXPECT_NE(hcl.find("\"scripts/40-nccl.sh\""), std::string::npos);
+  const auto json = nlohmann::json::parse(by_path.at("image.json"));
+  EXPECT_EQ(json["builders"][0]["tags"]["parallelcluster:version"], "3.7.0");
+  EXPECT_EQ(json["provisioners"][2]["scripts"].size(), 12u);
+  const auto manifest = nlohmann::json::parse(by_path.at("files/manifest.json"));
+  EXPECT_EQ(manifest["components"]["nvidia_driver"], "510.47.03");
+  EXPECT_EQ(manifest["components"]["openmpi"], "from efa_installer 1.25.1");
+  EXPECT_NE(by_path.at("scripts/20-cuda.sh").find("cuda_11.6.2_510.47.03_linux.run"), std::string::npos);
+  for (const auto& [path, content] : by_path) {
+    if (path.rfind("scripts/", 0) == 0) {
+      EXPECT_NE(content.find("set -euo pipefail"), std::string::npos) << path;
+      EXPECT_NE(content.find("done_ok"), std::string::npos) << path << " does not check what it installed";
+    }
+    EXPECT_EQ(content.find("@VERSION@"), std::string::npos) << path;
+  }
+  // no EFA, no published floor for g4dn: verify.sh reports without judging
+  EXPECT_NE(by_path.at("verify.sh").find("THRESHOLD=0"), std::string::npos);
+  const auto p5 = generate_image(example("current.yaml"));
+  for (const auto& f : p5) {
+    if (f.path == "verify.sh") {
+      EXPECT_NE(f.content.find("THRESHOLD=250"), std::string::npos);
+    }
+    if (f.path == "scripts/85-pcdino.sh") {
+      EXPECT_NE(f.content.find("default=nvidia-efa"), std::string::npos);
+    }
+  }
+}
+
+TEST(AmiCompat, PublishedBusBandwidthFloors) {
+  std::string source;
+  EXPECT_DOUBLE_EQ(nccl_busbw_threshold("p4d.24xlarge", &source), 26.0);
+  EXPECT_NE(source.find("test_efa.py"), std::string::npos);
+  EXPECT_DOUBLE_EQ(nccl_busbw_threshold("p5.48xlarge", nullptr), 250.0);
+  EXPECT_DOUBLE_EQ(nccl_busbw_threshold("g4dn.12xlarge", nullptr), 0.0);
+  EXPECT_EQ(gpus_per_instance("p4d.24xlarge"), 8);
+}
+
+}  // namespace
+}  // namespace pcdino::ami

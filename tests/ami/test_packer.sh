@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Integration: `pcdino ami generate` for the example specs writes templates that Debian's Packer accepts
+# (`packer validate`, HCL2 and the JSON form), scripts and verify.sh that shellcheck accepts, the same
+# files that are checked in under ami/examples/, and a verify.sh that reports a node's mismatches.
+source "$(dirname "$0")/../lib/assert.sh"
+: "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
+W="$PCDINO_BUILD_DIR/test-work/ami_packer"
+rm -rf "$W" && mkdir -p "$W"
+EX="$PCDINO_SOURCE_DIR/ami/examples"
+
+for name in workshop current; do
+  run "$PCDINO_BIN" ami generate "$EX/$name.yaml" --out "$W/$name"
+  assert_rc 0 "$name: generate"
+  run bash -c "cd '$W/$name' && timeout 120 packer validate image.pkr.hcl"
+  assert_rc 0 "$name: packer validate image.pkr.hcl"
+  run bash -c "cd '$W/$name' && timeout 120 packer validate image.json"
+  assert_rc 0 "$name: packer validate image.json"
+  run shellcheck "$W/$name"/scripts/*.sh "$W/$name/verify.sh"
+  assert_rc 0 "$name: shellcheck on every script and verify.sh"
+  run diff -r "$EX/$name" "$W/$name"
+  assert_rc 0 "$name: ami/examples/$name is what the generator writes now (regenerate it if not)"
+done
+
+run "$PCDINO_BIN" ami check "$EX/workshop.yaml"
+assert_rc 0 "workshop stack is compatible"
+sed 's/nvidia_driver: "510.47.03"/nvidia_driver: "470.57.02"/' "$EX/workshop.yaml" >"$W/old-driver.yaml"
+run "$PCDINO_BIN" ami check "$W/old-driver.yaml"
+assert_rc 78 "an incompatible driver/CUDA pair is rejected"
+assert_contains "$OUT" "versions.nvidia_driver 470.57.02 and versions.cuda 11.6 do not work together" "message names both"
+run "$PCDINO_BIN" ami generate "$W/old-driver.yaml" --out "$W/never"
+assert_rc 78 "and nothing is generated for it"
+assert_eq "$(ls "$W/never" 2>/dev/null)" "" "no output folder contents"
+
+# verify.sh on this machine (no GPU, no EFA, no enroot): every missing component is reported, exit 1.
+run env MANIFEST="$W/workshop/files/manifest.json" bash "$W/workshop/verify.sh"
+assert_rc 1 "verify.sh fails on a machine that is not the image"
+for c in nvidia_driver cuda nccl efa_installer enroot spank_pcdino; do
+  assert_contains "$OUT" "MISMATCH $c" "verify.sh reports $c"
+done
+finish
