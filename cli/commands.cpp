@@ -35,7 +35,7 @@ void add_all_commands(CLI::App& app) {
   add_unavailable(app, "cancel", "Cancel a submitted pipeline's jobs", "#7");
   add_unavailable(app, "resume", "Resubmit a pipeline from its first incomplete stage", "#7");
 
-  add_unavailable(app, "cluster", "AWS ParallelCluster v3 config from a site spec, validated offline", "#10");
+  add_cluster_commands(app);
   add_ami_commands(app);
 }
 

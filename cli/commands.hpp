@@ -20,6 +20,9 @@ void add_meanstd_command(CLI::App& app);
 /// `pcdino ami check|generate` (cli/ami.cpp).
 void add_ami_commands(CLI::App& app);
 
+/// `pcdino cluster generate|validate|cost` (cli/cluster.cpp).
+void add_cluster_commands(CLI::App& app);
+
 /// Registers every subcommand of `pcdino` on `app`.
 void add_all_commands(CLI::App& app);
 

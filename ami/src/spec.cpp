@@ -2,81 +2,17 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/yaml_reader.hpp"
 
 namespace pcdino::ami {
 
 namespace {
-
-class Reader {
- public:
-  explicit Reader(std::string source) : source_(std::move(source)) {}
-
-  [[noreturn]] void fail(const YAML::Node& node, const std::string& path, const std::string& what) const {
-    const YAML::Mark m = node.Mark();
-    const std::string at =
-        m.is_null() ? source_
-                    : source_ + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-    throw ConfigError(at + ": " + path + ": " + what);
-  }
-
-  void only(const YAML::Node& map, const std::string& path, const std::set<std::string>& keys) const {
-    for (const auto& kv : map) {
-      const std::string key = kv.first.Scalar();
-      if (keys.count(key) == 0) {
-        std::string known;
-        for (const auto& k : keys) known += (known.empty() ? "" : ", ") + k;
-        fail(kv.first, path.empty() ? key : path + "." + key, "unknown key (known: " + known + ")");
-      }
-    }
-  }
-
-  YAML::Node map(const YAML::Node& parent, const std::string& key, const std::string& path,
-                 bool required) const {
-    const YAML::Node n = parent[key];
-    if (!n.IsDefined() || n.IsNull()) {
-      if (required) fail(parent, path, "missing");
-      return YAML::Node(YAML::NodeType::Map);
-    }
-    if (!n.IsMap()) fail(n, path, "expected a mapping");
-    return n;
-  }
-
-  std::string text(const YAML::Node& parent, const std::string& key, const std::string& path, bool required,
-                   const std::string& pattern, const std::string& expected) const {
-    const YAML::Node n = parent[key];
-    if (!n.IsDefined() || n.IsNull()) {
-      if (required) fail(parent, path, "missing (expected " + expected + ")");
-      return "";
-    }
-    if (!n.IsScalar()) fail(n, path, "expected " + expected);
-    if (!std::regex_match(n.Scalar(), std::regex(pattern)))
-      fail(n, path, "expected " + expected + ", got '" + n.Scalar() + "'");
-    return n.Scalar();
-  }
-
-  int integer(const YAML::Node& parent, const std::string& key, const std::string& path, int low, int high,
-              int fallback) const {
-    const YAML::Node n = parent[key];
-    if (!n.IsDefined() || n.IsNull()) return fallback;
-    try {
-      const int v = n.as<int>();
-      if (v >= low && v <= high) return v;
-    } catch (const YAML::Exception&) {
-    }
-    fail(n, path,
-         "expected an integer in [" + std::to_string(low) + ", " + std::to_string(high) + "], got '" +
-             (n.IsScalar() ? n.Scalar() : std::string("?")) + "'");
-  }
-
- private:
-  std::string source_;
-};
 
 const char* const kVersionPattern = R"([0-9]+(\.[0-9]+)*(-[0-9A-Za-z.]+)?)";
 const char* const kInstancePattern = R"([a-z][a-z0-9-]*\.[0-9a-z]+)";
@@ -84,16 +20,10 @@ const char* const kInstancePattern = R"([a-z][a-z0-9-]*\.[0-9a-z]+)";
 }  // namespace
 
 ImageSpec parse_image_spec(const std::string& yaml_text, const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) + ":" +
-                      std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
-  }
+  YamlReader r(source);
+  const YAML::Node root = r.load(yaml_text);
   if (!root.IsMap())
     throw ConfigError(source + ": expected a mapping (name, region, base, build, versions, ...)");
-  Reader r(source);
   r.only(root, "", {"name", "region", "base", "build", "accelerator", "versions", "verify"});
   ImageSpec s;
   s.source = source;

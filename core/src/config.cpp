@@ -461,7 +461,7 @@ void apply_override(YAML::Node& root, const ConfigOverride& o) {
     YAML::Node next = chain.back()[parts[i]];
     if (!next.IsDefined() || next.IsNull()) {
       chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
-      next = chain.back()[parts[i]];
+      next.reset(chain.back()[parts[i]]);  // operator= would write into the tree
     }
     if (!next.IsMap()) throw ConfigError(o.origin + ": '" + parts[i] + "' is not a section");
     chain.push_back(next);

@@ -1,0 +1,113 @@
+// pcdino cluster generate | validate | cost
+#include <sys/stat.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "commands.hpp"
+#include "pcdino/cluster/cost.hpp"
+#include "pcdino/cluster/generate.hpp"
+#include "pcdino/cluster/site.hpp"
+#include "pcdino/cluster/validate.hpp"
+#include "pcdino/core/config.hpp"
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
+
+namespace pcdino::cli {
+
+namespace {
+
+struct ClusterArgs {
+  std::string input, out, pipeline, queue;
+  bool allow_ssh_from_anywhere = false;
+  long long images = 0;
+  double images_per_second = 0;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw NoInputError("cannot read '" + path + "'");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Prints the findings; errors make the command fail with exit code 78.
+void report(const std::vector<cluster::Finding>& findings, const std::string& what) {
+  int errors = 0;
+  for (const auto& f : findings) {
+    std::cout << f.str() << "\n";
+    errors += f.error ? 1 : 0;
+  }
+  if (errors > 0)
+    throw ConfigError(what + ": " + std::to_string(errors) + " error(s) found by the validators");
+  std::cout << what << ": no errors (" << findings.size() << " warning(s))\n";
+}
+
+}  // namespace
+
+void add_cluster_commands(CLI::App& app) {
+  CLI::App* cluster = app.add_subcommand(
+      "cluster", "AWS ParallelCluster v3 config and VPC stack from a site spec, validated offline");
+  cluster->require_subcommand(1);
+  auto args = std::make_shared<ClusterArgs>();
+
+  CLI::App* gen = cluster->add_subcommand(
+      "generate", "Write cluster-config.yaml, network.yaml (CloudFormation) and commands.sh; validate them");
+  gen->add_option("site", args->input, "Site spec (YAML)")->required();
+  gen->add_option("-o,--out", args->out, "Output folder")->required();
+  gen->add_option("--pipeline", args->pipeline, "Pipeline YAML whose stages must fit the first queue");
+  gen->callback([args] {
+    const cluster::SiteSpec site = cluster::load_site_spec(args->input);
+    const cluster::ClusterFiles files = cluster::generate_cluster(site);
+    std::vector<cluster::Finding> findings = cluster::validate_cluster_config(
+        files.cluster_config, "cluster-config.yaml", {site.allow_ssh_from_anywhere});
+    if (!args->pipeline.empty()) {
+      const auto fit = cluster::check_pipeline_fit(files.cluster_config, "cluster-config.yaml",
+                                                   load_config(args->pipeline));
+      findings.insert(findings.end(), fit.begin(), fit.end());
+    }
+    write_file_atomic(args->out + "/cluster-config.yaml", files.cluster_config);
+    write_file_atomic(args->out + "/network.yaml", files.network_stack);
+    write_file_atomic(args->out + "/commands.sh", files.commands);
+    if (::chmod((args->out + "/commands.sh").c_str(), 0755) != 0)
+      throw CantCreateError("cannot make commands.sh executable");
+    std::cout << "wrote cluster-config.yaml, network.yaml, commands.sh to " << args->out << "\n";
+    report(findings, args->out + "/cluster-config.yaml");
+  });
+
+  CLI::App* val =
+      cluster->add_subcommand("validate", "Run the offline validators on a ParallelCluster v3 configuration");
+  val->add_option("config", args->input, "cluster configuration (YAML)")->required();
+  val->add_option("--pipeline", args->pipeline, "Pipeline YAML whose stages must fit the queue");
+  val->add_option("--queue", args->queue, "Queue the pipeline runs on (default: the first)");
+  val->add_flag("--allow-ssh-from-anywhere", args->allow_ssh_from_anywhere,
+                "Accept HeadNode.Ssh.AllowedIps 0.0.0.0/0");
+  val->callback([args] {
+    const std::string text = read_text(args->input);
+    auto findings = cluster::validate_cluster_config(text, args->input, {args->allow_ssh_from_anywhere});
+    if (!args->pipeline.empty()) {
+      const auto fit =
+          cluster::check_pipeline_fit(text, args->input, load_config(args->pipeline), args->queue);
+      findings.insert(findings.end(), fit.begin(), fit.end());
+    }
+    report(findings, args->input);
+  });
+
+  CLI::App* cost = cluster->add_subcommand("cost", "Hourly cost of a site spec, and of a training run");
+  cost->add_option("site", args->input, "Site spec (YAML)")->required();
+  cost->add_option("--pipeline", args->pipeline, "Pipeline YAML (epochs, nodes, GPUs) for a run estimate");
+  cost->add_option("--images", args->images, "Training images per epoch");
+  cost->add_option("--images-per-second-per-gpu", args->images_per_second,
+                   "Measured training throughput per GPU");
+  cost->callback([args] {
+    const cluster::SiteSpec site = cluster::load_site_spec(args->input);
+    std::unique_ptr<PipelineConfig> pipeline;
+    if (!args->pipeline.empty()) pipeline = std::make_unique<PipelineConfig>(load_config(args->pipeline));
+    std::cout << cluster::cost_report(site, pipeline.get(), {args->images, args->images_per_second});
+  });
+}
+
+}  // namespace pcdino::cli

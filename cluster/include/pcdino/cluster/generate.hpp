@@ -1,0 +1,26 @@
+// The files `pcdino cluster generate` writes for a site spec.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pcdino/cluster/site.hpp"
+
+namespace pcdino::cluster {
+
+struct ClusterFiles {
+  std::string cluster_config;  ///< cluster-config.yaml: ParallelCluster v3; ${PUBLIC_SUBNET_ID}-style
+                               ///< placeholders for the network stack's outputs unless the spec names subnets
+  std::string network_stack;   ///< network.yaml: CloudFormation VPC (public + private subnet in one AZ, IGW,
+                               ///< NAT, EFA security group, S3 gateway endpoint, flow logs)
+  std::string commands;        ///< commands.sh: create the stack, fill the placeholders, create the cluster
+};
+
+/// Builds the three files. Throws ConfigError for a spec that cannot become a configuration at all
+/// (the validators judge the rest).
+ClusterFiles generate_cluster(const SiteSpec& spec);
+
+/// Compute resource name for an instance type ("g4dn.12xlarge" -> "g4dn-12xlarge").
+std::string compute_resource_name(const std::string& instance_type);
+
+}  // namespace pcdino::cluster

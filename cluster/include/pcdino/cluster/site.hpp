@@ -1,0 +1,61 @@
+// The site spec of `pcdino cluster`: a short YAML file describing the cluster a team wants; the tool
+// turns it into a ParallelCluster v3 configuration and a VPC stack (see cluster/examples/).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pcdino::cluster {
+
+struct QueueSpec {
+  std::string name;
+  std::string instance_type;
+  int min_count = 0;
+  int max_count = 1;
+  bool efa = false;
+  /// Placement group: "" = not stated (a validator wants it stated for EFA queues), "true", "false".
+  std::string placement_group;
+  std::string capacity_type = "ONDEMAND";  ///< ONDEMAND, SPOT, CAPACITY_BLOCK
+  std::string local_scratch;               ///< EphemeralVolume mount dir ("" = none)
+};
+
+struct FsxSpec {
+  bool enabled = false;
+  std::string mount_dir = "/fsx";
+  int capacity_gib = 1200;
+  std::string deployment_type = "PERSISTENT_2";
+  int throughput_per_tib = 125;  ///< 0: not set (SCRATCH)
+  std::string compression = "LZ4";
+  std::string file_system_id;  ///< existing file system: the others are not used
+  std::string import_path, export_path;
+};
+
+struct SiteSpec {
+  std::string name;
+  std::string region;
+  std::string availability_zone;
+  std::string head_node_type = "c5.2xlarge";
+  std::string key_name;
+  std::string ssh_allowed_cidr;  ///< required; 0.0.0.0/0 only with allow_ssh_from_anywhere
+  bool allow_ssh_from_anywhere = false;
+  std::string os = "alinux2";
+  std::string custom_ami;
+  std::vector<QueueSpec> queues;
+  FsxSpec fsx;
+  int apps_ebs_gib = 0;  ///< EBS volume at /apps (0 = none)
+  std::vector<std::string> iam_policies;
+  std::map<std::string, std::string> tags;
+  bool dashboards = true;
+  bool logs = true;
+  std::string on_node_configured;  ///< s3:// or https:// script
+  // Existing network (else the generated VPC stack's outputs are used).
+  std::string head_subnet_id, compute_subnet_id;
+  std::string source;
+};
+
+/// Parses a site spec. Throws ConfigError ("file:line:col: key.path: what").
+SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source);
+SiteSpec load_site_spec(const std::string& path);
+
+}  // namespace pcdino::cluster

@@ -1,0 +1,310 @@
+#include "pcdino/cluster/generate.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "pcdino/core/error.hpp"
+
+namespace pcdino::cluster {
+
+namespace {
+
+YAML::Node seq(std::initializer_list<YAML::Node> items) {
+  YAML::Node n(YAML::NodeType::Sequence);
+  for (const auto& i : items) n.push_back(i);
+  return n;
+}
+
+YAML::Node ref(const std::string& id) {
+  YAML::Node n;
+  n["Ref"] = id;
+  return n;
+}
+
+YAML::Node get_att(const std::string& id, const std::string& attribute) {
+  YAML::Node n;
+  n["Fn::GetAtt"] = seq({YAML::Node(id), YAML::Node(attribute)});
+  return n;
+}
+
+YAML::Node name_tag(const std::string& name) {
+  YAML::Node tag;
+  tag["Key"] = "Name";
+  tag["Value"] = name;
+  return seq({tag});
+}
+
+std::string emit(const YAML::Node& node, const std::string& header) {
+  YAML::Emitter out;
+  out.SetIndent(2);
+  out.SetSeqFormat(YAML::Block);
+  out << node;
+  return header + out.c_str() + "\n";
+}
+
+YAML::Node iam_policies(const SiteSpec& s) {
+  YAML::Node iam;
+  for (const auto& arn : s.iam_policies) {
+    YAML::Node p;
+    p["Policy"] = arn;
+    iam["AdditionalIamPolicies"].push_back(p);
+  }
+  return iam;
+}
+
+std::string cluster_config(const SiteSpec& s) {
+  const bool own_network = s.head_subnet_id.empty();
+  const std::string head_subnet = own_network ? "${PUBLIC_SUBNET_ID}" : s.head_subnet_id;
+  const std::string compute_subnet = own_network ? "${PRIVATE_SUBNET_ID}" : s.compute_subnet_id;
+  YAML::Node c;
+  c["Region"] = s.region;
+  c["Image"]["Os"] = s.os;
+  if (!s.custom_ami.empty()) c["Image"]["CustomAmi"] = s.custom_ami;
+
+  YAML::Node head;
+  head["InstanceType"] = s.head_node_type;
+  head["Networking"]["SubnetId"] = head_subnet;
+  if (own_network)
+    head["Networking"]["AdditionalSecurityGroups"] = seq({YAML::Node("${EFA_SECURITY_GROUP_ID}")});
+  if (!s.key_name.empty()) head["Ssh"]["KeyName"] = s.key_name;
+  head["Ssh"]["AllowedIps"] = s.ssh_allowed_cidr;
+  head["Imds"]["Secured"] = true;
+  if (!s.iam_policies.empty()) head["Iam"] = iam_policies(s);
+  c["HeadNode"] = head;
+
+  YAML::Node scheduling;
+  scheduling["Scheduler"] = "slurm";
+  for (const auto& q : s.queues) {
+    YAML::Node queue;
+    queue["Name"] = q.name;
+    queue["CapacityType"] = q.capacity_type;
+    YAML::Node cr;
+    cr["Name"] = compute_resource_name(q.instance_type);
+    cr["InstanceType"] = q.instance_type;
+    cr["MinCount"] = q.min_count;
+    cr["MaxCount"] = q.max_count;
+    if (q.efa) cr["Efa"]["Enabled"] = true;
+    queue["ComputeResources"].push_back(cr);
+    queue["Networking"]["SubnetIds"] = seq({YAML::Node(compute_subnet)});
+    if (q.efa && own_network) {
+      queue["Networking"]["AdditionalSecurityGroups"] = seq({YAML::Node("${EFA_SECURITY_GROUP_ID}")});
+    }
+    if (!q.placement_group.empty())
+      queue["Networking"]["PlacementGroup"]["Enabled"] = q.placement_group == "true";
+    if (!q.local_scratch.empty())
+      queue["ComputeSettings"]["LocalStorage"]["EphemeralVolume"]["MountDir"] = q.local_scratch;
+    if (!s.iam_policies.empty()) queue["Iam"] = iam_policies(s);
+    if (!s.on_node_configured.empty())
+      queue["CustomActions"]["OnNodeConfigured"]["Script"] = s.on_node_configured;
+    scheduling["SlurmQueues"].push_back(queue);
+  }
+  c["Scheduling"] = scheduling;
+
+  YAML::Node storage(YAML::NodeType::Sequence);
+  if (s.fsx.enabled) {
+    YAML::Node fsx;
+    fsx["Name"] = "fsx";
+    fsx["StorageType"] = "FsxLustre";
+    fsx["MountDir"] = s.fsx.mount_dir;
+    YAML::Node settings;
+    if (!s.fsx.file_system_id.empty()) {
+      settings["FileSystemId"] = s.fsx.file_system_id;
+    } else {
+      settings["StorageCapacity"] = s.fsx.capacity_gib;
+      settings["DeploymentType"] = s.fsx.deployment_type;
+      if (s.fsx.throughput_per_tib > 0) settings["PerUnitStorageThroughput"] = s.fsx.throughput_per_tib;
+      settings["DataCompressionType"] = s.fsx.compression;
+      if (!s.fsx.import_path.empty()) settings["ImportPath"] = s.fsx.import_path;
+      if (!s.fsx.export_path.empty()) settings["ExportPath"] = s.fsx.export_path;
+    }
+    fsx["FsxLustreSettings"] = settings;
+    storage.push_back(fsx);
+  }
+  if (s.apps_ebs_gib > 0) {
+    YAML::Node ebs;
+    ebs["Name"] = "apps";
+    ebs["StorageType"] = "Ebs";
+    ebs["MountDir"] = "/apps";
+    ebs["EbsSettings"]["VolumeType"] = "gp3";
+    ebs["EbsSettings"]["Size"] = s.apps_ebs_gib;
+    storage.push_back(ebs);
+  }
+  if (storage.size() > 0) c["SharedStorage"] = storage;
+  c["Imds"]["ImdsSupport"] = "v2.0";
+  c["Monitoring"]["Logs"]["CloudWatch"]["Enabled"] = s.logs;
+  c["Monitoring"]["Dashboards"]["CloudWatch"]["Enabled"] = s.dashboards;
+  if (!s.tags.empty()) {
+    YAML::Node tags(YAML::NodeType::Sequence);
+    for (const auto& [k, v] : s.tags) {
+      YAML::Node t;
+      t["Key"] = k;
+      t["Value"] = v;
+      tags.push_back(t);
+    }
+    c["Tags"] = tags;
+  }
+  return emit(c, "# ParallelCluster v3 configuration generated by `pcdino cluster generate`\n# from " +
+                     std::filesystem::path(s.source).filename().string() +
+                     ".\n# ${...} are outputs of network.yaml, filled in by commands.sh.\n---\n");
+}
+
+std::string network_stack(const SiteSpec& s) {
+  YAML::Node t;
+  t["AWSTemplateFormatVersion"] = "2010-09-09";
+  t["Description"] = "pcdino cluster network: public and private subnet in one AZ";
+  t["Parameters"]["AvailabilityZone"]["Type"] = "AWS::EC2::AvailabilityZone::Name";
+  t["Parameters"]["AvailabilityZone"]["Default"] = s.availability_zone;
+  YAML::Node r;
+  r["Vpc"]["Type"] = "AWS::EC2::VPC";
+  r["Vpc"]["Properties"]["CidrBlock"] = "10.0.0.0/16";
+  r["Vpc"]["Properties"]["EnableDnsSupport"] = true;
+  r["Vpc"]["Properties"]["EnableDnsHostnames"] = true;
+  r["Vpc"]["Properties"]["Tags"] = name_tag(s.name + "-vpc");
+
+  r["PublicSubnet"]["Type"] = "AWS::EC2::Subnet";
+  r["PublicSubnet"]["Properties"]["VpcId"] = ref("Vpc");
+  r["PublicSubnet"]["Properties"]["CidrBlock"] = "10.0.0.0/24";
+  r["PublicSubnet"]["Properties"]["AvailabilityZone"] = ref("AvailabilityZone");
+  r["PublicSubnet"]["Properties"]["MapPublicIpOnLaunch"] = true;
+  r["PublicSubnet"]["Properties"]["Tags"] = name_tag(s.name + "-public");
+  r["PrivateSubnet"]["Type"] = "AWS::EC2::Subnet";
+  r["PrivateSubnet"]["Properties"]["VpcId"] = ref("Vpc");
+  r["PrivateSubnet"]["Properties"]["CidrBlock"] = "10.0.16.0/20";
+  r["PrivateSubnet"]["Properties"]["AvailabilityZone"] = ref("AvailabilityZone");
+  r["PrivateSubnet"]["Properties"]["Tags"] = name_tag(s.name + "-private");
+
+  r["InternetGateway"]["Type"] = "AWS::EC2::InternetGateway";
+  r["GatewayAttachment"]["Type"] = "AWS::EC2::VPCGatewayAttachment";
+  r["GatewayAttachment"]["Properties"]["VpcId"] = ref("Vpc");
+  r["GatewayAttachment"]["Properties"]["InternetGatewayId"] = ref("InternetGateway");
+  r["PublicRouteTable"]["Type"] = "AWS::EC2::RouteTable";
+  r["PublicRouteTable"]["Properties"]["VpcId"] = ref("Vpc");
+  r["PublicRoute"]["Type"] = "AWS::EC2::Route";
+  r["PublicRoute"]["DependsOn"] = "GatewayAttachment";
+  r["PublicRoute"]["Properties"]["RouteTableId"] = ref("PublicRouteTable");
+  r["PublicRoute"]["Properties"]["DestinationCidrBlock"] = "0.0.0.0/0";
+  r["PublicRoute"]["Properties"]["GatewayId"] = ref("InternetGateway");
+  r["PublicSubnetRouteTableAssociation"]["Type"] = "AWS::EC2::SubnetRouteTableAssociation";
+  r["PublicSubnetRouteTableAssociation"]["Properties"]["SubnetId"] = ref("PublicSubnet");
+  r["PublicSubnetRouteTableAssociation"]["Properties"]["RouteTableId"] = ref("PublicRouteTable");
+
+  r["NatEip"]["Type"] = "AWS::EC2::EIP";
+  r["NatEip"]["DependsOn"] = "GatewayAttachment";
+  r["NatEip"]["Properties"]["Domain"] = "vpc";
+  r["NatGateway"]["Type"] = "AWS::EC2::NatGateway";
+  r["NatGateway"]["Properties"]["AllocationId"] = get_att("NatEip", "AllocationId");
+  r["NatGateway"]["Properties"]["SubnetId"] = ref("PublicSubnet");
+  r["PrivateRouteTable"]["Type"] = "AWS::EC2::RouteTable";
+  r["PrivateRouteTable"]["Properties"]["VpcId"] = ref("Vpc");
+  r["PrivateRoute"]["Type"] = "AWS::EC2::Route";
+  r["PrivateRoute"]["Properties"]["RouteTableId"] = ref("PrivateRouteTable");
+  r["PrivateRoute"]["Properties"]["DestinationCidrBlock"] = "0.0.0.0/0";
+  r["PrivateRoute"]["Properties"]["NatGatewayId"] = ref("NatGateway");
+  r["PrivateSubnetRouteTableAssociation"]["Type"] = "AWS::EC2::SubnetRouteTableAssociation";
+  r["PrivateSubnetRouteTableAssociation"]["Properties"]["SubnetId"] = ref("PrivateSubnet");
+  r["PrivateSubnetRouteTableAssociation"]["Properties"]["RouteTableId"] = ref("PrivateRouteTable");
+
+  // EFA needs all traffic between the nodes, both ways: an egress rule to 0.0.0.0/0 does not cover it.
+  r["EfaSecurityGroup"]["Type"] = "AWS::EC2::SecurityGroup";
+  r["EfaSecurityGroup"]["Properties"]["GroupDescription"] =
+      "EFA: all protocols between members of this group";
+  r["EfaSecurityGroup"]["Properties"]["VpcId"] = ref("Vpc");
+  r["EfaIngressSelf"]["Type"] = "AWS::EC2::SecurityGroupIngress";
+  r["EfaIngressSelf"]["Properties"]["GroupId"] = ref("EfaSecurityGroup");
+  r["EfaIngressSelf"]["Properties"]["IpProtocol"] = "-1";
+  r["EfaIngressSelf"]["Properties"]["SourceSecurityGroupId"] = ref("EfaSecurityGroup");
+  r["EfaEgressSelf"]["Type"] = "AWS::EC2::SecurityGroupEgress";
+  r["EfaEgressSelf"]["Properties"]["GroupId"] = ref("EfaSecurityGroup");
+  r["EfaEgressSelf"]["Properties"]["IpProtocol"] = "-1";
+  r["EfaEgressSelf"]["Properties"]["DestinationSecurityGroupId"] = ref("EfaSecurityGroup");
+
+  r["S3Endpoint"]["Type"] = "AWS::EC2::VPCEndpoint";
+  r["S3Endpoint"]["Properties"]["VpcId"] = ref("Vpc");
+  r["S3Endpoint"]["Properties"]["VpcEndpointType"] = "Gateway";
+  r["S3Endpoint"]["Properties"]["ServiceName"] = "com.amazonaws." + s.region + ".s3";
+  r["S3Endpoint"]["Properties"]["RouteTableIds"] = seq({ref("PublicRouteTable"), ref("PrivateRouteTable")});
+
+  r["FlowLogGroup"]["Type"] = "AWS::Logs::LogGroup";
+  r["FlowLogGroup"]["Properties"]["RetentionInDays"] = 30;
+  r["FlowLogRole"]["Type"] = "AWS::IAM::Role";
+  YAML::Node statement;
+  statement["Effect"] = "Allow";
+  statement["Principal"]["Service"] = "vpc-flow-logs.amazonaws.com";
+  statement["Action"] = "sts:AssumeRole";
+  r["FlowLogRole"]["Properties"]["AssumeRolePolicyDocument"]["Version"] = "2012-10-17";
+  r["FlowLogRole"]["Properties"]["AssumeRolePolicyDocument"]["Statement"] = seq({statement});
+  YAML::Node logs;
+  logs["Effect"] = "Allow";
+  logs["Action"] = seq({YAML::Node("logs:CreateLogStream"), YAML::Node("logs:PutLogEvents"),
+                        YAML::Node("logs:DescribeLogGroups"), YAML::Node("logs:DescribeLogStreams")});
+  logs["Resource"] = get_att("FlowLogGroup", "Arn");
+  YAML::Node policy;
+  policy["PolicyName"] = "flow-logs";
+  policy["PolicyDocument"]["Version"] = "2012-10-17";
+  policy["PolicyDocument"]["Statement"] = seq({logs});
+  r["FlowLogRole"]["Properties"]["Policies"] = seq({policy});
+  r["FlowLog"]["Type"] = "AWS::EC2::FlowLog";
+  r["FlowLog"]["Properties"]["ResourceId"] = ref("Vpc");
+  r["FlowLog"]["Properties"]["ResourceType"] = "VPC";
+  r["FlowLog"]["Properties"]["TrafficType"] = "ALL";
+  r["FlowLog"]["Properties"]["LogDestinationType"] = "cloud-watch-logs";
+  r["FlowLog"]["Properties"]["LogGroupName"] = ref("FlowLogGroup");
+  r["FlowLog"]["Properties"]["DeliverLogsPermissionArn"] = get_att("FlowLogRole", "Arn");
+  t["Resources"] = r;
+
+  YAML::Node o;
+  o["VpcId"]["Value"] = ref("Vpc");
+  o["PublicSubnetId"]["Value"] = ref("PublicSubnet");
+  o["PrivateSubnetId"]["Value"] = ref("PrivateSubnet");
+  o["EfaSecurityGroupId"]["Value"] = ref("EfaSecurityGroup");
+  t["Outputs"] = o;
+  return emit(t, "# CloudFormation network stack generated by `pcdino cluster generate`\n# from " +
+                     std::filesystem::path(s.source).filename().string() + ".\n---\n");
+}
+
+std::string commands(const SiteSpec& s) {
+  const std::string stack = s.name + "-network";
+  std::string out =
+      "#!/usr/bin/env bash\n# Generated by `pcdino cluster generate` from " +
+      std::filesystem::path(s.source).filename().string() +
+      ".\n# Creates the network stack (unless the spec names subnets), fills its outputs into the"
+      " cluster\n# configuration, and creates the cluster. Needs the AWS CLI, pcluster 3.x and envsubst.\n"
+      "set -euo pipefail\ncd \"$(dirname \"$0\")\"\nREGION=" +
+      s.region + "\n";
+  if (s.head_subnet_id.empty()) {
+    out += "STACK=" + stack +
+           "\naws cloudformation deploy --region \"$REGION\" --stack-name \"$STACK\" --template-file "
+           "network.yaml "
+           "--capabilities CAPABILITY_IAM\n"
+           "output() { aws cloudformation describe-stacks --region \"$REGION\" --stack-name \"$STACK\" \\\n"
+           "  --query \"Stacks[0].Outputs[?OutputKey=='$1'].OutputValue\" --output text; }\n"
+           "PUBLIC_SUBNET_ID=$(output PublicSubnetId)\nPRIVATE_SUBNET_ID=$(output PrivateSubnetId)\n"
+           "EFA_SECURITY_GROUP_ID=$(output EfaSecurityGroupId)\n"
+           "export PUBLIC_SUBNET_ID PRIVATE_SUBNET_ID EFA_SECURITY_GROUP_ID\n"
+           "# Only these three: the single quotes keep envsubst's variable list literal.\n"
+           "# shellcheck disable=SC2016\n"
+           "envsubst '$PUBLIC_SUBNET_ID $PRIVATE_SUBNET_ID $EFA_SECURITY_GROUP_ID' <cluster-config.yaml "
+           ">cluster-config.rendered.yaml\n";
+  } else {
+    out += "cp cluster-config.yaml cluster-config.rendered.yaml\n";
+  }
+  out += "pcluster create-cluster --region \"$REGION\" --cluster-name " + s.name +
+         " --cluster-configuration cluster-config.rendered.yaml\n";
+  return out;
+}
+
+}  // namespace
+
+std::string compute_resource_name(const std::string& instance_type) {
+  std::string n = instance_type;
+  std::replace(n.begin(), n.end(), '.', '-');
+  return n;
+}
+
+ClusterFiles generate_cluster(const SiteSpec& spec) {
+  return {cluster_config(spec), network_stack(spec), commands(spec)};
+}
+
+}  // namespace pcdino::cluster

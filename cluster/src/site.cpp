@@ -1,0 +1,161 @@
+#include "pcdino/cluster/site.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/yaml_reader.hpp"
+
+namespace pcdino::cluster {
+
+namespace {
+const char* const kInstance = R"([a-z][a-z0-9-]*\.[0-9a-z]+)";
+const char* const kAnyText = R"([^\n]{1,512})";
+const char* const kCidr = R"(([0-9]{1,3}\.){3}[0-9]{1,3}/[0-9]{1,2})";
+}  // namespace
+
+SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source) {
+  YamlReader r(source);
+  const YAML::Node root = r.load(yaml_text);
+  if (!root.IsMap())
+    throw ConfigError(source + ": expected a mapping (name, region, head_node, queues, ...)");
+  r.only(root, "",
+         {"name", "region", "availability_zone", "head_node", "image", "queues", "storage", "iam", "tags",
+          "monitoring", "custom_actions", "network"});
+  SiteSpec s;
+  s.source = source;
+  // ParallelCluster's cluster name: letters, digits, hyphens, starting with a letter, at most 60.
+  s.name = r.text(root, "name", "name", true, R"([A-Za-z][A-Za-z0-9-]{0,59})",
+                  "a cluster name (letters, digits, '-')");
+  s.region = r.text(root, "region", "region", true, R"([a-z]{2}(-gov)?-[a-z]+-[0-9])",
+                    "an AWS region like us-west-2");
+  s.availability_zone =
+      r.text(root, "availability_zone", "availability_zone", true, R"([a-z]{2}(-gov)?-[a-z]+-[0-9][a-z])",
+             "an availability zone like us-west-2a");
+  if (s.availability_zone.rfind(s.region, 0) != 0) {
+    r.fail(root["availability_zone"], "availability_zone",
+           "'" + s.availability_zone + "' is not in region " + s.region);
+  }
+
+  const YAML::Node head = r.map(root, "head_node", "head_node", true);
+  r.only(head, "head_node", {"instance_type", "key_name", "ssh_allowed_cidr", "allow_ssh_from_anywhere"});
+  const std::string head_type =
+      r.text(head, "instance_type", "head_node.instance_type", false, kInstance, "an EC2 instance type");
+  if (!head_type.empty()) s.head_node_type = head_type;
+  s.key_name = r.text(head, "key_name", "head_node.key_name", false, kAnyText, "an EC2 key pair name");
+  s.ssh_allowed_cidr = r.text(head, "ssh_allowed_cidr", "head_node.ssh_allowed_cidr", true, kCidr,
+                              "a CIDR like 203.0.113.0/24");
+  s.allow_ssh_from_anywhere =
+      r.boolean(head, "allow_ssh_from_anywhere", "head_node.allow_ssh_from_anywhere", false);
+
+  const YAML::Node image = r.map(root, "image", "image", false);
+  r.only(image, "image", {"os", "custom_ami"});
+  const std::string os =
+      r.text(image, "os", "image.os", false, "alinux2|alinux2023|ubuntu2204|ubuntu2004|rhel8|rhel9",
+             "alinux2, alinux2023, ubuntu2004, ubuntu2204, rhel8 or rhel9");
+  if (!os.empty()) s.os = os;
+  s.custom_ami = r.text(image, "custom_ami", "image.custom_ami", false, R"(ami-[0-9a-f]{8,17})", "an AMI id");
+
+  const YAML::Node queues = root["queues"];
+  if (!queues.IsDefined() || !queues.IsSequence() || queues.size() == 0)
+    r.fail(root, "queues", "expected a list of queues");
+  for (std::size_t i = 0; i < queues.size(); ++i) {
+    const std::string p = "queues[" + std::to_string(i) + "]";
+    const YAML::Node q = queues[i];
+    if (!q.IsMap()) r.fail(q, p, "expected a mapping");
+    r.only(q, p,
+           {"name", "instance_type", "min_count", "max_count", "efa", "placement_group", "capacity_type",
+            "local_scratch"});
+    QueueSpec qs;
+    // Checked against ParallelCluster's own pattern by the validators, so that the message uses its key path.
+    qs.name = r.text(q, "name", p + ".name", true, kAnyText, "a queue name");
+    qs.instance_type =
+        r.text(q, "instance_type", p + ".instance_type", true, kInstance, "an EC2 instance type");
+    qs.min_count = r.integer(q, "min_count", p + ".min_count", 0, 10000, 0);
+    qs.max_count = r.integer(q, "max_count", p + ".max_count", 0, 10000, 1);
+    qs.efa = r.boolean(q, "efa", p + ".efa", false);
+    if (q["placement_group"].IsDefined())
+      qs.placement_group = r.boolean(q, "placement_group", p + ".placement_group", false) ? "true" : "false";
+    const std::string cap = r.text(q, "capacity_type", p + ".capacity_type", false,
+                                   "ONDEMAND|SPOT|CAPACITY_BLOCK", "ONDEMAND, SPOT or CAPACITY_BLOCK");
+    if (!cap.empty()) qs.capacity_type = cap;
+    qs.local_scratch = r.text(q, "local_scratch", p + ".local_scratch", false, R"(/[A-Za-z0-9/_.-]*)",
+                              "an absolute mount dir");
+    s.queues.push_back(qs);
+  }
+
+  const YAML::Node storage = r.map(root, "storage", "storage", false);
+  r.only(storage, "storage", {"fsx", "apps_ebs_gib"});
+  s.apps_ebs_gib = r.integer(storage, "apps_ebs_gib", "storage.apps_ebs_gib", 0, 16384, 0);
+  if (storage["fsx"].IsDefined()) {
+    const YAML::Node f = r.map(storage, "fsx", "storage.fsx", true);
+    r.only(f, "storage.fsx",
+           {"mount_dir", "capacity_gib", "deployment_type", "throughput_per_tib", "compression",
+            "file_system_id", "import_path", "export_path"});
+    s.fsx.enabled = true;
+    const std::string mount =
+        r.text(f, "mount_dir", "storage.fsx.mount_dir", false, R"(/[A-Za-z0-9/_.-]*)", "an absolute path");
+    if (!mount.empty()) s.fsx.mount_dir = mount;
+    s.fsx.capacity_gib = r.integer(f, "capacity_gib", "storage.fsx.capacity_gib", 1, 10000000, 1200);
+    const std::string dt = r.text(f, "deployment_type", "storage.fsx.deployment_type", false, "[A-Z_0-9]+",
+                                  "an FSx deployment type");
+    if (!dt.empty()) s.fsx.deployment_type = dt;
+    s.fsx.throughput_per_tib = r.integer(f, "throughput_per_tib", "storage.fsx.throughput_per_tib", 0, 100000,
+                                         s.fsx.deployment_type.rfind("SCRATCH", 0) == 0 ? 0 : 125);
+    const std::string comp =
+        r.text(f, "compression", "storage.fsx.compression", false, "[A-Z0-9]+", "NONE or LZ4");
+    if (!comp.empty()) s.fsx.compression = comp;
+    s.fsx.file_system_id = r.text(f, "file_system_id", "storage.fsx.file_system_id", false,
+                                  R"(fs-[0-9a-f]{8,17})", "an FSx id fs-...");
+    s.fsx.import_path = r.text(f, "import_path", "storage.fsx.import_path", false,
+                               R"(s3://[a-z0-9.-]{3,63}(/.*)?)", "an s3:// path");
+    s.fsx.export_path = r.text(f, "export_path", "storage.fsx.export_path", false,
+                               R"(s3://[a-z0-9.-]{3,63}(/.*)?)", "an s3:// path");
+  }
+
+  const YAML::Node iam = r.map(root, "iam", "iam", false);
+  r.only(iam, "iam", {"additional_policies"});
+  if (iam["additional_policies"].IsDefined()) {
+    const YAML::Node list = iam["additional_policies"];
+    if (!list.IsSequence()) r.fail(list, "iam.additional_policies", "expected a list of policy ARNs");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string arn = list[i].IsScalar() ? list[i].Scalar() : "";
+      if (arn.rfind("arn:aws", 0) != 0)
+        r.fail(list[i], "iam.additional_policies[" + std::to_string(i) + "]", "expected an IAM policy ARN");
+      s.iam_policies.push_back(arn);
+    }
+  }
+  if (root["tags"].IsDefined()) {
+    const YAML::Node tags = r.map(root, "tags", "tags", true);
+    for (const auto& kv : tags) s.tags[kv.first.Scalar()] = kv.second.IsScalar() ? kv.second.Scalar() : "";
+  }
+  const YAML::Node mon = r.map(root, "monitoring", "monitoring", false);
+  r.only(mon, "monitoring", {"dashboards", "logs"});
+  s.dashboards = r.boolean(mon, "dashboards", "monitoring.dashboards", true);
+  s.logs = r.boolean(mon, "logs", "monitoring.logs", true);
+  const YAML::Node actions = r.map(root, "custom_actions", "custom_actions", false);
+  r.only(actions, "custom_actions", {"on_node_configured"});
+  s.on_node_configured = r.text(actions, "on_node_configured", "custom_actions.on_node_configured", false,
+                                R"((s3|https)://[^\s]+)", "an s3:// or https:// script");
+  const YAML::Node net = r.map(root, "network", "network", false);
+  r.only(net, "network", {"head_subnet_id", "compute_subnet_id"});
+  s.head_subnet_id = r.text(net, "head_subnet_id", "network.head_subnet_id", false,
+                            R"(subnet-[0-9a-f]{8,17})", "a subnet id");
+  s.compute_subnet_id = r.text(net, "compute_subnet_id", "network.compute_subnet_id", false,
+                               R"(subnet-[0-9a-f]{8,17})", "a subnet id");
+  if (s.head_subnet_id.empty() != s.compute_subnet_id.empty()) {
+    r.fail(net, "network",
+           "give both head_subnet_id and compute_subnet_id, or neither (a VPC stack is generated)");
+  }
+  return s;
+}
+
+SiteSpec load_site_spec(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw NoInputError("cannot read site spec '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_site_spec(text.str(), path);
+}
+
+}  // namespace pcdino::cluster

@@ -1,0 +1,87 @@
+#include "pcdino/core/yaml_reader.hpp"
+
+#include <regex>
+
+#include "pcdino/core/error.hpp"
+
+namespace pcdino {
+
+YAML::Node YamlReader::load(const std::string& text) const {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(source_ + ":" + std::to_string(e.mark.line + 1) + ":" +
+                      std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+  }
+}
+
+void YamlReader::fail(const YAML::Node& node, const std::string& path, const std::string& what) const {
+  const YAML::Mark m = node.IsDefined() ? node.Mark() : YAML::Mark::null_mark();
+  const std::string at =
+      m.is_null() ? source_ : source_ + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+  throw ConfigError(at + ": " + path + ": " + what);
+}
+
+void YamlReader::only(const YAML::Node& map, const std::string& path,
+                      const std::set<std::string>& keys) const {
+  for (const auto& kv : map) {
+    const std::string key = kv.first.Scalar();
+    if (keys.count(key) == 0) {
+      std::string known;
+      for (const auto& k : keys) known += (known.empty() ? "" : ", ") + k;
+      fail(kv.first, join(path, key), "unknown key (known: " + known + ")");
+    }
+  }
+}
+
+YAML::Node YamlReader::map(const YAML::Node& parent, const std::string& key, const std::string& path,
+                           bool required) const {
+  const YAML::Node n = parent[key];
+  if (!n.IsDefined() || n.IsNull()) {
+    if (required) fail(parent, path, "missing");
+    return YAML::Node(YAML::NodeType::Map);
+  }
+  if (!n.IsMap()) fail(n, path, "expected a mapping");
+  return n;
+}
+
+std::string YamlReader::text(const YAML::Node& parent, const std::string& key, const std::string& path,
+                             bool required, const std::string& pattern, const std::string& expected) const {
+  const YAML::Node n = parent[key];
+  if (!n.IsDefined() || n.IsNull()) {
+    if (required) fail(parent, path, "missing (expected " + expected + ")");
+    return "";
+  }
+  if (!n.IsScalar()) fail(n, path, "expected " + expected);
+  if (!std::regex_match(n.Scalar(), std::regex(pattern))) {
+    fail(n, path, "expected " + expected + ", got '" + n.Scalar() + "'");
+  }
+  return n.Scalar();
+}
+
+int YamlReader::integer(const YAML::Node& parent, const std::string& key, const std::string& path, int low,
+                        int high, int fallback) const {
+  const YAML::Node n = parent[key];
+  if (!n.IsDefined() || n.IsNull()) return fallback;
+  try {
+    const int v = n.as<int>();
+    if (v >= low && v <= high) return v;
+  } catch (const YAML::Exception&) {
+  }
+  fail(n, path,
+       "expected an integer in [" + std::to_string(low) + ", " + std::to_string(high) + "], got '" +
+           (n.IsScalar() ? n.Scalar() : std::string("?")) + "'");
+}
+
+bool YamlReader::boolean(const YAML::Node& parent, const std::string& key, const std::string& path,
+                         bool fallback) const {
+  const YAML::Node n = parent[key];
+  if (!n.IsDefined() || n.IsNull()) return fallback;
+  try {
+    if (n.IsScalar()) return n.as<bool>();
+  } catch (const YAML::Exception&) {
+  }
+  fail(n, path, "expected true or false, got '" + (n.IsScalar() ? n.Scalar() : std::string("?")) + "'");
+}
+
+}  // namespace pcdino

@@ -1,0 +1,293 @@
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <set>
+
+#include "pcdino/cluster/catalogue.hpp"
+#include "pcdino/cluster/cost.hpp"
+#include "pcdino/cluster/generate.hpp"
+#include "pcdino/cluster/site.hpp"
+#include "pcdino/cluster/validate.hpp"
+#include "pcdino/core/error.hpp"
+
+namespace pcdino::cluster {
+namespace {
+
+SiteSpec example(const std::string& name) {
+  return load_site_spec(std::string(PCDINO_SOURCE_DIR) + "/cluster/examples/" + name);
+}
+
+// Findings as "path: message" lines.
+std::string findings(const std::string& yaml, const ValidateOptions& o = {}) {
+  std::string out;
+  for (const auto& f : validate_cluster_config(yaml, "c.yaml", o))
+    out += (f.error ? "E " : "W ") + f.path + ": " + f.message + "\n";
+  return out;
+}
+
+// A valid configuration with one queue; `queue` and `extra` are spliced in.
+std::string config(const std::string& queue_body, const std::string& extra = "",
+                   const std::string& ssh = "    AllowedIps: 203.0.113.0/24\n") {
+  return "Region: us-west-2\nImage:\n  Os: alinux2\nHeadNode:\n  InstanceType: c5.xlarge\n  Networking:\n"
+         "    SubnetId: subnet-aaaa1111\n  Ssh:\n" +
+         ssh + "Scheduling:\n  Scheduler: slurm\n  SlurmQueues:\n    - Name: q\n" + queue_body + extra;
+}
+
+const char* const kPlainQueue =
+    "      ComputeResources:\n        - Name: cr\n          InstanceType: g4dn.12xlarge\n          MinCount: "
+    "0\n"
+    "          MaxCount: 2\n      Networking:\n        SubnetIds: [subnet-bbbb2222]\n";
+
+TEST(ClusterValidate, AValidConfigurationHasNoErrors) {
+  EXPECT_EQ(findings(config(kPlainQueue)),
+            "W Scheduling.SlurmQueues[0].ComputeResources[0].Efa.Enabled: "
+            "g4dn.12xlarge supports EFA but it is not enabled: multi-node training uses TCP\n");
+}
+
+TEST(ClusterValidate, EfaOnlyOnSupportedTypesWithPlacementGroupAndOneSubnet) {
+  const std::string efa_2xl =
+      "      ComputeResources:\n        - Name: cr\n          InstanceType: g4dn.2xlarge\n          Efa:\n"
+      "            Enabled: true\n      Networking:\n        SubnetIds: [subnet-bbbb2222]\n"
+      "        PlacementGroup:\n          Enabled: true\n";
+  EXPECT_NE(findings(config(efa_2xl))
+                .find("E Scheduling.SlurmQueues[0].ComputeResources[0].Efa.Enabled: g4dn.2xlarge does not "
+                      "support EFA"),
+            std::string::npos);
+  std::string efa_12xl = efa_2xl;
+  efa_12xl.replace(efa_12xl.find("g4dn.2xlarge"), 12, "g4dn.12xlarge");
+  EXPECT_EQ(findings(config(efa_12xl)), "");
+  std::string no_pg = efa_12xl.substr(0, efa_12xl.find("        PlacementGroup"));
+  EXPECT_NE(findings(config(no_pg))
+                .find("E Scheduling.SlurmQueues[0].Networking.PlacementGroup.Enabled: a queue with EFA"),
+            std::string::npos);
+  std::string two_subnets = efa_12xl;
+  two_subnets.replace(two_subnets.find("[subnet-bbbb2222]"), 17, "[subnet-bbbb2222, subnet-cccc3333]");
+  EXPECT_NE(findings(config(two_subnets))
+                .find("E Scheduling.SlurmQueues[0].Networking.SubnetIds: a queue with EFA must use exactly "
+                      "one subnet"),
+            std::string::npos);
+}
+
+TEST(ClusterValidate, EphemeralVolumeNeedsInstanceStore) {
+  const std::string eph =
+      "      ComputeSettings:\n        LocalStorage:\n          EphemeralVolume:\n            MountDir: "
+      "/scratch\n";
+  std::string ebs_only = std::string(kPlainQueue) + eph;
+  ebs_only.replace(ebs_only.find("g4dn.12xlarge"), 13, "p3.8xlarge");
+  EXPECT_NE(findings(config(ebs_only))
+                .find("E Scheduling.SlurmQueues[0].ComputeSettings.LocalStorage.EphemeralVolume: "
+                      "EphemeralVolume needs instance store"),
+            std::string::npos);
+  EXPECT_EQ(findings(config(std::string(kPlainQueue) + eph)).find("E "), std::string::npos);
+}
+
+TEST(ClusterValidate, FsxRulesPerDeploymentType) {
+  const auto fsx = [](const std::string& settings) {
+    return findings(config(kPlainQueue,
+                           "SharedStorage:\n  - Name: fsx\n    StorageType: FsxLustre\n    MountDir: /fsx\n"
+                           "    FsxLustreSettings:\n" +
+                               settings));
+  };
+  const std::string p = "SharedStorage[0].FsxLustreSettings.";
+  EXPECT_EQ(fsx("      StorageCapacity: 4800\n      DeploymentType: PERSISTENT_2\n      "
+                "PerUnitStorageThroughput: 125\n")
+                .find("E "),
+            std::string::npos);
+  EXPECT_NE(fsx("      StorageCapacity: 3000\n      DeploymentType: PERSISTENT_2\n      "
+                "PerUnitStorageThroughput: 125\n")
+                .find("E " + p +
+                      "StorageCapacity: PERSISTENT_2 StorageCapacity must be 1200, 2400 or a multiple of "
+                      "2400 GiB, got 3000"),
+            std::string::npos);
+  EXPECT_NE(
+      fsx("      StorageCapacity: 1200\n      DeploymentType: PERSISTENT_2\n      PerUnitStorageThroughput: "
+          "200\n")
+          .find(
+              "E " + p +
+              "PerUnitStorageThroughput: PERSISTENT_2 needs PerUnitStorageThroughput of 125, 250, 500, 1000"),
+      std::string::npos);
+  EXPECT_NE(fsx("      StorageCapacity: 1200\n      DeploymentType: SCRATCH_2\n      "
+                "PerUnitStorageThroughput: 200\n")
+                .find("E " + p + "PerUnitStorageThroughput: SCRATCH_2 takes no"),
+            std::string::npos);
+  EXPECT_EQ(fsx("      StorageCapacity: 3600\n      DeploymentType: SCRATCH_1\n").find("E "),
+            std::string::npos);
+  EXPECT_NE(fsx("      StorageCapacity: 4800\n      DeploymentType: SCRATCH_1\n").find("multiple of 3600"),
+            std::string::npos);
+  EXPECT_NE(fsx("      StorageCapacity: 1200\n      DeploymentType: PERSISTENT_2\n      "
+                "PerUnitStorageThroughput: 125\n"
+                "      ImportPath: s3://b/p\n")
+                .find("E " + p + "ImportPath: PERSISTENT_2 links S3 through data repository associations"),
+            std::string::npos);
+  EXPECT_NE(
+      fsx("      StorageCapacity: 1200\n      DeploymentType: SCRATCH_2\n      DataCompressionType: GZIP\n")
+          .find("expected NONE or LZ4"),
+      std::string::npos);
+  EXPECT_EQ(fsx("      FileSystemId: fs-0123456789abcdef0\n").find("E "), std::string::npos);
+}
+
+TEST(ClusterValidate, NamesCountsSubnetsImdsAndSsh) {
+  std::string q = kPlainQueue;
+  EXPECT_NE(findings(config(q).replace(config(q).find("- Name: q"), 9, "- Name: GPU_Queue"))
+                .find("E Scheduling.SlurmQueues[0].Name: queue name 'GPU_Queue' must match"),
+            std::string::npos);
+  EXPECT_NE(
+      findings(config(q).replace(config(q).find("- Name: q"), 9, "- Name: default")).find("not be 'default'"),
+      std::string::npos);
+  EXPECT_NE(findings(config(q).replace(config(q).find("- Name: q"), 9, "- Name: " + std::string(26, 'a')))
+                .find("at most 25"),
+            std::string::npos);
+  std::string counts = q;
+  counts.replace(counts.find("MinCount: 0"), 11, "MinCount: 5");
+  EXPECT_NE(findings(config(counts))
+                .find("E Scheduling.SlurmQueues[0].ComputeResources[0].MinCount: MinCount 5 is greater than "
+                      "MaxCount 2"),
+            std::string::npos);
+  std::string same_subnet = q;
+  same_subnet.replace(same_subnet.find("subnet-bbbb2222"), 15, "subnet-aaaa1111");
+  EXPECT_NE(
+      findings(config(same_subnet))
+          .find(
+              "E Scheduling.SlurmQueues[0].Networking.SubnetIds[0]: compute nodes in the head node's subnet"),
+      std::string::npos);
+  EXPECT_NE(findings(config(q, "Imds:\n  ImdsSupport: v1.0\n")).find("E Imds.ImdsSupport: use IMDSv2 only"),
+            std::string::npos);
+  EXPECT_NE(findings(config(q, "", "    AllowedIps: 0.0.0.0/0\n"))
+                .find("E HeadNode.Ssh.AllowedIps: SSH from anywhere"),
+            std::string::npos);
+  EXPECT_EQ(findings(config(q, "", "    AllowedIps: 0.0.0.0/0\n"), {true}).find("E "), std::string::npos);
+  EXPECT_NE(findings(config(q, "", "    KeyName: k\n")).find("E HeadNode.Ssh.AllowedIps: not set"),
+            std::string::npos);
+  // Positions: the finding names line and column of the offending value.
+  const auto f = validate_cluster_config(config(q, "", "    AllowedIps: 0.0.0.0/0\n"), "c.yaml");
+  ASSERT_FALSE(f.empty());
+  EXPECT_EQ(f.back().where, "c.yaml:9:17");
+}
+
+TEST(ClusterGenerate, WorkshopSpecGivesTheWorkshopsConfiguration) {
+  const ClusterFiles files = generate_cluster(example("workshop.yaml"));
+  const YAML::Node c = YAML::Load(files.cluster_config);
+  EXPECT_EQ(c["Region"].as<std::string>(), "us-west-2");
+  EXPECT_EQ(c["HeadNode"]["InstanceType"].as<std::string>(), "c5.4xlarge");
+  const YAML::Node q = c["Scheduling"]["SlurmQueues"][0];
+  EXPECT_EQ(q["Name"].as<std::string>(), "train-g4dn-2xl");
+  EXPECT_EQ(q["ComputeResources"][0]["InstanceType"].as<std::string>(), "g4dn.2xlarge");
+  EXPECT_EQ(q["ComputeResources"][0]["MinCount"].as<int>(), 2);
+  EXPECT_EQ(q["ComputeResources"][0]["MaxCount"].as<int>(), 6);
+  EXPECT_TRUE(q["Networking"]["PlacementGroup"]["Enabled"].as<bool>());
+  EXPECT_EQ(q["ComputeSettings"]["LocalStorage"]["EphemeralVolume"]["MountDir"].as<std::string>(),
+            "/local_scratch");
+  const YAML::Node fsx = c["SharedStorage"][0]["FsxLustreSettings"];
+  EXPECT_EQ(fsx["StorageCapacity"].as<int>(), 4800);
+  EXPECT_EQ(fsx["DeploymentType"].as<std::string>(), "PERSISTENT_1");
+  EXPECT_EQ(fsx["PerUnitStorageThroughput"].as<int>(), 200);
+  EXPECT_EQ(fsx["DataCompressionType"].as<std::string>(), "LZ4");
+  EXPECT_EQ(c["SharedStorage"][1]["EbsSettings"]["Size"].as<int>(), 200);
+  EXPECT_EQ(c["Imds"]["ImdsSupport"].as<std::string>(), "v2.0");
+  // Round trip through yaml-cpp is stable.
+  YAML::Emitter once, twice;
+  once << c;
+  twice << YAML::Load(once.c_str());
+  EXPECT_EQ(std::string(once.c_str()), std::string(twice.c_str()));
+  EXPECT_EQ(findings(files.cluster_config).find("E "), std::string::npos);
+}
+
+TEST(ClusterGenerate, WorkshopGpuMismatchIsReported) {
+  const ClusterFiles files = generate_cluster(example("workshop.yaml"));
+  PipelineConfig pipeline =
+      parse_config("train_scDINO:\n  num_gpus: 4\n  nnodes: 2\n  num_workers: 1\n", "pipeline.yaml");
+  const auto fit = check_pipeline_fit(files.cluster_config, "cluster-config.yaml", pipeline);
+  ASSERT_EQ(fit.size(), 1u);
+  EXPECT_EQ(fit[0].path, "Scheduling.SlurmQueues[0].ComputeResources[0].InstanceType");
+  EXPECT_NE(fit[0].message.find(
+                "train_scDINO.num_gpus asks for 4 GPUs per node (--gres=gpu:4) but g4dn.2xlarge has 1"),
+            std::string::npos);
+  pipeline = parse_config("train_scDINO:\n  num_gpus: 1\n  nnodes: 7\n  num_workers: 4\n", "pipeline.yaml");
+  const auto more = check_pipeline_fit(files.cluster_config, "cluster-config.yaml", pipeline);
+  ASSERT_EQ(more.size(), 1u);
+  EXPECT_NE(more[0].message.find("train_scDINO.nnodes 7 is more than MaxCount 6"), std::string::npos);
+  pipeline = parse_config("train_scDINO:\n  num_gpus: 1\n  nnodes: 2\n  num_workers: 4\n", "pipeline.yaml");
+  EXPECT_TRUE(check_pipeline_fit(files.cluster_config, "cluster-config.yaml", pipeline).empty());
+}
+
+// Every Ref and Fn::GetAtt names a resource or parameter of the template (or an AWS:: pseudo parameter).
+void collect_refs(const YAML::Node& n, std::set<std::string>& refs) {
+  if (n.IsMap()) {
+    for (const auto& kv : n) {
+      const std::string key = kv.first.Scalar();
+      if (key == "Ref") refs.insert(kv.second.Scalar());
+      if (key == "Fn::GetAtt") refs.insert(kv.second[0].Scalar());
+      if (key == "DependsOn") refs.insert(kv.second.Scalar());
+      collect_refs(kv.second, refs);
+    }
+  } else if (n.IsSequence()) {
+    for (const auto& item : n) collect_refs(item, refs);
+  }
+}
+
+TEST(ClusterGenerate, NetworkStackReferencesOnlyDefinedIds) {
+  for (const char* name : {"workshop.yaml", "p5-efa.yaml", "cpu-only.yaml"}) {
+    const YAML::Node t = YAML::Load(generate_cluster(example(name)).network_stack);
+    std::set<std::string> defined, refs;
+    for (const auto& kv : t["Resources"]) defined.insert(kv.first.Scalar());
+    for (const auto& kv : t["Parameters"]) defined.insert(kv.first.Scalar());
+    collect_refs(t["Resources"], refs);
+    collect_refs(t["Outputs"], refs);
+    for (const auto& r : refs) {
+      EXPECT_TRUE(defined.count(r) == 1 || r.rfind("AWS::", 0) == 0)
+          << name << ": undefined logical id " << r;
+    }
+    EXPECT_GE(refs.size(), 10u);
+    // EFA: all protocols to and from the group itself, both directions.
+    const YAML::Node in = t["Resources"]["EfaIngressSelf"]["Properties"],
+                     out = t["Resources"]["EfaEgressSelf"]["Properties"];
+    EXPECT_EQ(in["IpProtocol"].as<std::string>(), "-1");
+    EXPECT_EQ(in["SourceSecurityGroupId"]["Ref"].as<std::string>(), "EfaSecurityGroup");
+    EXPECT_EQ(out["DestinationSecurityGroupId"]["Ref"].as<std::string>(), "EfaSecurityGroup");
+    EXPECT_EQ(t["Resources"]["PublicRoute"]["Properties"]["GatewayId"]["Ref"].as<std::string>(),
+              "InternetGateway");
+    EXPECT_EQ(t["Resources"]["PrivateRoute"]["Properties"]["NatGatewayId"]["Ref"].as<std::string>(),
+              "NatGateway");
+    EXPECT_EQ(t["Resources"]["S3Endpoint"]["Properties"]["VpcEndpointType"].as<std::string>(), "Gateway");
+  }
+}
+
+TEST(ClusterSite, ErrorsNameKeyLineAndColumn) {
+  const auto error = [](const std::string& yaml) {
+    try {
+      parse_site_spec(yaml, "site.yaml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string base =
+      "name: c\nregion: us-west-2\navailability_zone: us-west-2a\nhead_node:\n  ssh_allowed_cidr: "
+      "10.0.0.0/8\n"
+      "queues:\n  - {name: q, instance_type: c5.xlarge}\n";
+  EXPECT_EQ(error(base), "(no error)");
+  EXPECT_NE(error(base + "colour: red\n").find("site.yaml:8:1: colour: unknown key"), std::string::npos);
+  std::string az = base;
+  az.replace(az.find("us-west-2a"), 10, "us-east-1a");
+  EXPECT_NE(error(az).find("availability_zone: 'us-east-1a' is not in region us-west-2"), std::string::npos);
+  std::string no_ssh = base;
+  no_ssh.replace(no_ssh.find("  ssh_allowed_cidr: 10.0.0.0/8\n"), 30, "  key_name: k\n");
+  EXPECT_NE(error(no_ssh).find("head_node.ssh_allowed_cidr: missing"), std::string::npos);
+}
+
+TEST(ClusterCost, ReportUsesTheDatedPriceTable) {
+  const std::string r = cost_report(example("workshop.yaml"), nullptr, {});
+  EXPECT_NE(r.find("head node                            1 x c5.4xlarge           0.680 USD/h"),
+            std::string::npos)
+      << r;
+  EXPECT_NE(r.find("2 x g4dn.2xlarge         1.504 USD/h"), std::string::npos) << r;
+  EXPECT_NE(r.find("no price in the table for PERSISTENT_1"), std::string::npos) << r;
+  const PipelineConfig p =
+      parse_config("train_scDINO:\n  epochs: 10\n  nnodes: 2\n  num_gpus: 1\n", "p.yaml");
+  const std::string run = cost_report(example("workshop.yaml"), &p, {72000, 10});
+  EXPECT_NE(run.find("= 10.00 h"), std::string::npos) << run;  // 10 * 72000 / (10 * 2) / 3600
+}
+
+}  // namespace
+}  // namespace pcdino::cluster

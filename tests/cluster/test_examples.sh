@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Integration: `pcdino cluster generate` on the three example site specs writes what is checked in under
+# cluster/examples/, YAML that Debian's yamllint accepts (strict), scripts shellcheck accepts; the
+# workshop's GPU mismatch (jobs asking --gres=gpu:4 of a 1-GPU g4dn.2xlarge) fails with exit code 78.
+source "$(dirname "$0")/../lib/assert.sh"
+: "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
+W="$PCDINO_BUILD_DIR/test-work/cluster_examples"
+rm -rf "$W" && mkdir -p "$W"
+EX="$PCDINO_SOURCE_DIR/cluster/examples"
+
+for name in workshop p5-efa cpu-only; do
+  run "$PCDINO_BIN" cluster generate "$EX/$name.yaml" --out "$W/$name"
+  assert_rc 0 "$name: generate with no validator errors"
+  run yamllint -s "$W/$name/cluster-config.yaml" "$W/$name/network.yaml"
+  assert_rc 0 "$name: yamllint (strict) on cluster-config.yaml and network.yaml"
+  run shellcheck "$W/$name/commands.sh"
+  assert_rc 0 "$name: shellcheck commands.sh"
+  run diff -r "$EX/$name" "$W/$name"
+  assert_rc 0 "$name: cluster/examples/$name is what the generator writes now"
+done
+
+cat >"$W/workshop-pipeline.yaml" <<'YAML'
+meta:
+  dataset_dir: /fsx/DeepPhenotype_PBMC_ImageSet_YSeverin/Training
+train_scDINO:
+  num_gpus: 4
+  nnodes: 2
+  num_workers: 1
+YAML
+run "$PCDINO_BIN" cluster generate "$EX/workshop.yaml" --out "$W/mismatch" --pipeline "$W/workshop-pipeline.yaml"
+assert_rc 78 "the workshop's pipeline does not fit its queue"
+assert_contains "$OUT" "train_scDINO.num_gpus asks for 4 GPUs per node (--gres=gpu:4) but g4dn.2xlarge has 1" \
+  "the GPU mismatch is named"
+assert_contains "$OUT" "Scheduling.SlurmQueues[0].ComputeResources[0].InstanceType" "with the configuration's key path"
+
+sed 's/instance_type: g4dn.2xlarge/instance_type: g4dn.12xlarge/' "$EX/workshop.yaml" >"$W/fixed.yaml"
+run "$PCDINO_BIN" cluster generate "$W/fixed.yaml" --out "$W/fixed" --pipeline "$W/workshop-pipeline.yaml"
+assert_rc 0 "with 4-GPU g4dn.12xlarge nodes it fits"
+run "$PCDINO_BIN" cluster cost "$EX/workshop.yaml"
+assert_rc 0 "cost report"
+assert_contains "$OUT" "always-on total" "cost report totals the always-on resources"
+finish
