@@ -3,6 +3,7 @@
 # tifffile) equals the closed-form values with 1, 2 and 3 MPI ranks (mpirun), over the packed form of
 # the dataset too, and over two nodes of the local Slurm cluster with srun --mpi=pmix.
 source "$(dirname "$0")/../lib/assert.sh"
+source "$(dirname "$0")/../lib/cluster.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 W="$PCDINO_BUILD_DIR/test-work/meanstd_ranks"
@@ -44,23 +45,16 @@ YAML
 done
 
 # Two nodes of a real Slurm cluster, srun --mpi=pmix inside sbatch.
-LC="$PCDINO_SOURCE_DIR/sbatch/local-cluster"
-export LOCAL_CLUSTER_DIR="$W/cluster" LOCAL_CLUSTER_PORT=${TEST_CLUSTER_PORT:-18017}
-trap '"$LC" down >/dev/null 2>&1' EXIT
-run "$LC" up
-assert_rc 0 "local cluster up"
-eval "$("$LC" env)"
+cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-18017}"
 job=$(sbatch --parsable -N2 -n2 -o "$W/srun_%j.out" \
   --wrap "srun --mpi=pmix '$PCDINO_BIN' meanstd -c '$W/u16x5.yaml' --name-of-run u16x5-srun --threads 1")
-deadline=$((SECONDS + 120))
-while [ -n "$(squeue -h -j "$job" 2>/dev/null)" ] && [ $SECONDS -lt $deadline ]; do sleep 1; done
+wait_job "$job"
 assert_contains "$(scontrol show job "$job")" "ExitCode=0:0" "srun --mpi=pmix job succeeded"
 log=$(cat "$W/srun_$job.out")
 assert_contains "$log" "[rank 1/2]" "both ranks ran"
 assert_contains "$log" "from 2 rank(s)" "rank 0 combined two ranks"
 run /usr/bin/python3 "$HERE/compare_mean_std.py" 1e-7 "$W/u16x5.expected.json" "$W/out/u16x5-srun/mean_and_std_of_dataset.txt"
 assert_rc 0 "srun over two nodes equals the closed form ($OUT)"
-"$LC" down >/dev/null 2>&1
-trap - EXIT
+cluster_down
 
 finish

@@ -5,17 +5,13 @@
 # gets the default profile; --accel-device-bind=per-task narrows the devices per task; a world-writable
 # profile file is refused with a log line and slurmd keeps running; an MPI stage runs with no exports.
 source "$(dirname "$0")/../lib/assert.sh"
+source "$(dirname "$0")/../lib/cluster.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 PLUGIN="$PCDINO_BUILD_DIR/spank/spank_pcdino.so"
 [ -f "$PLUGIN" ] || fatal "no $PLUGIN (libslurm-dev missing at configure time?)"
 W="$PCDINO_BUILD_DIR/test-work/spank_plugin"
 rm -rf "$W" && mkdir -p "$W/jobs"
-LC="$PCDINO_SOURCE_DIR/sbatch/local-cluster"
-export LOCAL_CLUSTER_DIR="$W/cluster" LOCAL_CLUSTER_PORT=${TEST_CLUSTER_PORT:-18117}
-trap '"$LC" down >/dev/null 2>&1' EXIT
-run "$LC" up
-assert_rc 0 "local cluster up"
-eval "$("$LC" env)"
+cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-18117}"
 unset OMPI_MCA_btl  # the plugin's profile provides what jobs need
 
 cat >"$W/accel.yaml" <<'YAML'
@@ -50,10 +46,6 @@ for cmd in sbatch srun; do
   assert_contains "$OUT" "--accel-device-bind=MODE" "$cmd --help shows --accel-device-bind"
 done
 
-wait_job() {  # wait_job ID: until it leaves the queue (at most 90 s)
-  local deadline=$((SECONDS + 90))
-  while [ -n "$(squeue -h -j "$1" 2>/dev/null)" ] && [ $SECONDS -lt $deadline ]; do sleep 0.5; done
-}
 report='echo rank=$RANK local=$LOCAL_RANK world=$WORLD_SIZE local_world=$LOCAL_WORLD_SIZE master=$MASTER_ADDR port=$MASTER_PORT omp=$OMP_NUM_THREADS var=$PCDINO_PROFILE_VAR any=$PCDINO_ON_ANY_KERNEL old=$PCDINO_OLD_OFI_ONLY cvd=$CUDA_VISIBLE_DEVICES'
 
 # 1. No option: the default profile; four tasks on two nodes.
@@ -113,6 +105,5 @@ assert_contains "$(cat "$LOCAL_CLUSTER_DIR"/log/slurmd-node*.log)" \
 run "$LC" status
 assert_rc 0 "every slurmd still running"
 
-"$LC" down >/dev/null 2>&1
-trap - EXIT
+cluster_down
 finish

@@ -1,0 +1,134 @@
+#include "pcdino/train/dino.hpp"
+
+#include <map>
+
+#include "pcdino/train/schedules.hpp"
+
+namespace pcdino::train {
+
+namespace F = torch::nn::functional;
+
+DinoHeadImpl::DinoHeadImpl(int in_dim, int out_dim, bool norm_last_layer, int hidden_dim,
+                           int bottleneck_dim) {
+  mlp = torch::nn::Sequential(torch::nn::Linear(in_dim, hidden_dim), torch::nn::GELU(),
+                              torch::nn::Linear(hidden_dim, hidden_dim), torch::nn::GELU(),
+                              torch::nn::Linear(hidden_dim, bottleneck_dim));
+  register_module("mlp", mlp);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& m : mlp->modules(false)) {
+      if (auto* linear = m->as<torch::nn::Linear>()) {
+        trunc_normal_(linear->weight, 0, 0.02);
+        linear->bias.zero_();
+      }
+    }
+  }
+  // weight_norm(nn.Linear(bottleneck, out_dim, bias=False)): v starts as the Linear's default init
+  // (kaiming uniform, bound 1/sqrt(fan_in)), g = 1.
+  auto last = register_module("last_layer", std::make_shared<torch::nn::Module>());
+  const double bound = 1.0 / std::sqrt(static_cast<double>(bottleneck_dim));
+  weight_v =
+      last->register_parameter("weight_v", torch::empty({out_dim, bottleneck_dim}).uniform_(-bound, bound));
+  weight_g =
+      last->register_parameter("weight_g", torch::ones({out_dim, 1}), /*requires_grad=*/!norm_last_layer);
+}
+
+torch::Tensor DinoHeadImpl::last_layer_weight() const {
+  return weight_g * weight_v / weight_v.norm(2, {1}, /*keepdim=*/true);
+}
+
+torch::Tensor DinoHeadImpl::forward(const torch::Tensor& x) {
+  const auto z = F::normalize(mlp->forward(x), F::NormalizeFuncOptions().dim(-1).p(2));
+  return F::linear(z, last_layer_weight());
+}
+
+MultiCropWrapperImpl::MultiCropWrapperImpl(VisionTransformer b, DinoHead h) {
+  backbone = register_module("backbone", b);
+  head = register_module("head", h);
+}
+
+torch::Tensor MultiCropWrapperImpl::forward(const std::vector<torch::Tensor>& crops) {
+  std::vector<torch::Tensor> features;
+  std::size_t start = 0;
+  while (start < crops.size()) {
+    std::size_t end = start + 1;
+    while (end < crops.size() && crops[end].size(-1) == crops[start].size(-1)) ++end;
+    features.push_back(
+        backbone(torch::cat(std::vector<torch::Tensor>(crops.begin() + start, crops.begin() + end), 0)));
+    start = end;
+  }
+  return head(torch::cat(features, 0));
+}
+
+DinoLoss::DinoLoss(int out_dim, int ncrops, double warmup_teacher_temp, double teacher_temp,
+                   int warmup_teacher_temp_epochs, int epochs, double student_temp, double center_momentum)
+    : center(torch::zeros({1, out_dim})),
+      ncrops_(ncrops),
+      student_temp_(student_temp),
+      center_momentum_(center_momentum),
+      teacher_temps_(teacher_temperature_schedule(warmup_teacher_temp, teacher_temp,
+                                                  warmup_teacher_temp_epochs, epochs)) {}
+
+double DinoLoss::teacher_temperature(int epoch) const {
+  return teacher_temps_.at(
+      static_cast<std::size_t>(std::min<int>(epoch, static_cast<int>(teacher_temps_.size()) - 1)));
+}
+
+torch::Tensor DinoLoss::operator()(const torch::Tensor& student_output, const torch::Tensor& teacher_output,
+                                   int epoch, const std::function<void(torch::Tensor&)>& allreduce_sum,
+                                   int world_size) {
+  const auto student = (student_output / student_temp_).chunk(ncrops_);
+  const double temp = teacher_temperature(epoch);
+  const auto teacher =
+      F::softmax((teacher_output - center) / temp, F::SoftmaxFuncOptions(-1)).detach().chunk(2);
+  torch::Tensor total = torch::zeros({}, student_output.options());
+  int terms = 0;
+  for (std::size_t iq = 0; iq < teacher.size(); ++iq) {
+    for (std::size_t v = 0; v < student.size(); ++v) {
+      if (v == iq) continue;  // the same view seen by both
+      const auto loss =
+          torch::sum(-teacher[iq] * F::log_softmax(student[v], F::LogSoftmaxFuncOptions(-1)), -1);
+      total = total + loss.mean();
+      ++terms;
+    }
+  }
+  total = total / terms;
+  {
+    torch::NoGradGuard no_grad;
+    auto batch_center = teacher_output.sum(0, /*keepdim=*/true);
+    if (allreduce_sum) allreduce_sum(batch_center);
+    batch_center = batch_center / (teacher_output.size(0) * world_size);
+    center = center * center_momentum_ + batch_center * (1 - center_momentum_);
+  }
+  return total;
+}
+
+void ema_update(torch::nn::Module& teacher, torch::nn::Module& student, double momentum) {
+  torch::NoGradGuard no_grad;
+  auto t = teacher.parameters(), s = student.parameters();
+  TORCH_CHECK(t.size() == s.size(), "teacher and student differ in parameter count");
+  for (std::size_t i = 0; i < t.size(); ++i) t[i].mul_(momentum).add_(s[i].detach(), 1 - momentum);
+}
+
+void cancel_gradients_last_layer(int epoch, MultiCropWrapper& student, int freeze_last_layer) {
+  if (epoch >= freeze_last_layer) return;
+  for (auto& p : student->head->named_parameters()) {
+    if (p.key().rfind("last_layer.", 0) == 0 && p.value().grad().defined())
+      p.value().mutable_grad() = torch::Tensor();
+  }
+}
+
+std::vector<double> clip_gradients(torch::nn::Module& model, double clip) {
+  std::vector<double> norms;
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.parameters()) {
+    if (!p.grad().defined()) continue;
+    const double norm = p.grad().norm(2).item<double>();
+    norms.push_back(norm);
+    const double coef = clip / (norm + 1e-6);
+    if (coef < 1) p.mutable_grad().mul_(coef);
+  }
+  return norms;
+}
+
+}  // namespace pcdino::train
