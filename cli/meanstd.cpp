@@ -51,6 +51,10 @@ void add_meanstd_command(CLI::App& app) {
       // Other ranks may be waiting in a collective: end them all with this error's code.
       spdlog::error("{}", e.what());
       world.abort(to_int(e.code()));
+    } catch (const std::exception& e) {
+      if (world.size() == 1) throw;
+      spdlog::error("internal error: {}", e.what());
+      world.abort(to_int(ExitCode::kSoftware));
     }
   });
 }

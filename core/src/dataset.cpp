@@ -124,10 +124,16 @@ Dataset Dataset::open(const std::string& dataset_dir, int folder_depth_for_label
 }
 
 Dataset Dataset::open(const std::string& dataset_dir, int folder_depth_for_labels, const MpiWorld& world) {
-  std::error_code ec;
-  if (world.size() == 1 || fs::exists(fs::path(dataset_dir) / kPackManifest, ec)) {
-    return open(dataset_dir, folder_depth_for_labels);
+  if (world.size() == 1) return open(dataset_dir, folder_depth_for_labels);
+  // Rank 0 decides the layout for all: ranks whose view of the shared filesystem lags must not take
+  // another branch (and another set of collectives).
+  int packed = 0;
+  if (world.rank() == 0) {
+    std::error_code ec;
+    packed = fs::exists(fs::path(dataset_dir) / kPackManifest, ec) ? 1 : 0;
   }
+  world.broadcast(packed);
+  if (packed != 0) return open(dataset_dir, folder_depth_for_labels);
   // Index as text: classes, then (class index, path) pairs, every field ended by '\0'.
   std::string blob;
   int code = 0;
@@ -143,6 +149,10 @@ Dataset Dataset::open(const std::string& dataset_dir, int folder_depth_for_label
     } catch (const Error& e) {
       code = to_int(e.code());
       blob = e.what();
+    } catch (const std::exception& e) {
+      // Whatever it is, the other ranks are waiting in the broadcast below: tell them.
+      code = to_int(ExitCode::kSoftware);
+      blob = std::string("cannot index '") + dataset_dir + "': " + e.what();
     }
   }
   world.broadcast(code);

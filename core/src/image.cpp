@@ -96,6 +96,11 @@ RawImage read_tiff(const std::string& path) {
                         " (supported: 8/16-bit unsigned, 32-bit float)");
   }
   if (width == 0 || height == 0 || spp == 0) tiff_fail(path, "empty image");
+  // A corrupt header must not make us allocate gigabytes: 1 GiB of pixels is far beyond any image here.
+  if (static_cast<double>(width) * height * spp * (bps / 8) > static_cast<double>(1u << 30)) {
+    tiff_fail(path, "implausible image size " + std::to_string(width) + "x" + std::to_string(height) + "x" +
+                        std::to_string(spp) + " (more than 1 GiB of pixels)");
+  }
   const std::size_t ps = pixel_size(img.type);
   const std::size_t row_bytes = std::size_t(width) * spp * ps;
   img.bytes.assign(row_bytes * height, 0);
@@ -105,7 +110,10 @@ RawImage read_tiff(const std::string& path) {
     uint32_t tw = 0, th = 0;
     TIFFGetField(tif.get(), TIFFTAG_TILEWIDTH, &tw);
     TIFFGetField(tif.get(), TIFFTAG_TILELENGTH, &th);
-    std::vector<std::uint8_t> tile(TIFFTileSize(tif.get()));
+    std::vector<std::uint8_t> tile(static_cast<std::size_t>(std::max<tmsize_t>(0, TIFFTileSize(tif.get()))));
+    if (tw == 0 || th == 0 || tile.size() < std::size_t(tw) * th * spp * pixel_size(img.type)) {
+      tiff_fail(path, "unsupported tile layout (subsampled or malformed tiles)");
+    }
     for (uint32_t y0 = 0; y0 < height; y0 += th) {
       for (uint32_t x0 = 0; x0 < width; x0 += tw) {
         if (TIFFReadTile(tif.get(), tile.data(), x0, y0, 0, 0) < 0)

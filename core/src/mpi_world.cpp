@@ -85,6 +85,12 @@ std::vector<std::string> MpiWorld::gather(const std::string& value) const {
   return out;
 }
 
+long long MpiWorld::allreduce_max(long long value) const {
+  long long out = value;
+  MPI_Allreduce(&value, &out, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  return out;
+}
+
 void MpiWorld::broadcast(int& value) const {
   MPI_Bcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD);
 }

@@ -70,6 +70,28 @@ void write_string_attribute(H5::H5Object& obj, const std::string& name, const st
   obj.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, &p);
 }
 
+// Declared after the HDF5 objects of a scope, re-takes the HDF5 lock when the scope is left (also by an
+// exception), so that those objects are closed while it is held.
+class RelockOnExit {
+ public:
+  explicit RelockOnExit(std::unique_lock<std::mutex>& lock) : lock_(lock) {}
+  ~RelockOnExit() {
+    if (!lock_.owns_lock()) lock_.lock();
+  }
+  RelockOnExit(const RelockOnExit&) = delete;
+  RelockOnExit& operator=(const RelockOnExit&) = delete;
+
+ private:
+  std::unique_lock<std::mutex>& lock_;
+};
+
+// Read-only access without HDF5's file locks, which Lustre and NFS mounted without flock refuse.
+H5::FileAccPropList no_file_locking() {
+  H5::FileAccPropList fapl;
+  H5Pset_file_locking(fapl.getId(), false, true);
+  return fapl;
+}
+
 }  // namespace
 
 // --- writing -----------------------------------------------------------------------------------------
@@ -118,7 +140,8 @@ PackReport pack_dataset(const Dataset& source, const std::string& output_dir, co
       std::vector<int> classes(count);
       std::vector<long long> indices(count);
       std::vector<std::string> paths(count);
-      lock.unlock();
+      const RelockOnExit relock(lock);  // after the HDF5 objects: they close under the lock, however we leave
+      lock.unlock();                    // decoding workers may need HDF5 (a packed source) meanwhile
       for (std::size_t k = 0; k < count; ++k) {
         const std::size_t i = begin + k;
         const RawImage img = *images.next();
@@ -135,11 +158,13 @@ PackReport pack_dataset(const Dataset& source, const std::string& output_dir, co
         indices[k] = static_cast<long long>(i);
         paths[k] = source.relative_path(i);
         lock.lock();
-        const hsize_t offset[4] = {k, 0, 0, 0};
-        H5::DataSpace file_space = ds.getSpace();
-        file_space.selectHyperslab(H5S_SELECT_SET, chunk, offset);
-        H5::DataSpace mem_space(4, chunk);
-        ds.write(img.bytes.data(), h5_type(first.type), mem_space, file_space);
+        {
+          const hsize_t offset[4] = {k, 0, 0, 0};
+          H5::DataSpace file_space = ds.getSpace();
+          file_space.selectHyperslab(H5S_SELECT_SET, chunk, offset);
+          H5::DataSpace mem_space(4, chunk);
+          ds.write(img.bytes.data(), h5_type(first.type), mem_space, file_space);
+        }  // the dataspaces close here, still under the lock
         lock.unlock();
         report.bytes += img.bytes.size();
       }
@@ -235,12 +260,34 @@ PackedReader::PackedReader(const std::string& dir) : state_(std::make_unique<Sta
     st.type = parse_pixel_type(m.at("pixel_type"), manifest_path);
     st.classes = m.at("classes").get<std::vector<std::string>>();
     st.channel_names = m.value("channel_names", std::vector<std::string>{});
+    m.at("num_images").get<std::size_t>();
+    for (const auto& s : m.at("shards")) {
+      s.at("file").get<std::string>();
+      s.at("first").get<std::size_t>();
+      s.at("count").get<std::size_t>();
+    }
   } catch (const nlohmann::json::exception& e) {
     throw DataError(manifest_path + ": malformed manifest: " + e.what());
   }
   const std::size_t n = m.at("num_images");
   std::lock_guard<std::mutex> lock(hdf5_mutex());
-  for (const auto& s : m.at("shards")) {
+  try {
+    open_shards(dir, m.at("shards"));
+  } catch (...) {
+    st.shards.clear();  // close what was opened while the HDF5 lock is still held
+    throw;
+  }
+  if (st.paths.size() != n) {
+    st.shards.clear();
+    throw DataError(manifest_path + ": shards hold " + std::to_string(st.paths.size()) +
+                    " images, manifest says " + std::to_string(n));
+  }
+}
+
+void PackedReader::open_shards(const std::string& dir, const nlohmann::json& shards) {
+  State& st = *state_;
+  const std::string manifest_path = (fs::path(dir) / kPackManifest).string();
+  for (const auto& s : shards) {
     State::Shard shard;
     shard.file = (fs::path(dir) / s.at("file").get<std::string>()).string();
     shard.first = s.at("first");
@@ -248,7 +295,7 @@ PackedReader::PackedReader(const std::string& dir) : state_(std::make_unique<Sta
     if (shard.first != st.paths.size())
       throw DataError(manifest_path + ": shards are not contiguous at " + shard.file);
     try {
-      shard.h5.openFile(shard.file, H5F_ACC_RDONLY);
+      shard.h5.openFile(shard.file, H5F_ACC_RDONLY, no_file_locking());
       shard.images = shard.h5.openDataSet("images");
       hsize_t dims[4] = {0, 0, 0, 0};
       H5::DataSpace space = shard.images.getSpace();
@@ -258,28 +305,36 @@ PackedReader::PackedReader(const std::string& dir) : state_(std::make_unique<Sta
           dims[3] != hsize_t(st.channels)) {
         throw DataError(shard.file + ": /images shape does not match " + manifest_path);
       }
+      // The index datasets must hold exactly `count` rows before anything is read into buffers of that size.
+      for (const char* name : {"class_index", "paths"}) {
+        const H5::DataSpace index_space = shard.h5.openDataSet(name).getSpace();
+        if (index_space.getSimpleExtentNdims() != 1 ||
+            static_cast<std::size_t>(index_space.getSimpleExtentNpoints()) != shard.count) {
+          throw DataError(shard.file + ": /" + name + " does not hold " + std::to_string(shard.count) +
+                          " rows");
+        }
+      }
       std::vector<int> classes(shard.count);
       shard.h5.openDataSet("class_index").read(classes.data(), H5::PredType::NATIVE_INT32);
       H5::DataSet paths_ds = shard.h5.openDataSet("paths");
       H5::StrType str(H5::PredType::C_S1, H5T_VARIABLE);
       std::vector<char*> ptrs(shard.count, nullptr);
       paths_ds.read(ptrs.data(), str);
+      std::vector<std::string> names(shard.count);
+      for (std::size_t k = 0; k < shard.count; ++k) names[k] = ptrs[k] != nullptr ? ptrs[k] : "";
+      H5::DataSet::vlenReclaim(ptrs.data(), str, paths_ds.getSpace());  // before any check can throw
       for (std::size_t k = 0; k < shard.count; ++k) {
         if (classes[k] < 0 || classes[k] >= static_cast<int>(st.classes.size())) {
           throw DataError(shard.file + ": class_index out of range at row " + std::to_string(k));
         }
         st.class_index.push_back(classes[k]);
-        st.paths.emplace_back(ptrs[k] != nullptr ? ptrs[k] : "");
+        st.paths.push_back(std::move(names[k]));
       }
-      H5::DataSet::vlenReclaim(ptrs.data(), str, paths_ds.getSpace());
     } catch (const H5::Exception& e) {
       throw DataError(shard.file + ": cannot read packed shard: " + e.getDetailMsg());
     }
     st.shards.push_back(std::move(shard));
   }
-  if (st.paths.size() != n)
-    throw DataError(manifest_path + ": shards hold " + std::to_string(st.paths.size()) +
-                    " images, manifest says " + std::to_string(n));
 }
 
 PackedReader::~PackedReader() {

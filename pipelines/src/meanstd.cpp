@@ -99,14 +99,11 @@ MeanStdReport run_meanstd_stage(const PipelineConfig& config, const MpiWorld& wo
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   report.images = mine.size() - skipped.size();
 
-  // Every rank sends the same number of values: the channel count comes from the selection, or from the
-  // sample's first image (the same image on every rank), not from what this rank happened to read.
-  const std::size_t width = transform.channels.empty()
-                                ? static_cast<std::size_t>(dataset.read(sample.front()).channels)
-                                : transform.channels.size();
+  // Every rank sends the same number of values: the channel count of what the ranks read (a rank that
+  // read nothing, or skipped everything, has none of its own).
+  const auto width = static_cast<std::size_t>(world.allreduce_max(static_cast<long long>(moments.size())));
   if (!moments.empty() && moments.size() != width) {
-    throw DataError("images with different channel counts: '" + dataset.source(sample.front()) + "' has " +
-                    std::to_string(width) + ", others of this rank's shard " +
+    throw DataError("images with different channel counts across ranks: " + std::to_string(width) + " and " +
                     std::to_string(moments.size()));
   }
   std::vector<double> flat(3 * width + 1, 0.0);

@@ -31,9 +31,9 @@ std::string first_host(const std::string& nodelist) {
   return first.substr(0, open) + number + first.substr(close + 1);
 }
 
-int master_port(std::uint32_t job_id, const PortRange& range) {
-  const auto span = static_cast<std::uint32_t>(range.high - range.low + 1);
-  return range.low + static_cast<int>(job_id % span);
+int master_port(std::uint32_t job_id, std::uint32_t step_id, const PortRange& range) {
+  const auto span = static_cast<std::uint64_t>(range.high - range.low + 1);
+  return range.low + static_cast<int>((job_id + 7919ULL * step_id) % span);
 }
 
 std::vector<std::pair<std::string, std::string>> task_environment(
@@ -54,8 +54,14 @@ std::vector<std::pair<std::string, std::string>> task_environment(
       {"WORLD_SIZE", std::to_string(task.world_size)},
       {"LOCAL_WORLD_SIZE", std::to_string(task.local_world_size)},
   };
-  if (!task.step_nodelist.empty()) env.emplace_back("MASTER_ADDR", first_host(task.step_nodelist));
-  env.emplace_back("MASTER_PORT", std::to_string(master_port(task.job_id, ports)));
+  if (!task.step_nodelist.empty()) {
+    try {
+      env.emplace_back("MASTER_ADDR", first_host(task.step_nodelist));
+    } catch (const std::invalid_argument&) {
+      // An unparsable host list costs MASTER_ADDR only, not the other variables.
+    }
+  }
+  env.emplace_back("MASTER_PORT", std::to_string(master_port(task.job_id, task.step_id, ports)));
   if (!task.omp_num_threads_set) {
     if (task.cpus_per_task > 0) {
       env.emplace_back("OMP_NUM_THREADS", std::to_string(task.cpus_per_task));

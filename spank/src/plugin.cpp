@@ -56,6 +56,10 @@ State& state() {
   return s;
 }
 
+// sbatch/srun stop a submission only for a negative return of an option callback (as pyxis returns -1);
+// ESPANK_* error codes are positive.
+constexpr int kOptionError = -1;
+
 // Loads the profile file once per process; remembers why it could not.
 const ProfileConfig* profiles() {
   State& s = state();
@@ -85,19 +89,19 @@ int on_profile_option(int, const char* optarg, int remote) {
     if (config == nullptr) {
       slurm_error("pcdino: --accel-profile=%s cannot be checked: %s", s.profile_option.c_str(),
                   s.config_error.c_str());
-      return ESPANK_ERROR;
+      return kOptionError;
     }
     if (config->profiles.count(s.profile_option) == 0) {
       slurm_error("pcdino: --accel-profile=%s: no such profile; choose one of: %s", s.profile_option.c_str(),
                   profile_list(*config).c_str());
-      return ESPANK_BAD_ARG;
+      return kOptionError;
     }
     return ESPANK_SUCCESS;
   } catch (const std::exception& e) {
     slurm_error("pcdino: %s", e.what());
-    return ESPANK_BAD_ARG;
+    return kOptionError;
   } catch (...) {
-    return ESPANK_ERROR;
+    return kOptionError;
   }
 }
 
@@ -107,9 +111,9 @@ int on_bind_option(int, const char* optarg, int) {
     return ESPANK_SUCCESS;
   } catch (const std::exception& e) {
     slurm_error("pcdino: %s", e.what());
-    return ESPANK_BAD_ARG;
+    return kOptionError;
   } catch (...) {
-    return ESPANK_ERROR;
+    return kOptionError;
   }
 }
 
@@ -128,10 +132,17 @@ struct spank_option options[] = {
 };
 
 std::string getenv_of(spank_t sp, const char* name) {
-  char buf[4096];
-  if (spank_getenv(sp, name, buf, sizeof buf) != ESPANK_SUCCESS) return "";
-  buf[sizeof buf - 1] = '\0';
-  return buf;
+  // Host lists of large jobs are long: grow the buffer on ESPANK_NOSPACE (up to 1 MiB).
+  for (std::size_t size = 4096; size <= (1u << 20); size *= 4) {
+    std::vector<char> buf(size);
+    const spank_err_t rc = spank_getenv(sp, name, buf.data(), static_cast<int>(size));
+    if (rc == ESPANK_SUCCESS) {
+      buf.back() = '\0';
+      return buf.data();
+    }
+    if (rc != ESPANK_NOSPACE) return "";
+  }
+  return "";
 }
 
 int task_init(spank_t sp) {
@@ -173,6 +184,7 @@ int task_init(spank_t sp) {
       task.visible_devices = getenv_of(sp, device_variable(profile->devices));
     }
   }
+  task.step_id = step_id;
   const auto env = task_environment(task, profile, versions, s.bind == BindMode::kPerTask, s.args.ports);
   for (const auto& [name, value] : env) {
     if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {

@@ -197,6 +197,12 @@ std::string forbidden_variable(const std::string& name) {
     return "changes how programs are loaded; a profile may not set it";
   }
   if (name.rfind("RDMAV_", 0) == 0) return "AWS's EFA guidance is never to set RDMAV_* variables";
+  static const char* const managed[] = {
+      "RANK",        "LOCAL_RANK",      "WORLD_SIZE",           "LOCAL_WORLD_SIZE",      "MASTER_ADDR",
+      "MASTER_PORT", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "HABANA_VISIBLE_MODULES"};
+  for (const char* m : managed) {
+    if (name == m) return "is set by the plugin itself for each task; a profile may not set it";
+  }
   if (name == "PATH" || name == "HOME" || name == "USER" || name == "SHELL" || name.rfind("SLURM_", 0) == 0 ||
       name.rfind("SPANK_", 0) == 0) {
     return "belongs to the job's identity or to Slurm; a profile may not set it";
@@ -291,7 +297,8 @@ ProfileConfig parse_profiles(const std::string& text, const std::string& source)
 }
 
 ProfileConfig load_profiles(const std::string& path, bool require_root_owner) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  // O_NONBLOCK: a FIFO at this path must not hang slurmstepd (it is refused as not a regular file).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
   struct stat st {};
   std::string problem;
@@ -316,11 +323,16 @@ ProfileConfig load_profiles(const std::string& path, bool require_root_owner) {
   while (got < text.size()) {
     const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n < 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      throw std::runtime_error("cannot read " + path + ": " + why);
+    }
+    if (n == 0) break;
     got += static_cast<std::size_t>(n);
   }
   ::close(fd);
-  text.resize(got);
+  if (got != text.size()) throw std::runtime_error("cannot read " + path + ": it changed while being read");
   return parse_profiles(text, path);
 }
 

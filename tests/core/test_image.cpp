@@ -86,6 +86,29 @@ TEST(Image, TruncatedTiffIsADataErrorNamingTheFile) {
   EXPECT_THROW(read_image(dir / "missing.tif"), NoInputError);
 }
 
+TEST(Image, ImplausibleSizeInAHeaderIsRefusedBeforeAllocating) {
+  TempDir dir;
+  const std::string path = dir / "huge.tif";
+  TIFF* t = TIFFOpen(path.c_str(), "w");
+  ASSERT_NE(t, nullptr);
+  TIFFSetField(t, TIFFTAG_IMAGEWIDTH, 200000);
+  TIFFSetField(t, TIFFTAG_IMAGELENGTH, 200000);
+  TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 4);
+  TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 16);
+  TIFFSetField(t, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+  TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+  TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, 1);
+  std::vector<std::uint16_t> row(200000 * 4, 7);
+  ASSERT_EQ(TIFFWriteScanline(t, row.data(), 0, 0), 1);  // one row of 200000: the header claims 320 GB
+  TIFFClose(t);
+  try {
+    read_image(path);
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("implausible image size"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Image, PngThroughOpenCvIsRgb) {
   TempDir dir;
   cv::Mat bgr(2, 2, CV_8UC3, cv::Scalar(10, 20, 30));  // OpenCV order: B=10, G=20, R=30

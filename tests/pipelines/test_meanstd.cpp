@@ -8,6 +8,7 @@
 #include "../lib/temp_dir.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/run_files.hpp"
+#include "pcdino/core/split.hpp"
 #include "pcdino/pipelines/meanstd.hpp"
 
 namespace pcdino {
@@ -110,6 +111,20 @@ TEST(MeanStdStage, CorruptImageFailsOrIsSkippedAndReported) {
   std::getline(report, line);
   EXPECT_NE(line.find(bad), std::string::npos) << line;
   EXPECT_NEAR(read_mean_std(r.output_file).mean[0], 16.0 / 64, 1e-9);
+}
+
+TEST(MeanStdStage, SkipsACorruptFirstImageOfTheSample) {
+  TempDir d;
+  test::write_synthetic_dataset(d / "data", 2, 5, 8, PixelType::kUint16, {{false, 16}, {true, 0}}, 9);
+  PipelineConfig c = config_for(d / "data", d / "out", 1.0);
+  c.meta.skip_corrupt = true;
+  const Dataset ds = Dataset::open(d / "data", 0);
+  const std::size_t first = mean_std_sample(ds.size(), 1.0, c.meta.seed).front();
+  std::filesystem::resize_file(ds.source(first), 50);
+  MpiWorld world;
+  const MeanStdReport r = run_meanstd_stage(c, world, 2);
+  EXPECT_EQ(r.total_images, 9u);
+  EXPECT_EQ(read_mean_std(r.output_file).mean.size(), 2u) << "channel count from the images that were read";
 }
 
 TEST(MeanStdStage, ChannelOutOfRangeNamesTheKey) {

@@ -24,6 +24,10 @@ run "$LC" up
 assert_rc 0 "a second 'up' is harmless"
 assert_contains "$ERR" "already up" "a second 'up' starts nothing"
 
+run "$LC" --port $((LOCAL_CLUSTER_PORT + 100)) up
+assert_rc 64 "'up' with another port while running is refused"
+assert_contains "$ERR" "is running with port=$LOCAL_CLUSTER_PORT nodes=2" "the message says how it runs"
+
 pids_before=$(cat "$DIR"/run/*.pid | sort)
 assert_eq "$(echo "$pids_before" | wc -l)" 4 "four daemons recorded (munged, slurmctld, 2 slurmd)"
 
@@ -74,7 +78,8 @@ assert_eq "$(sort D.out)" $'task 0 on node1\ntask 1 on node2' "srun -N2 ran one 
 run "$LC" status
 assert_rc 0 "status while up"
 assert_contains "$OUT" "node2" "status prints sinfo's node lines"
-run "$LC" down
+# down stops every daemon it has a record of, even when told fewer nodes than it started.
+run "$LC" --nodes 1 down
 assert_rc 0 "local-cluster down"
 left=""
 for pid in $pids_before; do

@@ -24,9 +24,11 @@ TEST(Environment, FirstHostOfASlurmHostList) {
 }
 
 TEST(Environment, MasterPortFromJobIdWithinRange) {
-  EXPECT_EQ(master_port(0, {29500, 29999}), 29500);
-  EXPECT_EQ(master_port(1234, {29500, 29999}), 29500 + 1234 % 500);
-  EXPECT_EQ(master_port(7, {30000, 30000}), 30000);
+  EXPECT_EQ(master_port(0, 0, {29500, 29999}), 29500);
+  EXPECT_EQ(master_port(1234, 0, {29500, 29999}), 29500 + 1234 % 500);
+  EXPECT_NE(master_port(1234, 1, {29500, 29999}), master_port(1234, 0, {29500, 29999}))
+      << "steps side by side";
+  EXPECT_EQ(master_port(7, 3, {30000, 30000}), 30000);
 }
 
 TEST(Environment, RankVariablesFollowTorchrunsContract) {
@@ -45,6 +47,10 @@ TEST(Environment, RankVariablesFollowTorchrunsContract) {
   EXPECT_EQ(env.at("MASTER_ADDR"), "node3");
   EXPECT_EQ(env.at("MASTER_PORT"), "29542");
   EXPECT_EQ(env.at("OMP_NUM_THREADS"), "1") << "several tasks per node and no --cpus-per-task";
+  t.step_nodelist = "node[1-";  // malformed: everything but MASTER_ADDR
+  const auto partial = as_map(task_environment(t, nullptr, {}, false, {29500, 29999}));
+  EXPECT_EQ(partial.count("MASTER_ADDR"), 0u);
+  EXPECT_EQ(partial.at("RANK"), "5");
 }
 
 TEST(Environment, OmpThreadsFromCpusPerTaskUnlessTheJobSetsIt) {

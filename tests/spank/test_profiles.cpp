@@ -86,6 +86,9 @@ TEST(Profiles, RefusesWhatAProfileMustNotSet) {
   EXPECT_NE(error_of(with_var("SLURM_JOB_ID")).find("Slurm"), std::string::npos);
   EXPECT_NE(error_of(with_var(std::string(200, 'A'))).find("longer than"), std::string::npos);
   EXPECT_EQ(error_of(with_var("NCCL_DEBUG")), "(no error)");
+  for (const char* managed : {"RANK", "MASTER_PORT", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES"}) {
+    EXPECT_NE(error_of(with_var(managed)).find("set by the plugin itself"), std::string::npos) << managed;
+  }
 }
 
 TEST(Profiles, RefusesMalformedFilesNamingLineAndColumn) {
@@ -125,6 +128,9 @@ TEST(Profiles, LoadRefusesFilesOthersCanWrite) {
   EXPECT_THROW(load_profiles(path, root), std::runtime_error);
   EXPECT_THROW(load_profiles(d / "missing.yaml", root), std::runtime_error);
   EXPECT_THROW(load_profiles(d.path().string(), root), std::runtime_error);  // a directory
+  const std::string fifo = d / "fifo.yaml";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  EXPECT_THROW(load_profiles(fifo, root), std::runtime_error) << "a FIFO is refused without blocking";
 }
 
 }  // namespace

@@ -34,6 +34,9 @@ class MpiWorld {
   /// Gathers one string per rank to rank 0 (in rank order); empty on the others.
   std::vector<std::string> gather(const std::string& value) const;
 
+  /// The largest `value` over all ranks, on every rank.
+  long long allreduce_max(long long value) const;
+
   /// Sends rank 0's `value` to every rank (overwriting theirs).
   void broadcast(std::string& value) const;
   void broadcast(int& value) const;

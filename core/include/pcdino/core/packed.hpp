@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,8 @@ class PackedReader {
   RawImage read(std::size_t i) const;
 
  private:
+  void open_shards(const std::string& dir, const nlohmann::json& shards);  // with the HDF5 lock held
+
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -16,6 +16,7 @@ namespace pcdino::spank {
 /// What Slurm tells the plugin about one task (spank_get_item and the step's environment).
 struct TaskInfo {
   std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;           ///< S_JOB_STEPID
   std::uint32_t global_rank = 0;       ///< S_TASK_GLOBAL_ID
   std::uint32_t local_rank = 0;        ///< S_TASK_ID
   std::uint32_t world_size = 1;        ///< S_JOB_TOTAL_TASK_COUNT (tasks of the step)
@@ -40,15 +41,18 @@ struct PortRange {
 /// std::invalid_argument for an empty or malformed list.
 std::string first_host(const std::string& nodelist);
 
-/// low + job_id mod (high - low + 1): every task of a job agrees, neighbouring jobs differ.
-int master_port(std::uint32_t job_id, const PortRange& range);
+/// low + (job_id + 7919 step_id) mod (high - low + 1): every task of a step agrees; neighbouring jobs,
+/// and steps of one job running side by side, differ.
+int master_port(std::uint32_t job_id, std::uint32_t step_id, const PortRange& range);
 
 /// The variables to set for one task, in order: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
-/// MASTER_ADDR, MASTER_PORT, OMP_NUM_THREADS (from cpus_per_task; 1 when several tasks share the node and
-/// none was asked; not set if the job sets it), then the profile's variables whose conditions hold for
-/// `versions`, then (with `bind_per_task` and a profile with devices) the device variable narrowed to
-/// device[local_rank mod count]. `profile` may be null (--accel-profile=none). For a batch step only the
-/// profile's variables.
+/// MASTER_ADDR (left out if the host list cannot be parsed), MASTER_PORT, OMP_NUM_THREADS (from
+/// cpus_per_task; 1 when several tasks share the node and none was asked; not set if the job sets it), then
+/// the profile's variables whose conditions hold for `versions`, then (with `bind_per_task` and a profile
+/// with devices) the device variable narrowed to device[local_rank mod count] (so each task sees its one
+/// device as device 0, whatever its LOCAL_RANK). `profile` may be null (--accel-profile=none). For a batch
+/// step only the profile's variables. The plugin sets all of them over the job's environment: the admin's
+/// profile is authoritative.
 std::vector<std::pair<std::string, std::string>> task_environment(
     const TaskInfo& task, const Profile* profile, const std::map<std::string, Version>& versions,
     bool bind_per_task, const PortRange& ports);
