@@ -1,0 +1,43 @@
+// DINO checkpoints in the reference's layout, written with torch::pickle_save so that Python's
+// torch.load reads them:
+//   {"student": {"module.backbone.cls_token": ..., "module.head.last_layer.weight_g": ...},  (DDP names)
+//    "teacher": {"backbone.cls_token": ..., "head.mlp.0.weight": ...},
+//    "optimizer": uint8 tensor (LibTorch's own archive of the AdamW state: exact resume in C++),
+//    "epoch": epochs finished, "iteration": iterations done in the next epoch (0 at an epoch's end),
+//    "dino_loss": {"center": [1, out_dim]}, "rng_state": the CPU generator's state, "args": {key: value}}
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+
+#include "pcdino/train/dino.hpp"
+
+namespace pcdino::train {
+
+struct CheckpointState {
+  int epoch = 0;      ///< epochs finished
+  int iteration = 0;  ///< iterations of epoch `epoch` already done (a checkpoint taken on a signal)
+  std::map<std::string, std::string> args;
+};
+
+/// Writes the checkpoint to `path` atomically (temporary file, then rename). Throws CantCreateError.
+void save_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCropWrapper& teacher,
+                     torch::optim::Optimizer& optimizer, const DinoLoss& loss, const CheckpointState& state);
+
+/// Reads `path` into the given modules, optimizer and loss centre (the modules must have the
+/// checkpoint's architecture) and restores the CPU generator. Throws NoInputError if it cannot be read,
+/// DataError naming the file and the first mismatching parameter otherwise.
+CheckpointState load_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCropWrapper& teacher,
+                                torch::optim::Optimizer& optimizer, DinoLoss& loss);
+
+/// The parameters and buffers of `module` by name, with `prefix` before each name.
+c10::Dict<std::string, torch::Tensor> state_dict(const torch::nn::Module& module,
+                                                 const std::string& prefix = "");
+
+/// Reads one state dict of a checkpoint (key "teacher" or "student"), with the "module." and "backbone."
+/// prefixes stripped, e.g. for feature extraction. Throws as load_checkpoint().
+std::map<std::string, torch::Tensor> read_state_dict(const std::string& path, const std::string& key);
+
+}  // namespace pcdino::train

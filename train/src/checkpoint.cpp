@@ -1,0 +1,131 @@
+#include "pcdino/train/checkpoint.hpp"
+
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
+
+namespace pcdino::train {
+
+c10::Dict<std::string, torch::Tensor> state_dict(const torch::nn::Module& module, const std::string& prefix) {
+  c10::Dict<std::string, torch::Tensor> dict;
+  for (const auto& p : module.named_parameters()) dict.insert(prefix + p.key(), p.value().detach().clone());
+  for (const auto& b : module.named_buffers()) dict.insert(prefix + b.key(), b.value().detach().clone());
+  return dict;
+}
+
+namespace {
+
+void copy_into(torch::nn::Module& module, const c10::Dict<std::string, torch::Tensor>& dict,
+               const std::string& prefix, const std::string& path) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : module.named_parameters()) {
+    const std::string key = prefix + p.key();
+    if (!dict.contains(key)) throw DataError(path + ": no parameter '" + key + "' (another architecture?)");
+    const torch::Tensor value = dict.at(key);
+    if (value.sizes() != p.value().sizes()) {
+      std::ostringstream msg;
+      msg << path << ": parameter '" << key << "' has shape " << value.sizes() << ", the model expects "
+          << p.value().sizes();
+      throw DataError(msg.str());
+    }
+    p.value().copy_(value);
+  }
+}
+
+std::vector<char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw NoInputError("cannot read checkpoint '" + path + "'");
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+c10::Dict<c10::IValue, c10::IValue> read_top(const std::string& path) {
+  try {
+    const c10::IValue top = torch::pickle_load(read_bytes(path));
+    if (!top.isGenericDict()) throw DataError(path + ": not a checkpoint (expected a dict)");
+    return top.toGenericDict();
+  } catch (const c10::Error& e) {
+    throw DataError(path + ": cannot unpickle checkpoint: " + e.what_without_backtrace());
+  }
+}
+
+c10::Dict<std::string, torch::Tensor> tensor_dict(const c10::Dict<c10::IValue, c10::IValue>& top,
+                                                  const std::string& key, const std::string& path) {
+  if (!top.contains(key)) throw DataError(path + ": checkpoint has no '" + key + "'");
+  c10::Dict<std::string, torch::Tensor> out;
+  for (const auto& entry : top.at(key).toGenericDict())
+    out.insert(entry.key().toStringRef(), entry.value().toTensor());
+  return out;
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCropWrapper& teacher,
+                     torch::optim::Optimizer& optimizer, const DinoLoss& loss, const CheckpointState& state) {
+  c10::impl::GenericDict top(c10::StringType::get(), c10::AnyType::get());
+  top.insert("student", state_dict(*student, "module."));
+  top.insert("teacher", state_dict(*teacher));
+  std::ostringstream archive_bytes;
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  archive.save_to(archive_bytes);
+  const std::string bytes = archive_bytes.str();
+  top.insert("optimizer", torch::from_blob(const_cast<char*>(bytes.data()),
+                                           {static_cast<int64_t>(bytes.size())}, torch::kUInt8)
+                              .clone());
+  top.insert("epoch", static_cast<int64_t>(state.epoch));
+  top.insert("iteration", static_cast<int64_t>(state.iteration));
+  c10::Dict<std::string, torch::Tensor> dino_loss;
+  dino_loss.insert("center", loss.center.detach().clone());
+  top.insert("dino_loss", dino_loss);
+  top.insert("rng_state", at::detail::getDefaultCPUGenerator().get_state());
+  c10::Dict<std::string, std::string> args;
+  for (const auto& [k, v] : state.args) args.insert(k, v);
+  top.insert("args", args);
+  const std::vector<char> data = torch::pickle_save(top);
+  write_file_atomic(path, std::string(data.begin(), data.end()));
+}
+
+CheckpointState load_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCropWrapper& teacher,
+                                torch::optim::Optimizer& optimizer, DinoLoss& loss) {
+  const auto top = read_top(path);
+  copy_into(*student, tensor_dict(top, "student", path), "module.", path);
+  copy_into(*teacher, tensor_dict(top, "teacher", path), "", path);
+  try {
+    const torch::Tensor opt = top.at("optimizer").toTensor().contiguous();
+    std::istringstream in(
+        std::string(static_cast<const char*>(opt.data_ptr()), static_cast<std::size_t>(opt.numel())));
+    torch::serialize::InputArchive archive;
+    archive.load_from(in);
+    optimizer.load(archive);
+    loss.center = top.at("dino_loss").toGenericDict().at("center").toTensor().clone();
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    generator.set_state(top.at("rng_state").toTensor());
+    CheckpointState state;
+    state.epoch = static_cast<int>(top.at("epoch").toInt());
+    state.iteration = top.contains("iteration") ? static_cast<int>(top.at("iteration").toInt()) : 0;
+    for (const auto& entry : top.at("args").toGenericDict()) {
+      state.args[entry.key().toStringRef()] = entry.value().toStringRef();
+    }
+    return state;
+  } catch (const c10::Error& e) {
+    throw DataError(path + ": incomplete checkpoint: " + e.what_without_backtrace());
+  }
+}
+
+std::map<std::string, torch::Tensor> read_state_dict(const std::string& path, const std::string& key) {
+  const auto dict = tensor_dict(read_top(path), key, path);
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& entry : dict) {
+    std::string name = entry.key();
+    for (const char* prefix : {"module.", "backbone."}) {
+      if (name.rfind(prefix, 0) == 0) name = name.substr(std::string(prefix).size());
+    }
+    out[name] = entry.value();
+  }
+  return out;
+}
+
+}  // namespace pcdino::train
