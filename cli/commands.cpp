@@ -1,5 +1,11 @@
 #include "commands.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
 #include "pcdino/core/error.hpp"
 
 namespace pcdino::cli {
@@ -20,10 +26,37 @@ CLI::App* add_unavailable(CLI::App& parent, const std::string& name, const std::
   return sub;
 }
 
+CLI::App* add_external(CLI::App& parent, const std::string& name, const std::string& program,
+                       const std::string& summary, const std::string& issue) {
+  CLI::App* sub = parent.add_subcommand(name, summary);
+  // Everything after the name belongs to the program, --help included.
+  sub->prefix_command();
+  sub->set_help_flag();
+  sub->callback([sub, name, program, issue] {
+    std::vector<std::string> args = sub->remaining();
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    const std::string path = (self.parent_path() / program).string();
+    if (ec || ::access(path.c_str(), X_OK) != 0) {
+      throw Error(ExitCode::kUnavailable, "pcdino " + name + ": " + program +
+                                              " is not built next to pcdino (" + path +
+                                              "; it needs LibTorch, tracked in issue " + issue + ")");
+    }
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(path.c_str()));
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(path.c_str(), argv.data());
+    throw Error(ExitCode::kUnavailable,
+                "pcdino " + name + ": cannot run " + path + ": " + std::strerror(errno));
+  });
+  return sub;
+}
+
 void add_all_commands(CLI::App& app) {
   add_dataset_commands(app);
   add_meanstd_command(app);
-  add_unavailable(app, "train", "DINO pretraining of a ViT (MPI/NCCL data parallel)", "#4, #5");
+  add_external(app, "train", "pcdino-train", "DINO pretraining of a ViT (runs pcdino-train)", "#4");
   add_unavailable(app, "extract", "CLS features of the held-out split to HDF5 (MPI)", "#6");
   add_unavailable(app, "labels", "Labels and paths of the held-out split", "#6");
   add_unavailable(app, "knn", "Weighted kNN evaluation of CLS features", "#6");

@@ -11,6 +11,11 @@ namespace pcdino::cli {
 CLI::App* add_unavailable(CLI::App& parent, const std::string& name, const std::string& summary,
                           const std::string& issue);
 
+/// Registers a subcommand that runs `program` from pcdino's own folder with the remaining arguments
+/// (git-style), for stages that load LibTorch. Missing program: exit code 69.
+CLI::App* add_external(CLI::App& parent, const std::string& name, const std::string& program,
+                       const std::string& summary, const std::string& issue);
+
 /// `pcdino dataset import|pack` (cli/dataset.cpp).
 void add_dataset_commands(CLI::App& app);
 

@@ -16,6 +16,9 @@ const char* const kFsxSource =
     "itself "
     "now also allows 600 GiB PERSISTENT_2, which ParallelCluster rejects)";
 
+// Not re-read from a source on 2026-11-22 (taken from AWS's instance pages as remembered; check before
+// relying on them): the g6 sizes, dl1.24xlarge, vCPU/memory/bandwidth of c5.xlarge/2xlarge/4xlarge,
+// c5n.18xlarge, c6i.*, m5.*, m6i.*, and the instance store of g4dn.metal, g5.48xlarge and trn1.32xlarge.
 const std::vector<InstanceType>& instance_catalogue() {
   // name, vCPUs, GiB, accelerators, model, EFA, EFA interfaces, store disks, store GB, Gbps, USD/h
   static const std::vector<InstanceType> table = {

@@ -1,0 +1,116 @@
+// The training loop on a tiny synthetic dataset: it trains, writes the reference's files, and a run
+// stopped mid-epoch (as on SIGTERM) and resumed ends with exactly the weights of an uninterrupted run.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "../lib/synthetic.hpp"
+#include "../lib/temp_dir.hpp"
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
+#include "pcdino/core/run_files.hpp"
+#include "pcdino/train/checkpoint.hpp"
+#include "pcdino/train/trainer.hpp"
+
+namespace pcdino::train {
+namespace {
+
+PipelineConfig tiny_config(const test::TempDir& d) {
+  PipelineConfig c = parse_config(R"(
+meta:
+  name_of_run: run
+  seed: 7
+  train_datasetsplit_fraction: 1.0
+train_scDINO:
+  epochs: 2
+  batch_size_per_gpu: 4
+  saveckp_freq: 1
+  hyperparameters:
+    arch: vit_tiny
+    patch_size: 4
+    out_dim: 32
+    global_crops_size: 12
+    local_crops_size: 8
+    local_crops_number: 2
+    warmup_epochs: 1
+    freeze_last_layer: 1
+    drop_path_rate: 0.1
+)",
+                                  "tiny.yaml");
+  c.meta.dataset_dir = d / "data";
+  c.meta.output_dir = d / "out";
+  return c;
+}
+
+std::map<std::string, torch::Tensor> teacher_of(const std::string& dir) {
+  return read_state_dict(dir + "/checkpoint.pth", "teacher");
+}
+
+TEST(Trainer, InterruptedAndResumedEqualsUninterrupted) {
+  test::TempDir d;
+  test::write_synthetic_dataset(d / "data", 2, 6, 12, PixelType::kUint8, {{false, 20}}, 5);
+  const PipelineConfig c = tiny_config(d);
+  write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
+
+  TrainRuntime whole;
+  whole.threads = 1;
+  whole.output_dir = d / "whole";
+  const TrainReport a = run_training(c, whole);
+  EXPECT_EQ(a.epochs_done, 2);
+  EXPECT_FALSE(a.interrupted);
+  EXPECT_TRUE(std::isfinite(a.last_epoch_loss));
+
+  TrainRuntime part = whole;
+  part.output_dir = d / "parts";
+  part.stop_after_iterations = 4;  // 3 iterations per epoch: stops in the middle of epoch 2
+  const TrainReport b1 = run_training(c, part);
+  EXPECT_TRUE(b1.interrupted);
+  EXPECT_EQ(b1.epochs_done, 1);
+  part.stop_after_iterations = 0;
+  const TrainReport b2 = run_training(c, part);
+  EXPECT_FALSE(b2.interrupted);
+  EXPECT_EQ(b2.epochs_done, 2);
+
+  const auto ta = teacher_of(whole.output_dir), tb = teacher_of(part.output_dir);
+  ASSERT_EQ(ta.size(), tb.size());
+  for (const auto& [name, value] : ta) EXPECT_TRUE(torch::equal(value, tb.at(name))) << name;
+  const auto sa = read_state_dict(whole.output_dir + "/checkpoint.pth", "student");
+  const auto sb = read_state_dict(part.output_dir + "/checkpoint.pth", "student");
+  for (const auto& [name, value] : sa) EXPECT_TRUE(torch::equal(value, sb.at(name))) << name;
+
+  // The reference's files: log.txt with one JSON line per epoch, checkpoint{epoch:04}.pth.
+  std::ifstream log(whole.output_dir + "/log.txt");
+  std::string line;
+  int lines = 0;
+  while (std::getline(log, line)) {
+    EXPECT_NE(line.find("\"train_loss\""), std::string::npos) << line;
+    ++lines;
+  }
+  EXPECT_EQ(lines, 2);
+  EXPECT_TRUE(std::filesystem::exists(whole.output_dir + "/checkpoint0000.pth"));
+  EXPECT_TRUE(std::filesystem::exists(whole.output_dir + "/checkpoint0001.pth"));
+  // Training moved the weights away from the initial teacher (which equalled the student).
+  EXPECT_FALSE(torch::equal(ta.at("cls_token"), sa.at("cls_token")));
+}
+
+TEST(Trainer, MissingMeanStdAndTooLargeBatchAreNamed) {
+  test::TempDir d;
+  test::write_synthetic_dataset(d / "data", 1, 3, 12, PixelType::kUint8, {{false, 20}}, 5);
+  PipelineConfig c = tiny_config(d);
+  TrainRuntime rt;
+  rt.output_dir = d / "o";
+  EXPECT_THROW(run_training(c, rt), NoInputError);
+  write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
+  try {
+    run_training(c, rt);
+    FAIL() << "batch of 4 from 3 images accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("batch_size_per_gpu 4 is larger than the training split (3 images)"),
+              std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace pcdino::train

@@ -1,0 +1,44 @@
+// `pcdino train`: DINO pretraining on one process (issue #4; data parallelism over ranks is issue #5).
+// Follows main_dino.py's train_dino / train_one_epoch: multi-crop batches, student on all crops, teacher
+// (EMA of the student) on the 2 global crops, DINO loss, AdamW with per-iteration cosine schedules of
+// learning rate, weight decay (not on biases and norms) and teacher momentum, per-parameter gradient
+// clipping, the last layer frozen for the first freeze_last_layer epochs.
+#pragma once
+
+#include <string>
+
+#include "pcdino/core/config.hpp"
+
+namespace pcdino::train {
+
+struct TrainRuntime {
+  int threads = 0;             ///< LibTorch intra-op threads (0: LibTorch's default)
+  int loader_threads = 1;      ///< decoding/augmentation threads
+  bool resume = true;          ///< continue from checkpoint.pth in the output folder if there is one
+  long long limit_images = 0;  ///< train on the first N images of the training split (0: all)
+  long long stop_after_iterations =
+      0;                   ///< checkpoint and stop after this many iterations, as on SIGTERM (tests)
+  std::string output_dir;  ///< "" = {run_dir}/scDINO_ViTs/{dino_vit_name}
+};
+
+struct TrainReport {
+  int epochs_done = 0;           ///< epochs finished (in total, including earlier runs)
+  double last_epoch_loss = 0;    ///< mean loss of the last finished epoch in this run
+  double images_per_second = 0;  ///< over this run's iterations
+  bool interrupted = false;      ///< stopped on a signal after writing a checkpoint: resubmit to resume
+  std::string output_dir;
+};
+
+/// Trains. Reads the dataset and `{run_dir}/mean_and_std_of_dataset.txt`; writes into the output folder
+/// checkpoint.pth after every epoch, checkpoint{epoch:04}.pth every saveckp_freq epochs, log.txt (one
+/// JSON object per epoch: train_loss, train_lr, train_wd, epoch) and metrics.jsonl (also images/s,
+/// momentum, ETA). A run interrupted and resumed ends with the same weights as an uninterrupted one.
+/// Throws NoInputError (dataset, mean/std file), ConfigError (batch larger than the split), DataError
+/// (a non-finite loss, a checkpoint of another architecture).
+TrainReport run_training(const PipelineConfig& config, const TrainRuntime& runtime);
+
+/// Installs SIGTERM and SIGUSR1 handlers (what Slurm sends before a time limit or preemption) that make
+/// run_training checkpoint after the current iteration and return with `interrupted`.
+void install_stop_signal_handlers();
+
+}  // namespace pcdino::train

@@ -1,0 +1,57 @@
+// pcdino-train: the training stage as its own program, because it is the only one that loads LibTorch
+// (~0.5 s and ~1 GiB per process); `pcdino train` runs it. Parses options, calls run_training().
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "common.hpp"
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/log.hpp"
+#include "pcdino/train/trainer.hpp"
+
+int main(int argc, char** argv) {
+  using pcdino::ExitCode;
+  using pcdino::to_int;
+  CLI::App app{"pcdino train: DINO pretraining of a ViT (single process; see `pcdino train --help`)",
+               "pcdino train"};
+  pcdino::cli::ConfigOptions config;
+  pcdino::train::TrainRuntime rt;
+  bool no_resume = false;
+  pcdino::cli::add_config_options(&app, config);
+  app.add_option("--threads", rt.threads, "LibTorch intra-op threads (0: LibTorch's default)")
+      ->capture_default_str();
+  app.add_option("--loader-threads", rt.loader_threads, "Decoding and augmentation threads")
+      ->capture_default_str();
+  app.add_option("--limit-images", rt.limit_images,
+                 "Train on the first N images of the training split (0: all)")
+      ->capture_default_str();
+  app.add_option("--model-dir", rt.output_dir,
+                 "Output folder (default {run_dir}/scDINO_ViTs/{dino_vit_name})");
+  app.add_flag("--no-resume", no_resume, "Start from scratch even if checkpoint.pth exists");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return to_int(ExitCode::kUsage);
+  }
+  try {
+    pcdino::init_logging(0, 1);
+    rt.resume = !no_resume;
+    const pcdino::PipelineConfig pipeline = config.load();
+    pcdino::train::install_stop_signal_handlers();
+    const auto report = pcdino::train::run_training(pipeline, rt);
+    if (report.interrupted) return to_int(ExitCode::kTempFail);  // Slurm requeues; the next run resumes
+    spdlog::info("trained {} epochs: last loss {:.4f}, {:.1f} images/s; model in {}", report.epochs_done,
+                 report.last_epoch_loss, report.images_per_second, report.output_dir);
+  } catch (const pcdino::Error& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return to_int(e.code());
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << '\n';
+    return to_int(ExitCode::kSoftware);
+  }
+  return 0;
+}

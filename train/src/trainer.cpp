@@ -1,0 +1,254 @@
+#include "pcdino/train/trainer.hpp"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "pcdino/core/dataset.hpp"
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
+#include "pcdino/core/prefetch.hpp"
+#include "pcdino/core/run_files.hpp"
+#include "pcdino/core/split.hpp"
+#include "pcdino/train/augment.hpp"
+#include "pcdino/train/checkpoint.hpp"
+#include "pcdino/train/schedules.hpp"
+
+namespace pcdino::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::atomic<bool> stop_requested{false};
+
+extern "C" void on_stop_signal(int) {
+  stop_requested.store(true);
+}
+
+// One batch of crops: crops[k] is [B, C, S_k, S_k].
+using Batch = std::vector<torch::Tensor>;
+
+Batch make_batch(const Dataset& ds, const std::vector<std::size_t>& indices, const ImageTransform& transform,
+                 const MultiCropOptions& crops, std::uint64_t seed, int epoch) {
+  std::vector<std::vector<Image>> per_sample;
+  for (std::size_t idx : indices) {
+    per_sample.push_back(multi_crop(ds.load(idx, transform), crops, sample_seed(seed, epoch, idx)));
+  }
+  Batch batch;
+  for (std::size_t k = 0; k < per_sample.front().size(); ++k) {
+    const Image& first = per_sample.front()[k];
+    auto t = torch::empty({static_cast<int64_t>(indices.size()), first.channels, first.height, first.width});
+    for (std::size_t b = 0; b < per_sample.size(); ++b) {
+      std::memcpy(t[static_cast<int64_t>(b)].data_ptr<float>(), per_sample[b][k].data.data(),
+                  per_sample[b][k].data.size() * sizeof(float));
+    }
+    batch.push_back(t);
+  }
+  return batch;
+}
+
+void append_line(const std::string& path, const std::string& line) {
+  std::ofstream out(path, std::ios::app);
+  if (!out) throw CantCreateError("cannot append to '" + path + "'");
+  out << line << "\n";
+}
+
+}  // namespace
+
+void install_stop_signal_handlers() {
+  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGUSR1, on_stop_signal);
+}
+
+TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
+  const DinoHyperparameters& h = c.train.hyperparameters;
+  if (rt.threads > 0) torch::set_num_threads(rt.threads);
+  torch::manual_seed(c.meta.seed);
+  stop_requested.store(false);
+
+  const Dataset ds = Dataset::open(c.meta.dataset_dir, c.meta.folder_depth_for_labels);
+  std::vector<std::size_t> train =
+      train_heldout_split(ds.size(), c.meta.train_datasetsplit_fraction, c.meta.seed).train;
+  if (rt.limit_images > 0 && static_cast<std::size_t>(rt.limit_images) < train.size())
+    train.resize(rt.limit_images);
+  const MeanStdValues ms = read_mean_std((fs::path(c.run_dir()) / kMeanStdFile).string());
+  const int batch = c.train.batch_size_per_gpu;
+  const std::size_t niter = train.size() / static_cast<std::size_t>(batch);  // drop_last, as the reference
+  if (niter == 0) {
+    throw ConfigError(c.source + ": train_scDINO.batch_size_per_gpu " + std::to_string(batch) +
+                      " is larger than the training split (" + std::to_string(train.size()) + " images)");
+  }
+
+  VitOptions vo =
+      VitOptions::preset(h.arch, h.patch_size, static_cast<int>(ms.mean.size()), h.global_crops_size);
+  vo.drop_path_rate = h.drop_path_rate;
+  MultiCropWrapper student(VisionTransformer(vo), DinoHead(vo.embed_dim, h.out_dim, h.norm_last_layer));
+  VitOptions to = vo;
+  to.drop_path_rate = 0;
+  MultiCropWrapper teacher(VisionTransformer(to), DinoHead(vo.embed_dim, h.out_dim));
+  {
+    torch::NoGradGuard no_grad;
+    auto t = teacher->parameters(), s = student->parameters();
+    for (std::size_t i = 0; i < t.size(); ++i) t[i].copy_(s[i]);
+  }
+  for (auto& p : teacher->parameters()) p.set_requires_grad(false);
+  DinoLoss loss(h.out_dim, h.local_crops_number + 2, h.warmup_teacher_temp, h.teacher_temp,
+                h.warmup_teacher_temp_epochs, c.train.epochs);
+
+  // No weight decay on biases and norms (utils.get_params_groups: ndim <= 1 or a bias).
+  std::vector<torch::Tensor> regularized, not_regularized;
+  for (const auto& p : student->named_parameters()) {
+    if (!p.value().requires_grad()) continue;
+    const bool bias = p.key().size() >= 5 && p.key().compare(p.key().size() - 5, 5, ".bias") == 0;
+    (p.value().dim() <= 1 || bias ? not_regularized : regularized).push_back(p.value());
+  }
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(regularized, std::make_unique<torch::optim::AdamWOptions>(0.0));
+  groups.emplace_back(not_regularized, std::make_unique<torch::optim::AdamWOptions>(0.0));
+  torch::optim::AdamW optimizer(groups, torch::optim::AdamWOptions(0.0));
+
+  const int epochs = c.train.epochs;
+  const auto lr_schedule =
+      cosine_schedule(scaled_learning_rate(h.lr, batch), h.min_lr, epochs, niter, h.warmup_epochs);
+  const auto wd_schedule = cosine_schedule(h.weight_decay, h.weight_decay_end, epochs, niter);
+  const auto momentum_schedule = cosine_schedule(h.momentum_teacher, 1.0, epochs, niter);
+
+  TrainReport report;
+  report.output_dir = rt.output_dir.empty()
+                          ? (fs::path(c.run_dir()) / "scDINO_ViTs" / c.train.dino_vit_name).string()
+                          : rt.output_dir;
+  make_directories(report.output_dir);
+  const std::string checkpoint = (fs::path(report.output_dir) / "checkpoint.pth").string();
+  CheckpointState state;
+  state.args = {{"arch", h.arch},
+                {"patch_size", std::to_string(h.patch_size)},
+                {"out_dim", std::to_string(h.out_dim)},
+                {"in_chans", std::to_string(vo.in_channels)},
+                {"epochs", std::to_string(epochs)},
+                {"batch_size_per_gpu", std::to_string(batch)},
+                {"seed", std::to_string(c.meta.seed)},
+                {"global_crops_size", std::to_string(h.global_crops_size)},
+                {"local_crops_size", std::to_string(h.local_crops_size)},
+                {"local_crops_number", std::to_string(h.local_crops_number)}};
+  if (rt.resume && fs::exists(checkpoint)) {
+    const auto args = state.args;
+    state = load_checkpoint(checkpoint, student, teacher, optimizer, loss);
+    state.args = args;
+    spdlog::info("resuming from {} at epoch {} iteration {}", checkpoint, state.epoch, state.iteration);
+  }
+
+  MultiCropOptions crops;
+  crops.global_crops_scale = h.global_crops_scale;
+  crops.local_crops_scale = h.local_crops_scale;
+  crops.local_crops_number = h.local_crops_number;
+  crops.global_crops_size = h.global_crops_size;
+  crops.local_crops_size = h.local_crops_size;
+  crops.mean = ms.mean;
+  crops.std = ms.std;
+  const ImageTransform transform{c.selected_channels(), c.meta.center_crop};
+
+  long long iterations_this_run = 0;
+  double seconds_this_run = 0;
+  for (int epoch = state.epoch; epoch < epochs; ++epoch) {
+    const auto perm = numpy_permutation(train.size(), c.meta.seed + static_cast<std::uint32_t>(epoch));
+    const std::size_t first_iter = epoch == state.epoch ? static_cast<std::size_t>(state.iteration) : 0;
+    Prefetcher<Batch> loader(
+        niter - first_iter,
+        [&](std::size_t k) {
+          const std::size_t it = first_iter + k;
+          std::vector<std::size_t> indices;
+          for (std::size_t b = 0; b < static_cast<std::size_t>(batch); ++b)
+            indices.push_back(train[perm[it * batch + b]]);
+          return make_batch(ds, indices, transform, crops, c.meta.seed, epoch);
+        },
+        rt.loader_threads, 4);
+    double loss_sum = 0;
+    std::size_t loss_count = 0;
+    double lr = 0, wd = 0, momentum = 0;
+    const auto epoch_start = std::chrono::steady_clock::now();
+    for (std::size_t it = first_iter; it < niter; ++it) {
+      const std::size_t global_it = static_cast<std::size_t>(epoch) * niter + it;
+      lr = lr_schedule[global_it], wd = wd_schedule[global_it], momentum = momentum_schedule[global_it];
+      auto& g = optimizer.param_groups();
+      static_cast<torch::optim::AdamWOptions&>(g[0].options()).lr(lr).weight_decay(wd);
+      static_cast<torch::optim::AdamWOptions&>(g[1].options()).lr(lr).weight_decay(0.0);
+
+      const Batch crops_batch = *loader.next();
+      const auto teacher_out = teacher->forward(Batch(crops_batch.begin(), crops_batch.begin() + 2));
+      const auto student_out = student->forward(crops_batch);
+      const auto value = loss(student_out, teacher_out, epoch);
+      const double l = value.item<double>();
+      if (!std::isfinite(l)) {
+        throw DataError("loss is " + std::to_string(l) + " at epoch " + std::to_string(epoch) +
+                        " iteration " + std::to_string(it) +
+                        ": stopping training (lower lr or use clip_grad)");
+      }
+      optimizer.zero_grad();
+      value.backward();
+      if (h.clip_grad > 0) clip_gradients(*student, h.clip_grad);
+      cancel_gradients_last_layer(epoch, student, h.freeze_last_layer);
+      optimizer.step();
+      ema_update(*teacher, *student, momentum);
+      loss_sum += l;
+      ++loss_count;
+      ++iterations_this_run;
+      if (stop_requested.load() ||
+          (rt.stop_after_iterations > 0 && iterations_this_run >= rt.stop_after_iterations)) {
+        state.epoch = epoch;
+        state.iteration = static_cast<int>(it + 1);
+        if (state.iteration == static_cast<int>(niter)) state.epoch = epoch + 1, state.iteration = 0;
+        save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
+        spdlog::warn("stopped at epoch {} iteration {}: checkpoint written to {}; resubmit to resume", epoch,
+                     it + 1, checkpoint);
+        report.epochs_done = state.epoch;
+        report.interrupted = true;
+        return report;
+      }
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+    seconds_this_run += seconds;
+    state.epoch = epoch + 1;
+    state.iteration = 0;
+    save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
+    if (c.train.saveckp_freq > 0 && epoch % c.train.saveckp_freq == 0) {
+      char name[32];
+      std::snprintf(name, sizeof name, "checkpoint%04d.pth", epoch);
+      save_checkpoint((fs::path(report.output_dir) / name).string(), student, teacher, optimizer, loss,
+                      state);
+    }
+    report.last_epoch_loss = loss_count > 0 ? loss_sum / static_cast<double>(loss_count) : 0;
+    const double images_per_second = static_cast<double>(loss_count * batch) / std::max(seconds, 1e-9);
+    const double eta = (epochs - epoch - 1) * seconds;
+    append_line(
+        (fs::path(report.output_dir) / "log.txt").string(),
+        nlohmann::json{
+            {"train_loss", report.last_epoch_loss}, {"train_lr", lr}, {"train_wd", wd}, {"epoch", epoch}}
+            .dump());
+    append_line((fs::path(report.output_dir) / "metrics.jsonl").string(),
+                nlohmann::json{{"epoch", epoch},
+                               {"loss", report.last_epoch_loss},
+                               {"lr", lr},
+                               {"wd", wd},
+                               {"momentum", momentum},
+                               {"images_per_second", images_per_second},
+                               {"eta_seconds", eta}}
+                    .dump());
+    spdlog::info("epoch {}/{}: loss {:.4f} lr {:.3g} wd {:.3g} momentum {:.5f} {:.1f} images/s ETA {:.0f} s",
+                 epoch + 1, epochs, report.last_epoch_loss, lr, wd, momentum, images_per_second, eta);
+  }
+  report.epochs_done = state.epoch;
+  report.images_per_second =
+      static_cast<double>(iterations_this_run * batch) / std::max(seconds_this_run, 1e-9);
+  return report;
+}
+
+}  // namespace pcdino::train
