@@ -26,14 +26,6 @@ struct ClusterArgs {
   double images_per_second = 0;
 };
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw NoInputError("cannot read '" + path + "'");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Prints the findings; errors make the command fail with exit code 78.
 void report(const std::vector<cluster::Finding>& findings, const std::string& what) {
   int errors = 0;
@@ -86,7 +78,7 @@ void add_cluster_commands(CLI::App& app) {
   val->add_flag("--allow-ssh-from-anywhere", args->allow_ssh_from_anywhere,
                 "Accept HeadNode.Ssh.AllowedIps 0.0.0.0/0");
   val->callback([args] {
-    const std::string text = read_text(args->input);
+    const std::string text = read_file(args->input, "cluster configuration");
     auto findings = cluster::validate_cluster_config(text, args->input, {args->allow_ssh_from_anywhere});
     if (!args->pipeline.empty()) {
       const auto fit =

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
 #include "pcdino/core/yaml_reader.hpp"
 
 namespace pcdino::ami {
@@ -81,11 +82,7 @@ ImageSpec parse_image_spec(const std::string& yaml_text, const std::string& sour
 }
 
 ImageSpec load_image_spec(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw NoInputError("cannot read image spec '" + path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_image_spec(text.str(), path);
+  return parse_image_spec(read_file(path, "image spec"), path);
 }
 
 }  // namespace pcdino::ami

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
 #include "pcdino/core/yaml_reader.hpp"
 
 namespace pcdino::cluster {
@@ -151,11 +152,7 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
 }
 
 SiteSpec load_site_spec(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw NoInputError("cannot read site spec '" + path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_site_spec(text.str(), path);
+  return parse_site_spec(read_file(path, "site spec"), path);
 }
 
 }  // namespace pcdino::cluster

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
 
 namespace pcdino {
 namespace {
@@ -529,11 +530,7 @@ PipelineConfig parse_config(const std::string& yaml_text, const std::string& nam
 }
 
 PipelineConfig load_config(const std::string& path, const std::vector<ConfigOverride>& overrides) {
-  std::ifstream in(path);
-  if (!in) throw NoInputError("cannot read pipeline configuration '" + path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_config(text.str(), path, overrides);
+  return parse_config(read_file(path, "pipeline configuration"), path, overrides);
 }
 
 std::string dump_config(const PipelineConfig& c) {

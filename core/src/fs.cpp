@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <thread>
 
 #include "pcdino/core/error.hpp"
@@ -17,6 +19,14 @@ namespace pcdino {
 std::string temporary_name(const std::string& path) {
   return path + ".tmp." + std::to_string(getpid()) + "." +
          std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000);
+}
+
+std::string read_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw NoInputError("cannot read " + what + " '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 void make_directories(const std::string& dir) {

@@ -17,6 +17,9 @@ std::string temporary_name(const std::string& path);
 /// Renames `from` to `to` (same filesystem), throwing CantCreateError naming both on failure.
 void rename_into_place(const std::string& from, const std::string& to);
 
+/// The whole content of `path`. Throws NoInputError "cannot read {what} '{path}'" if it cannot be opened.
+std::string read_file(const std::string& path, const std::string& what);
+
 /// Creates `dir` and its parents if missing. Throws CantCreateError naming the directory.
 void make_directories(const std::string& dir);
 
