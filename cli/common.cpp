@@ -3,7 +3,11 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <iostream>
 #include <thread>
+
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/log.hpp"
 
 namespace pcdino::cli {
 
@@ -31,6 +35,25 @@ void add_config_options(CLI::App* sub, ConfigOptions& opts, bool required) {
   sub->add_option("--output-dir", opts.output_dir, "Override meta.output_dir");
   sub->add_option("--name-of-run", opts.name_of_run, "Override meta.name_of_run");
   sub->add_option("--seed", opts.seed, "Override meta.seed");
+}
+
+int run_command_line(CLI::App& app, int argc, char** argv, const std::function<int()>& after_parse) {
+  try {
+    init_logging(0, 1);
+    app.parse(argc, argv);
+    return after_parse ? after_parse() : to_int(ExitCode::kOk);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the message and the relevant help
+    return to_int(ExitCode::kUsage);
+  } catch (const Error& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return to_int(e.code());
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << '\n';
+    return to_int(ExitCode::kSoftware);
+  }
 }
 
 int default_threads(int requested, int local_ranks) {

@@ -29,4 +29,10 @@ void add_config_options(CLI::App* sub, ConfigOptions& opts, bool required = true
 /// when the launcher bound it; else this node's cores divided among its `local_ranks`; at least 1.
 int default_threads(int requested, int local_ranks);
 
+/// The exit-code contract of every pcdino program: initialises logging, parses `argv` with `app` (its
+/// callbacks run inside), then runs `after_parse` if given and returns its code. --help/--version -> 0;
+/// command-line errors -> 64 (with CLI11's message); pcdino::Error -> its code; any other exception -> 70;
+/// each error printed to stderr.
+int run_command_line(CLI::App& app, int argc, char** argv, const std::function<int()>& after_parse = nullptr);
+
 }  // namespace pcdino::cli

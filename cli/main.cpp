@@ -1,14 +1,12 @@
 // pcdino: one program, git-style subcommands. Parses the command line and maps errors to exit codes;
 // everything else happens in the component libraries.
-#include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
-#include <exception>
 #include <iostream>
 
 #include "commands.hpp"
+#include "common.hpp"
 #include "pcdino/core/error.hpp"
-#include "pcdino/core/log.hpp"
 #include "pcdino/core/version.hpp"
 
 int main(int argc, char** argv) {
@@ -38,20 +36,5 @@ int main(int argc, char** argv) {
     }
   }
 
-  try {
-    pcdino::init_logging(0, 1);
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);  // --help, --version
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);  // prints the message and the relevant help
-    return to_int(ExitCode::kUsage);
-  } catch (const pcdino::Error& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return to_int(e.code());
-  } catch (const std::exception& e) {
-    std::cerr << "internal error: " << e.what() << '\n';
-    return to_int(ExitCode::kSoftware);
-  }
-  return to_int(ExitCode::kOk);
+  return pcdino::cli::run_command_line(app, argc, argv);
 }

@@ -3,11 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
-#include <iostream>
 
 #include "common.hpp"
 #include "pcdino/core/error.hpp"
-#include "pcdino/core/log.hpp"
 #include "pcdino/train/trainer.hpp"
 
 int main(int argc, char** argv) {
@@ -29,16 +27,7 @@ int main(int argc, char** argv) {
   app.add_option("--model-dir", rt.output_dir,
                  "Output folder (default {run_dir}/scDINO_ViTs/{dino_vit_name})");
   app.add_flag("--no-resume", no_resume, "Start from scratch even if checkpoint.pth exists");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return to_int(ExitCode::kUsage);
-  }
-  try {
-    pcdino::init_logging(0, 1);
+  return pcdino::cli::run_command_line(app, argc, argv, [&] {
     rt.resume = !no_resume;
     const pcdino::PipelineConfig pipeline = config.load();
     pcdino::train::install_stop_signal_handlers();
@@ -46,12 +35,6 @@ int main(int argc, char** argv) {
     if (report.interrupted) return to_int(ExitCode::kTempFail);  // Slurm requeues; the next run resumes
     spdlog::info("trained {} epochs: last loss {:.4f}, {:.1f} images/s; model in {}", report.epochs_done,
                  report.last_epoch_loss, report.images_per_second, report.output_dir);
-  } catch (const pcdino::Error& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return to_int(e.code());
-  } catch (const std::exception& e) {
-    std::cerr << "internal error: " << e.what() << '\n';
-    return to_int(ExitCode::kSoftware);
-  }
-  return 0;
+    return to_int(ExitCode::kOk);
+  });
 }
