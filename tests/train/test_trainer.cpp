@@ -110,6 +110,16 @@ TEST(Trainer, MissingMeanStdAndTooLargeBatchAreNamed) {
     EXPECT_NE(std::string(e.what()).find("batch_size_per_gpu 4 is larger than the training split (3 images)"),
               std::string::npos);
   }
+  c.train.batch_size_per_gpu = 1;
+  c.train.hyperparameters.warmup_epochs = 3;  // epochs: 2
+  try {
+    run_training(c, rt);
+    FAIL() << "warmup longer than training accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("warmup_epochs (3) is larger than train_scDINO.epochs (2)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -1,14 +1,16 @@
-// pcdino-train: the training stage as its own program, because it is the only one that loads LibTorch
-// (~0.5 s and ~1 GiB per process); `pcdino train` runs it. Parses options, calls run_training().
+// pcdino-train: the training stage as its own program, because LibTorch is loaded only by the programs that
+// need it (~0.5 s and ~1 GiB per process); `pcdino train` runs it. Parses options, calls run_training().
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 
 #include "common.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/train/process.hpp"
 #include "pcdino/train/trainer.hpp"
 
 int main(int argc, char** argv) {
+  pcdino::train::tune_process(argv);
   using pcdino::ExitCode;
   using pcdino::to_int;
   CLI::App app{"pcdino train: DINO pretraining of a ViT (single process; see `pcdino train --help`)",

@@ -55,6 +55,14 @@ Batch make_batch(const Dataset& ds, const std::vector<std::size_t>& indices, con
   return batch;
 }
 
+// Seconds spent per phase of a training step, summed over an epoch.
+struct StepPhases {
+  double data = 0;      // waiting for the loader
+  double forward = 0;   // teacher and student forward passes and the loss
+  double backward = 0;  // autograd
+  double update = 0;    // clipping, optimizer step, EMA of the teacher
+};
+
 void append_line(const std::string& path, const std::string& line) {
   std::ofstream out(path, std::ios::app);
   if (!out) throw CantCreateError("cannot append to '" + path + "'");
@@ -116,6 +124,11 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
   torch::optim::AdamW optimizer(groups, torch::optim::AdamWOptions(0.0));
 
   const int epochs = c.train.epochs;
+  if (h.warmup_epochs > epochs) {
+    throw ConfigError(c.source + ": train_scDINO.hyperparameters.warmup_epochs (" +
+                      std::to_string(h.warmup_epochs) + ") is larger than train_scDINO.epochs (" +
+                      std::to_string(epochs) + ")");
+  }
   const auto lr_schedule =
       cosine_schedule(scaled_learning_rate(h.lr, batch), h.min_lr, epochs, niter, h.warmup_epochs);
   const auto wd_schedule = cosine_schedule(h.weight_decay, h.weight_decay_end, epochs, niter);
@@ -172,6 +185,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
         rt.loader_threads, 4);
     double loss_sum = 0;
     std::size_t loss_count = 0;
+    StepPhases phases;
     double lr = 0, wd = 0, momentum = 0;
     const auto epoch_start = std::chrono::steady_clock::now();
     for (std::size_t it = first_iter; it < niter; ++it) {
@@ -181,11 +195,19 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
       static_cast<torch::optim::AdamWOptions&>(g[0].options()).lr(lr).weight_decay(wd);
       static_cast<torch::optim::AdamWOptions&>(g[1].options()).lr(lr).weight_decay(0.0);
 
+      auto tick = std::chrono::steady_clock::now();
+      const auto lap = [&tick](double& total) {
+        const auto now = std::chrono::steady_clock::now();
+        total += std::chrono::duration<double>(now - tick).count();
+        tick = now;
+      };
       const Batch crops_batch = *loader.next();
+      lap(phases.data);
       const auto teacher_out = teacher->forward(Batch(crops_batch.begin(), crops_batch.begin() + 2));
       const auto student_out = student->forward(crops_batch);
       const auto value = loss(student_out, teacher_out, epoch);
       const double l = value.item<double>();
+      lap(phases.forward);
       if (!std::isfinite(l)) {
         throw DataError("loss is " + std::to_string(l) + " at epoch " + std::to_string(epoch) +
                         " iteration " + std::to_string(it) +
@@ -193,10 +215,12 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
       }
       optimizer.zero_grad();
       value.backward();
+      lap(phases.backward);
       if (h.clip_grad > 0) clip_gradients(*student, h.clip_grad);
       cancel_gradients_last_layer(epoch, student, h.freeze_last_layer);
       optimizer.step();
       ema_update(*teacher, *student, momentum);
+      lap(phases.update);
       loss_sum += l;
       ++loss_count;
       ++iterations_this_run;
@@ -225,6 +249,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
       save_checkpoint((fs::path(report.output_dir) / name).string(), student, teacher, optimizer, loss,
                       state);
     }
+    const double steps = static_cast<double>(std::max<std::size_t>(loss_count, 1));
     report.last_epoch_loss = loss_count > 0 ? loss_sum / static_cast<double>(loss_count) : 0;
     const double images_per_second = static_cast<double>(loss_count * batch) / std::max(seconds, 1e-9);
     const double eta = (epochs - epoch - 1) * seconds;
@@ -240,8 +265,17 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
                                {"wd", wd},
                                {"momentum", momentum},
                                {"images_per_second", images_per_second},
+                               {"seconds_per_step",
+                                {{"data_wait", phases.data / steps},
+                                 {"forward", phases.forward / steps},
+                                 {"backward", phases.backward / steps},
+                                 {"update", phases.update / steps}}},
                                {"eta_seconds", eta}}
                     .dump());
+    spdlog::info(
+        "epoch {}/{}: seconds per step: data wait {:.3f}, forward {:.3f}, backward {:.3f}, update {:.3f}",
+        epoch + 1, epochs, phases.data / steps, phases.forward / steps, phases.backward / steps,
+        phases.update / steps);
     spdlog::info("epoch {}/{}: loss {:.4f} lr {:.3g} wd {:.3g} momentum {:.5f} {:.1f} images/s ETA {:.0f} s",
                  epoch + 1, epochs, report.last_epoch_loss, lr, wd, momentum, images_per_second, eta);
   }

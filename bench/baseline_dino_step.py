@@ -1,0 +1,156 @@
+#!/usr/bin/python3
+"""Baseline for bench/train.sh: one DINO training step in Python PyTorch (Debian's python3-torch).
+
+The step of facebookresearch/dino's main_dino.py (train_one_epoch) for the model of its
+vision_transformer.py (pre-norm ViT, DINOHead with a weight-normalised last layer, MultiCropWrapper that
+runs same-sized crops together), written out here because the original needs network access to fetch.
+Crops are random tensors, so data loading is not part of the time (pcdino's rows include it).
+
+usage: baseline_dino_step.py [--threads N] [--steps N] [--warmup N]   prints seconds per step (mean)
+"""
+import argparse
+import math
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads, self.scale = heads, (dim // heads) ** -0.5
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        attn = (q @ k.transpose(-2, -1) * self.scale).softmax(dim=-1)
+        return self.proj((attn @ v).transpose(1, 2).reshape(b, n, c))
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.norm1, self.attn = nn.LayerNorm(dim, eps=1e-6), Attention(dim, heads)
+        self.norm2 = nn.LayerNorm(dim, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class VisionTransformer(nn.Module):
+    def __init__(self, dim, heads, patch, channels, image):
+        super().__init__()
+        self.patch = patch
+        self.proj = nn.Conv2d(channels, dim, patch, patch)
+        grid = image // patch
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
+        self.pos_embed = nn.Parameter(torch.randn(1, grid * grid + 1, dim) * 0.02)
+        self.blocks = nn.ModuleList([Block(dim, heads) for _ in range(12)])
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+
+    def pos_encoding(self, patches, height):
+        n = self.pos_embed.shape[1] - 1
+        if patches == n:
+            return self.pos_embed
+        side, rows = int(math.sqrt(n)), height // self.patch + 0.1
+        grid = self.pos_embed[:, 1:].reshape(1, side, side, -1).permute(0, 3, 1, 2)
+        grid = F.interpolate(grid, scale_factor=(rows / side, rows / side), mode="bicubic")
+        return torch.cat([self.pos_embed[:, :1], grid.permute(0, 2, 3, 1).reshape(1, -1, grid.shape[1])], 1)
+
+    def forward(self, images):
+        x = self.proj(images).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], 1)
+        x = x + self.pos_encoding(x.shape[1] - 1, images.shape[2])
+        for block in self.blocks:
+            x = block(x)
+        return self.norm(x)[:, 0]
+
+
+class DINOHead(nn.Module):
+    def __init__(self, dim, out_dim):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(dim, 2048), nn.GELU(), nn.Linear(2048, 2048), nn.GELU(),
+                                 nn.Linear(2048, 256))
+        self.last_layer = nn.utils.weight_norm(nn.Linear(256, out_dim, bias=False))
+        self.last_layer.weight_g.data.fill_(1)
+        self.last_layer.weight_g.requires_grad = False
+
+    def forward(self, x):
+        return self.last_layer(F.normalize(self.mlp(x), dim=-1))
+
+
+class MultiCropWrapper(nn.Module):
+    def __init__(self, backbone, head):
+        super().__init__()
+        self.backbone, self.head = backbone, head
+
+    def forward(self, crops):
+        groups, start = [], 0
+        while start < len(crops):
+            end = start + 1
+            while end < len(crops) and crops[end].shape[-1] == crops[start].shape[-1]:
+                end += 1
+            groups.append(self.backbone(torch.cat(crops[start:end])))
+            start = end
+        return self.head(torch.cat(groups))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--warmup", type=int, default=2, help="first steps not timed (allocator warm-up)")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--out-dim", type=int, default=4096)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+
+    def network():
+        return MultiCropWrapper(VisionTransformer(192, 3, 4, 1, 28), DINOHead(192, args.out_dim))
+
+    student, teacher = network(), network()
+    teacher.load_state_dict(student.state_dict())
+    for param in teacher.parameters():
+        param.requires_grad = False
+    optimizer = torch.optim.AdamW(student.parameters(), lr=1e-4)
+    center = torch.zeros(1, args.out_dim)
+    crops = [torch.randn(args.batch, 1, 28, 28) for _ in range(2)]
+    crops += [torch.randn(args.batch, 1, 16, 16) for _ in range(6)]
+    seconds = []
+    for step in range(args.warmup + args.steps):
+        start = time.perf_counter()
+        teacher_out = teacher(crops[:2])
+        student_out = (student(crops) / 0.1).chunk(len(crops))
+        targets = F.softmax((teacher_out - center) / 0.04, dim=-1).detach().chunk(2)
+        loss, terms = 0, 0
+        for iq, q in enumerate(targets):
+            for v, s in enumerate(student_out):
+                if v != iq:
+                    loss = loss + torch.sum(-q * F.log_softmax(s, dim=-1), dim=-1).mean()
+                    terms += 1
+        loss = loss / terms
+        optimizer.zero_grad()
+        loss.backward()
+        for param in student.parameters():  # utils.clip_gradients(student, 3.0)
+            if param.grad is None:
+                continue
+            norm = param.grad.data.norm(2)
+            param.grad.data.mul_(min(1.0, 3.0 / (norm.item() + 1e-6)))
+        optimizer.step()
+        with torch.no_grad():
+            center = center * 0.9 + teacher_out.mean(0, keepdim=True) * 0.1
+            for t, s in zip(teacher.parameters(), student.parameters()):
+                t.mul_(0.996).add_(s.detach(), alpha=0.004)
+        if step >= args.warmup:
+            seconds.append(time.perf_counter() - start)
+    print(f"{sum(seconds) / len(seconds):.3f}")
+
+
+if __name__ == "__main__":
+    main()

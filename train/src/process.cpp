@@ -1,0 +1,41 @@
+#include "pcdino/train/process.hpp"
+
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace pcdino::train {
+
+namespace {
+
+// glibc returns freed blocks over 128 KiB to the kernel (and raises that threshold only slowly), so every
+// training step's activations come back as fresh pages: on a VM each first touch is a costly page fault
+// (about 40% of the step time measured here, bench/RESULTS.md). Keep blocks up to 32 MiB (glibc's
+// maximum for this setting) in the heap and never trim it. The setting also stops glibc's dynamic
+// threshold; MALLOC_MMAP_THRESHOLD_ / GLIBC_TUNABLES set by the user still win, as glibc applies them
+// at start-up and we only set what they did not.
+void keep_freed_memory() {
+  if (std::getenv("GLIBC_TUNABLES") != nullptr || std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr) return;
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
+// libgomp reads OMP_WAIT_POLICY once, when it is loaded, and by default its idle threads spin; on a
+// machine where the loader thread, OpenBLAS's threads and LibTorch's OpenMP threads share few cores the
+// spinning halves the step rate (6.4 vs 12.2 images/s on 2 cores, bench/RESULTS.md). If the user chose
+// no policy, choose PASSIVE and start this program again so that libgomp sees it. Runs before MPI_Init.
+void prefer_passive_openmp_threads(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  ::execv("/proc/self/exe", argv);  // returns only on failure: then run on with the default policy
+}
+
+}  // namespace
+
+void tune_process(char** argv) {
+  prefer_passive_openmp_threads(argv);
+  keep_freed_memory();
+}
+
+}  // namespace pcdino::train
