@@ -57,9 +57,9 @@ void add_all_commands(CLI::App& app) {
   add_dataset_commands(app);
   add_meanstd_command(app);
   add_external(app, "train", "pcdino-train", "DINO pretraining of a ViT (runs pcdino-train)", "#4");
-  add_unavailable(app, "extract", "CLS features of the held-out split to HDF5 (MPI)", "#6");
-  add_unavailable(app, "labels", "Labels and paths of the held-out split", "#6");
-  add_unavailable(app, "knn", "Weighted kNN evaluation of CLS features", "#6");
+  add_external(app, "extract", "pcdino-extract",
+               "CLS features of the held-out split to HDF5 (MPI; runs pcdino-extract)", "#6");
+  add_downstream_commands(app);
   add_unavailable(app, "plots", "UMAP, training curves, kNN plots and index.html", "#6");
 
   add_unavailable(app, "submit", "Submit the whole pipeline as a Slurm dependency chain", "#7");

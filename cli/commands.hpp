@@ -25,6 +25,9 @@ void add_meanstd_command(CLI::App& app);
 /// `pcdino ami check|generate` (cli/ami.cpp).
 void add_ami_commands(CLI::App& app);
 
+/// `pcdino labels` and `pcdino knn` (downstream.cpp).
+void add_downstream_commands(CLI::App& app);
+
 /// `pcdino cluster generate|validate|cost` (cli/cluster.cpp).
 void add_cluster_commands(CLI::App& app);
 

@@ -14,6 +14,7 @@
 #include "pcdino/core/dataset.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
+#include "pcdino/core/hdf5.hpp"
 #include "pcdino/core/prefetch.hpp"
 
 namespace pcdino {
@@ -21,18 +22,6 @@ namespace pcdino {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Debian's serial HDF5 is not built thread-safe: every HDF5 call in the process goes through this lock.
-std::mutex& hdf5_mutex() {
-  static std::mutex m;
-  // Our exceptions carry the message; HDF5's own error-stack dump on stderr would only add noise.
-  static const bool quiet = [] {
-    H5::Exception::dontPrint();
-    return true;
-  }();
-  (void)quiet;
-  return m;
-}
 
 H5::PredType h5_type(PixelType t) {
   switch (t) {
@@ -85,14 +74,26 @@ class RelockOnExit {
   std::unique_lock<std::mutex>& lock_;
 };
 
+}  // namespace
+
+// Debian's serial HDF5 is not built thread-safe: every HDF5 call in the process goes through this lock.
+std::mutex& hdf5_mutex() {
+  static std::mutex m;
+  // Our exceptions carry the message; HDF5's own error-stack dump on stderr would only add noise.
+  static const bool quiet = [] {
+    H5::Exception::dontPrint();
+    return true;
+  }();
+  (void)quiet;
+  return m;
+}
+
 // Read-only access without HDF5's file locks, which Lustre and NFS mounted without flock refuse.
 H5::FileAccPropList no_file_locking() {
   H5::FileAccPropList fapl;
   H5Pset_file_locking(fapl.getId(), false, true);
   return fapl;
 }
-
-}  // namespace
 
 // --- writing -----------------------------------------------------------------------------------------
 

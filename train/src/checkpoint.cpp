@@ -115,6 +115,26 @@ CheckpointState load_checkpoint(const std::string& path, MultiCropWrapper& stude
   }
 }
 
+CheckpointState read_checkpoint_state(const std::string& path) {
+  const auto top = read_top(path);
+  CheckpointState state;
+  state.epoch = -1;
+  try {
+    if (top.contains("epoch")) state.epoch = static_cast<int>(top.at("epoch").toInt());
+    if (top.contains("iteration")) state.iteration = static_cast<int>(top.at("iteration").toInt());
+    if (top.contains("args") && top.at("args").isGenericDict()) {
+      for (const auto& entry : top.at("args").toGenericDict()) {
+        if (entry.key().isString() && entry.value().isString()) {
+          state.args[entry.key().toStringRef()] = entry.value().toStringRef();
+        }
+      }
+    }
+  } catch (const c10::Error& e) {
+    throw DataError(path + ": unreadable epoch or args: " + e.what_without_backtrace());
+  }
+  return state;
+}
+
 std::map<std::string, torch::Tensor> read_state_dict(const std::string& path, const std::string& key) {
   const auto dict = tensor_dict(read_top(path), key, path);
   std::map<std::string, torch::Tensor> out;

@@ -32,6 +32,11 @@ void save_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCr
 CheckpointState load_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCropWrapper& teacher,
                                 torch::optim::Optimizer& optimizer, DinoLoss& loss);
 
+/// A checkpoint's "epoch", "iteration" and "args" (written by any version of pcdino; a reference
+/// checkpoint without them gives epoch -1 and no args). Throws NoInputError if the file cannot be read,
+/// DataError naming it if it is not a checkpoint.
+CheckpointState read_checkpoint_state(const std::string& path);
+
 /// The parameters and buffers of `module` by name, with `prefix` before each name.
 c10::Dict<std::string, torch::Tensor> state_dict(const torch::nn::Module& module,
                                                  const std::string& prefix = "");

@@ -1,0 +1,19 @@
+// What every user of HDF5 in the process shares: Debian's serial HDF5 is not built thread-safe, and HDF5's
+// file locks are refused by Lustre and NFS mounted without flock.
+#pragma once
+
+#include <H5Cpp.h>
+
+#include <mutex>
+#include <string>
+
+namespace pcdino {
+
+/// The process-wide HDF5 lock: hold it for every HDF5 call, including the destruction of HDF5 objects.
+/// The first call also turns off HDF5's own error-stack printing (our exceptions carry the message).
+std::mutex& hdf5_mutex();
+
+/// File-access properties without HDF5's file locking (for reading from shared filesystems).
+H5::FileAccPropList no_file_locking();
+
+}  // namespace pcdino

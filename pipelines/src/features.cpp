@@ -1,0 +1,210 @@
+#include "pcdino/pipelines/features.hpp"
+
+#include <H5Cpp.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
+#include "pcdino/core/hdf5.hpp"
+
+namespace pcdino {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_strings(H5::H5File& file, const std::string& name, const std::vector<std::string>& values) {
+  std::vector<const char*> p;
+  for (const auto& v : values) p.push_back(v.c_str());
+  const hsize_t n = values.size();
+  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+  file.createDataSet(name, type, H5::DataSpace(1, &n)).write(p.data(), type);
+}
+
+std::vector<std::string> read_strings(H5::H5File& file, const std::string& name) {
+  H5::DataSet ds = file.openDataSet(name);
+  hsize_t n = 0;
+  ds.getSpace().getSimpleExtentDims(&n);
+  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+  std::vector<char*> p(n, nullptr);
+  if (n > 0) ds.read(p.data(), type);
+  std::vector<std::string> out;
+  for (char* s : p) out.emplace_back(s != nullptr ? s : "");
+  if (n > 0) H5Dvlen_reclaim(type.getId(), ds.getSpace().getId(), H5P_DEFAULT, p.data());
+  return out;
+}
+
+void write_string_attribute(H5::H5File& file, const std::string& name, const std::string& value) {
+  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+  const char* p = value.c_str();
+  file.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, &p);
+}
+
+std::string read_string_attribute(H5::H5File& file, const std::string& name) {
+  if (!file.attrExists(name)) return "";
+  H5::Attribute a = file.openAttribute(name);
+  std::string value;
+  a.read(a.getStrType(), value);
+  return value;
+}
+
+void write_int_attribute(H5::H5File& file, const std::string& name, int value) {
+  file.createAttribute(name, H5::PredType::NATIVE_INT32, H5::DataSpace(H5S_SCALAR))
+      .write(H5::PredType::NATIVE_INT32, &value);
+}
+
+int read_int_attribute(H5::H5File& file, const std::string& name, int fallback) {
+  if (!file.attrExists(name)) return fallback;
+  int value = fallback;
+  file.openAttribute(name).read(H5::PredType::NATIVE_INT32, &value);
+  return value;
+}
+
+std::string csv_field(const std::string& s) {  // RFC 4180 quoting, only where needed
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+void FeatureSet::check(const std::string& source) const {
+  const auto fail = [&](const std::string& what) { throw DataError(source + ": " + what); };
+  if (features.size() != rows * dim) {
+    fail("features hold " + std::to_string(features.size()) +
+         " values, not rows x dim = " + std::to_string(rows) + " x " + std::to_string(dim));
+  }
+  if (labels.size() != rows)
+    fail("labels has " + std::to_string(labels.size()) + " rows, features " + std::to_string(rows));
+  if (paths.size() != rows)
+    fail("paths has " + std::to_string(paths.size()) + " rows, features " + std::to_string(rows));
+  if (indices.size() != rows)
+    fail("indices has " + std::to_string(indices.size()) + " rows, features " + std::to_string(rows));
+  for (std::size_t i = 0; i < rows; ++i) {
+    if (labels[i] < 0 || static_cast<std::size_t>(labels[i]) >= class_names.size()) {
+      fail("label " + std::to_string(labels[i]) + " of row " + std::to_string(i) +
+           " is not an index into the " + std::to_string(class_names.size()) + " class_names");
+    }
+  }
+}
+
+void write_features(const std::string& path, const FeatureSet& set) {
+  set.check(path);
+  make_directories(fs::path(path).parent_path().string());
+  const std::string tmp = temporary_name(path);
+  try {
+    std::lock_guard<std::mutex> lock(hdf5_mutex());
+    H5::H5File file(tmp, H5F_ACC_TRUNC);
+    const hsize_t dims[2] = {set.rows, set.dim};
+    file.createDataSet("features", H5::PredType::NATIVE_FLOAT, H5::DataSpace(2, dims))
+        .write(set.features.data(), H5::PredType::NATIVE_FLOAT);
+    file.createDataSet("labels", H5::PredType::NATIVE_INT32, H5::DataSpace(1, dims))
+        .write(set.labels.data(), H5::PredType::NATIVE_INT32);
+    file.createDataSet("indices", H5::PredType::NATIVE_INT64, H5::DataSpace(1, dims))
+        .write(set.indices.data(), H5::PredType::NATIVE_INT64);
+    write_strings(file, "class_names", set.class_names);
+    write_strings(file, "paths", set.paths);
+    write_string_attribute(file, "checkpoint", set.checkpoint);
+    write_string_attribute(file, "checkpoint_key", set.checkpoint_key);
+    write_string_attribute(file, "arch", set.arch);
+    write_string_attribute(file, "channels", set.channels);
+    write_int_attribute(file, "epoch", set.epoch);
+    write_int_attribute(file, "patch_size", set.patch_size);
+    write_int_attribute(file, "normalized", set.normalized ? 1 : 0);
+  } catch (const H5::Exception& e) {
+    std::remove(tmp.c_str());
+    throw CantCreateError("cannot write '" + path + "': " + e.getDetailMsg());
+  }
+  rename_into_place(tmp, path);
+}
+
+FeatureSet read_features(const std::string& path) {
+  if (!fs::exists(path)) {
+    throw NoInputError("'" + path + "' does not exist (run `pcdino extract` first)");
+  }
+  FeatureSet set;
+  std::lock_guard<std::mutex> lock(hdf5_mutex());
+  std::string current = "features";
+  try {
+    H5::H5File file(path, H5F_ACC_RDONLY, H5::FileCreatPropList::DEFAULT, no_file_locking());
+    for (const char* name : {"features", "labels", "class_names", "paths", "indices"}) {
+      current = name;
+      if (!file.nameExists(name)) throw DataError(path + ": has no dataset '/" + current + "'");
+    }
+    current = "features";
+    H5::DataSet f = file.openDataSet("features");
+    H5::DataSpace space = f.getSpace();
+    if (space.getSimpleExtentNdims() != 2) throw DataError(path + ": /features is not 2-dimensional [N, D]");
+    hsize_t dims[2] = {0, 0};
+    space.getSimpleExtentDims(dims);
+    set.rows = dims[0], set.dim = dims[1];
+    set.features.resize(set.rows * set.dim);
+    if (!set.features.empty()) f.read(set.features.data(), H5::PredType::NATIVE_FLOAT);
+    const auto read_1d = [&](const char* name, auto& out, const H5::PredType& type) {
+      current = name;
+      H5::DataSet ds = file.openDataSet(name);
+      hsize_t n = 0;
+      ds.getSpace().getSimpleExtentDims(&n);
+      out.resize(n);
+      if (n > 0) ds.read(out.data(), type);
+    };
+    read_1d("labels", set.labels, H5::PredType::NATIVE_INT32);
+    read_1d("indices", set.indices, H5::PredType::NATIVE_INT64);
+    current = "class_names";
+    set.class_names = read_strings(file, "class_names");
+    current = "paths";
+    set.paths = read_strings(file, "paths");
+    current = "attributes";
+    set.checkpoint = read_string_attribute(file, "checkpoint");
+    set.checkpoint_key = read_string_attribute(file, "checkpoint_key");
+    set.arch = read_string_attribute(file, "arch");
+    set.channels = read_string_attribute(file, "channels");
+    set.epoch = read_int_attribute(file, "epoch", -1);
+    set.patch_size = read_int_attribute(file, "patch_size", 0);
+    set.normalized = read_int_attribute(file, "normalized", 0) != 0;
+  } catch (const H5::Exception& e) {
+    throw DataError(path + ": cannot read '/" + current + "': " + e.getDetailMsg());
+  }
+  set.check(path);
+  return set;
+}
+
+std::string write_feature_csvs(const std::string& dir, const FeatureSet& set,
+                               const std::string& channel_names, const std::string& model) {
+  set.check(dir);
+  make_directories(dir);
+  std::string features;
+  features.reserve(set.rows * set.dim * 14);
+  char buf[32];
+  for (std::size_t i = 0; i < set.rows; ++i) {
+    for (std::size_t j = 0; j < set.dim; ++j) {
+      std::snprintf(buf, sizeof buf, j == 0 ? "%.9g" : ",%.9g",
+                    static_cast<double>(set.features[i * set.dim + j]));
+      features += buf;
+    }
+    features += '\n';
+  }
+  const std::string name =
+      (fs::path(dir) / ("channel" + channel_names + "_model_" + model + "_features.csv")).string();
+  write_file_atomic(name, features);
+  std::vector<std::string> labels;
+  for (int l : set.labels) labels.push_back(set.class_names[static_cast<std::size_t>(l)]);
+  write_label_csvs(dir, labels, set.paths);
+  return name;
+}
+
+void write_label_csvs(const std::string& dir, const std::vector<std::string>& class_names,
+                      const std::vector<std::string>& paths) {
+  make_directories(dir);
+  std::ostringstream labels, files;
+  for (const auto& c : class_names) labels << csv_field(c) << '\n';
+  for (const auto& p : paths) files << csv_field(p) << '\n';
+  write_file_atomic((fs::path(dir) / "class_labels.csv").string(), labels.str());
+  write_file_atomic((fs::path(dir) / "image_paths.csv").string(), files.str());
+}
+
+}  // namespace pcdino

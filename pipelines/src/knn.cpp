@@ -1,0 +1,237 @@
+#include "pcdino/pipelines/knn.hpp"
+
+#include <faiss/IndexFlat.h>
+#include <faiss/IndexIVFFlat.h>
+#include <omp.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <stdexcept>
+
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
+#include "pcdino/core/split.hpp"
+#include "pcdino/pipelines/features.hpp"
+
+namespace pcdino {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<float> l2_normalized(const std::vector<float>& x, std::size_t dim) {
+  std::vector<float> y(x);
+  for (std::size_t r = 0; r * dim < y.size(); ++r) {
+    double norm = 0;
+    for (std::size_t j = 0; j < dim; ++j) norm += static_cast<double>(y[r * dim + j]) * y[r * dim + j];
+    // F.normalize's eps: a zero row stays zero.
+    const double scale = 1.0 / std::max(std::sqrt(norm), 1e-12);
+    for (std::size_t j = 0; j < dim; ++j) y[r * dim + j] = static_cast<float>(y[r * dim + j] * scale);
+  }
+  return y;
+}
+
+}  // namespace
+
+KnnResult weighted_knn(const std::vector<float>& bank, const std::vector<int>& bank_labels,
+                       const std::vector<float>& queries, const std::vector<int>& query_labels,
+                       std::size_t dim, int num_classes, const KnnOptions& options) {
+  if (dim == 0 || bank_labels.empty() || query_labels.empty()) {
+    throw std::invalid_argument("the bank and the queries must not be empty");
+  }
+  const std::size_t nb = bank_labels.size(), nq = query_labels.size();
+  if (bank.size() != nb * dim || queries.size() != nq * dim) {
+    throw std::invalid_argument("feature and label counts differ");
+  }
+  if (!(options.temperature > 0)) throw std::invalid_argument("temperature must be > 0");
+  if (options.ks.empty()) throw std::invalid_argument("no k given");
+  for (int k : options.ks) {
+    if (k < 1 || static_cast<std::size_t>(k) > nb) {
+      throw std::invalid_argument("k = " + std::to_string(k) + " is not in [1, " + std::to_string(nb) +
+                                  "] (the bank has " + std::to_string(nb) + " features)");
+    }
+  }
+  for (int l : bank_labels) {
+    if (l < 0 || l >= num_classes) throw std::invalid_argument("bank label out of range");
+  }
+  for (int l : query_labels) {
+    if (l < 0 || l >= num_classes) throw std::invalid_argument("query label out of range");
+  }
+  if (options.threads > 0) omp_set_num_threads(options.threads);
+
+  const auto b = l2_normalized(bank, dim), q = l2_normalized(queries, dim);
+  const int kmax = *std::max_element(options.ks.begin(), options.ks.end());
+  const auto d = static_cast<faiss::Index::idx_t>(dim);
+  faiss::IndexFlatIP flat(d);
+  std::unique_ptr<faiss::IndexIVFFlat> ivf;
+  faiss::Index* index = &flat;
+  if (options.ivf_lists > 0) {
+    ivf = std::make_unique<faiss::IndexIVFFlat>(&flat, d, static_cast<std::size_t>(options.ivf_lists),
+                                                faiss::METRIC_INNER_PRODUCT);
+    ivf->train(static_cast<faiss::Index::idx_t>(nb), b.data());
+    ivf->nprobe = static_cast<std::size_t>(std::max(1, options.ivf_probes));
+    index = ivf.get();
+  }
+  index->add(static_cast<faiss::Index::idx_t>(nb), b.data());
+  std::vector<float> sims(nq * static_cast<std::size_t>(kmax));
+  std::vector<faiss::Index::idx_t> ids(nq * static_cast<std::size_t>(kmax));
+  // Results come sorted by decreasing similarity, so the k nearest are the first k of the kmax nearest.
+  index->search(static_cast<faiss::Index::idx_t>(nq), q.data(), kmax, sims.data(), ids.data());
+
+  KnnResult result;
+  for (int k : options.ks) {
+    KnnScore score;
+    score.k = k;
+    score.temperature = options.temperature;
+    std::vector<int> predicted(nq);
+    long hits1 = 0, hits2 = 0, hits5 = 0;
+    std::vector<double> votes(static_cast<std::size_t>(num_classes));
+    std::vector<int> order(static_cast<std::size_t>(num_classes));
+    for (std::size_t i = 0; i < nq; ++i) {
+      std::fill(votes.begin(), votes.end(), 0.0);
+      for (int j = 0; j < k; ++j) {
+        const std::size_t at = i * static_cast<std::size_t>(kmax) + static_cast<std::size_t>(j);
+        if (ids[at] < 0) continue;  // IVF found fewer than k neighbours
+        votes[static_cast<std::size_t>(bank_labels[static_cast<std::size_t>(ids[at])])] +=
+            std::exp(static_cast<double>(sims[at]) / options.temperature);
+      }
+      // Classes by decreasing vote, ties by class index, as DINO ranks them (probs.sort over all classes):
+      // with fewer voted classes than min(5, k), classes without votes fill the ranking in index order.
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+        return votes[static_cast<std::size_t>(x)] > votes[static_cast<std::size_t>(y)];
+      });
+      predicted[i] = order[0];
+      const int target = query_labels[i];
+      const auto hit_within = [&](int m) {
+        const int n = std::min({m, k, num_classes});
+        for (int r = 0; r < n; ++r) {
+          if (order[static_cast<std::size_t>(r)] == target) return true;
+        }
+        return false;
+      };
+      hits1 += hit_within(1), hits2 += hit_within(2), hits5 += hit_within(5);
+    }
+    const double n = static_cast<double>(nq);
+    score.top1 = 100.0 * static_cast<double>(hits1) / n;
+    score.top2 = 100.0 * static_cast<double>(hits2) / n;
+    score.top5 = 100.0 * static_cast<double>(hits5) / n;
+    result.scores.push_back(score);
+    result.predictions.push_back(std::move(predicted));
+  }
+  return result;
+}
+
+std::vector<std::vector<long>> confusion_matrix(const std::vector<int>& labels,
+                                                const std::vector<int>& predictions, int num_classes) {
+  std::vector<std::vector<long>> m(static_cast<std::size_t>(num_classes),
+                                   std::vector<long>(static_cast<std::size_t>(num_classes), 0));
+  for (std::size_t i = 0; i < labels.size() && i < predictions.size(); ++i) {
+    ++m[static_cast<std::size_t>(labels[i])][static_cast<std::size_t>(predictions[i])];
+  }
+  return m;
+}
+
+KnnReport run_knn_stage(const PipelineConfig& config, const KnnOptions& search,
+                        const std::string& features_file) {
+  const auto start = std::chrono::steady_clock::now();
+  const fs::path run_dir(config.run_dir());
+  const std::string input =
+      features_file.empty() ? (run_dir / kFeaturesDir / kFeaturesFile).string() : features_file;
+  const FeatureSet set = read_features(input);
+  const std::size_t n = set.rows;
+  // The workshop's split: np.random.seed(seed); np.random.shuffle(indices); the first int(0.8 N) are the
+  // bank.
+  const std::size_t nb = static_cast<std::size_t>(static_cast<double>(n) * 0.8);
+  if (nb == 0 || nb == n) {
+    throw DataError(
+        input + ": " + std::to_string(n) +
+        " feature rows are too few to split into a bank (80%) and queries (20%); the held-out "
+        "split (1 - meta.train_datasetsplit_fraction of the dataset) must hold at least 5 images");
+  }
+  const auto perm = numpy_permutation(n, config.meta.seed);
+  std::vector<float> bank, queries;
+  std::vector<int> bank_labels, query_labels;
+  bank.reserve(nb * set.dim);
+  queries.reserve((n - nb) * set.dim);
+  for (std::size_t r = 0; r < n; ++r) {
+    const std::size_t row = perm[r];
+    auto& dst = r < nb ? bank : queries;
+    dst.insert(dst.end(), set.features.begin() + static_cast<std::ptrdiff_t>(row * set.dim),
+               set.features.begin() + static_cast<std::ptrdiff_t>((row + 1) * set.dim));
+    (r < nb ? bank_labels : query_labels).push_back(set.labels[row]);
+  }
+  KnnOptions options = search;
+  options.ks = config.downstream.knn.n_neighbors;
+  options.temperature = config.downstream.knn.temperature;
+  for (int k : options.ks) {
+    if (k < 1 || static_cast<std::size_t>(k) > nb) {
+      throw ConfigError(config.source +
+                        ": downstream_analyses.kNN.global.n_neighbors: k = " + std::to_string(k) +
+                        " is larger than the bank (" + std::to_string(nb) + " of the " + std::to_string(n) +
+                        " feature rows in " + input + "); use k <= " + std::to_string(nb));
+    }
+  }
+  const int num_classes = static_cast<int>(set.class_names.size());
+
+  KnnReport report;
+  report.bank = nb;
+  report.queries = n - nb;
+  const auto search_start = std::chrono::steady_clock::now();
+  report.result = weighted_knn(bank, bank_labels, queries, query_labels, set.dim, num_classes, options);
+  const double search_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count();
+  report.queries_per_second = static_cast<double>(report.queries) / std::max(search_seconds, 1e-9);
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < report.result.scores.size(); ++i) {
+    if (report.result.scores[i].top1 > report.result.scores[best].top1) best = i;
+  }
+  report.best_k = report.result.scores[best].k;
+
+  const fs::path out = run_dir / "kNN";
+  make_directories(out.string());
+  std::string text = "Run: " + config.meta.name_of_run + "\n";
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& s : report.result.scores) {
+    text += std::to_string(s.k) + "-NN Top1: " + std::to_string(std::lround(s.top1)) +
+            ", Top2: " + std::to_string(std::lround(s.top2)) + "\n";
+    results.push_back(
+        {{"k", s.k}, {"T", s.temperature}, {"top1", s.top1}, {"top2", s.top2}, {"top5", s.top5}});
+  }
+  text += "--------------------------------------------------\n";
+  report.text_file = (out / "global_kNN.txt").string();
+  report.json_file = (out / "knn.json").string();
+  nlohmann::json doc = {
+      {"run", config.meta.name_of_run},
+      {"features_file", input},
+      {"checkpoint", set.checkpoint},
+      {"checkpoint_key", set.checkpoint_key},
+      {"epoch", set.epoch},
+      {"seed", config.meta.seed},
+      {"temperature", options.temperature},
+      {"bank", report.bank},
+      {"queries", report.queries},
+      {"dim", set.dim},
+      {"class_names", set.class_names},
+      {"results", results},
+      {"best_k", report.best_k},
+      {"confusion_matrix",
+       {{"k", report.best_k},
+        {"rows", "true class"},
+        {"columns", "predicted class"},
+        {"counts", confusion_matrix(query_labels, report.result.predictions[best], num_classes)}}},
+      {"search", options.ivf_lists > 0 ? "faiss IndexIVFFlat" : "faiss IndexFlatIP (exact)"},
+      {"queries_per_second", report.queries_per_second}};
+  write_file_atomic(report.text_file, text);
+  write_file_atomic(report.json_file, doc.dump(2) + "\n");
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace pcdino

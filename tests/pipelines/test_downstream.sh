@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Integration: the downstream tail on a small real dataset (8x8 TIFFs written by tifffile): mean/std, a
+# one-epoch training run, CLS features with 1 and 2 MPI ranks (equal rows), labels, kNN, for a trained and
+# a randomly initialised network; and the stages' answers to bad input (exit codes and messages).
+source "$(dirname "$0")/../lib/assert.sh"
+: "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
+HERE="$(cd "$(dirname "$0")" && pwd)"
+W="$PCDINO_BUILD_DIR/test-work/downstream"
+rm -rf "$W" && mkdir -p "$W"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=tcp,self
+
+/usr/bin/python3 "$HERE/make_synthetic.py" "$W/data" u8x1 3 20 >/dev/null ||
+  fatal "cannot write the synthetic dataset (python3-tifffile)"
+cat >"$W/pipeline.yaml" <<YAML
+meta:
+  name_of_run: tail
+  output_dir: "$W/out"
+  dataset_dir: "$W/data"
+  seed: 4
+  train_datasetsplit_fraction: 0.5
+train_scDINO:
+  fraction_for_mean_std_calc: 1.0
+  epochs: 1
+  batch_size_per_gpu: 10
+  hyperparameters:
+    arch: vit_tiny
+    patch_size: 4
+    out_dim: 64
+    global_crops_size: 8
+    local_crops_size: 4
+    local_crops_number: 2
+    warmup_epochs: 0
+    warmup_teacher_temp_epochs: 0
+downstream_analyses:
+  compute_cls_features:
+    batch_size_per_gpu: 7
+    resize: false
+  kNN:
+    global:
+      n_neighbors: [1, 5, 20]
+      temperature: 0.1
+YAML
+RUN="$W/out/tail"
+
+run "$PCDINO_BIN" meanstd -c "$W/pipeline.yaml" --threads 1
+assert_rc 0 "meanstd"
+run "$PCDINO_BIN" train -c "$W/pipeline.yaml" --threads 1
+assert_rc 0 "train one epoch"
+
+run "$PCDINO_BIN" extract --help
+assert_rc 0 "pcdino extract --help runs pcdino-extract"
+assert_contains "$OUT" "--checkpoint" "extract --help lists its options"
+
+run mpirun --oversubscribe -np 1 "$PCDINO_BIN" extract -c "$W/pipeline.yaml" --threads 1 --output "$W/np1.h5" --no-csv
+assert_rc 0 "extract, 1 rank"
+run mpirun --oversubscribe -np 2 "$PCDINO_BIN" extract -c "$W/pipeline.yaml" --threads 1
+assert_rc 0 "extract, 2 ranks"
+assert_contains "$ERR" "30 held-out images embedded (192 dimensions) by 2 rank(s)" "2 ranks embed the 30 held-out images"
+assert_contains "$ERR" "(epoch 1)" "the checkpoint's epoch is reported"
+run h5diff -d 1e-5 "$W/np1.h5" "$RUN/CLS_features/features.h5" /features
+assert_rc 0 "1 and 2 ranks give the same feature rows ($OUT)"
+run h5diff "$W/np1.h5" "$RUN/CLS_features/features.h5" /paths
+assert_rc 0 "1 and 2 ranks give the same paths in the same order"
+[ -f "$RUN/CLS_features/channel_all_model_checkpoint_features.csv" ] || fail "workshop features CSV missing"
+assert_eq "$(wc -l <"$RUN/CLS_features/channel_all_model_checkpoint_features.csv")" 30 "features CSV has a row per image"
+
+rm -f "$RUN/CLS_features/class_labels.csv"
+run "$PCDINO_BIN" labels -c "$W/pipeline.yaml"
+assert_rc 0 "labels"
+assert_eq "$(wc -l <"$RUN/CLS_features/class_labels.csv")" 30 "a label per held-out image"
+
+run "$PCDINO_BIN" knn -c "$W/pipeline.yaml"
+assert_rc 0 "knn"
+assert_contains "$(cat "$RUN/kNN/global_kNN.txt")" "20-NN Top1: " "global_kNN.txt in the workshop's format"
+run /usr/bin/python3 -c "
+import json, sys
+j = json.load(open('$RUN/kNN/knn.json'))
+assert [r['k'] for r in j['results']] == [1, 5, 20], j['results']
+assert j['bank'] == 24 and j['queries'] == 6, (j['bank'], j['queries'])
+assert all(0 <= r['top1'] <= r['top2'] <= r['top5'] <= 100 for r in j['results'])
+assert sum(map(sum, j['confusion_matrix']['counts'])) == 6
+print(j['results'][0]['top1'])"
+assert_rc 0 "knn.json holds every k, the split sizes and the confusion matrix ($OUT)"
+
+run "$PCDINO_BIN" extract -c "$W/pipeline.yaml" --random-init --threads 1 --output "$W/random.h5"
+assert_rc 0 "extract with a randomly initialised ViT"
+run "$PCDINO_BIN" knn -c "$W/pipeline.yaml" --features "$W/random.h5" --name-of-run random
+assert_rc 0 "knn of the random network's features"
+
+# Bad input.
+run "$PCDINO_BIN" knn -c "$W/pipeline.yaml" --set 'downstream_analyses.kNN.global.n_neighbors=[5, 100]'
+assert_rc 78 "k larger than the bank"
+assert_contains "$ERR" "n_neighbors: k = 100 is larger than the bank (24" "the message names the option and the bank"
+run "$PCDINO_BIN" knn -c "$W/pipeline.yaml" --features "$W/absent.h5"
+assert_rc 66 "missing features file"
+assert_contains "$ERR" "absent.h5" "the message names the file"
+mkdir -p "$W/rgb/out/tail"
+printf '{"mean": [0.1, 0.2, 0.3], "std": [0.1, 0.1, 0.1]}\n' >"$W/rgb/out/tail/mean_and_std_of_dataset.txt"
+run mpirun --oversubscribe -np 2 "$PCDINO_BIN" extract -c "$W/pipeline.yaml" --output-dir "$W/rgb/out" \
+  --checkpoint "$RUN/scDINO_ViTs/dino_vit/checkpoint.pth"
+assert_rc 65 "a checkpoint for 1 channel against 3-channel statistics, 2 ranks"
+assert_contains "$ERR" "takes 1 input channels but" "the message names the mismatch"
+run "$PCDINO_BIN" extract -c "$W/pipeline.yaml" --checkpoint "$W/data/class0/$(ls "$W/data/class0" | head -1)"
+assert_rc 65 "a TIFF given as checkpoint"
+finish

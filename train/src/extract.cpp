@@ -1,0 +1,224 @@
+#include "pcdino/train/extract.hpp"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+
+#include "pcdino/core/dataset.hpp"
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/mpi_world.hpp"
+#include "pcdino/core/prefetch.hpp"
+#include "pcdino/core/run_files.hpp"
+#include "pcdino/core/split.hpp"
+#include "pcdino/pipelines/features.hpp"
+#include "pcdino/pipelines/labels.hpp"
+#include "pcdino/train/checkpoint.hpp"
+#include "pcdino/train/vit.hpp"
+
+namespace pcdino::train {
+
+namespace fs = std::filesystem;
+namespace F = torch::nn::functional;
+
+namespace {
+
+struct Model {
+  VisionTransformer vit{nullptr};
+  std::string arch;
+  int epoch = -1;
+};
+
+int heads_for_width(int64_t width, const std::string& arch) {
+  if (!arch.empty()) return VitOptions::preset(arch, 16, 1, 224).num_heads;
+  for (const char* preset : {"vit_tiny", "vit_small", "vit_base"}) {
+    const auto o = VitOptions::preset(preset, 16, 1, 224);
+    if (o.embed_dim == width) return o.num_heads;
+  }
+  return 0;
+}
+
+Model load_model(const std::string& path, const std::string& key) {
+  const auto weights = read_state_dict(path, key);
+  const auto state = read_checkpoint_state(path);
+  const auto need = [&](const std::string& name) -> const torch::Tensor& {
+    const auto it = weights.find(name);
+    if (it == weights.end()) {
+      throw DataError(path + ": the '" + key + "' state dict has no '" + name +
+                      "': not a ViT checkpoint (checkpoint_key teacher or student)");
+    }
+    return it->second;
+  };
+  const auto& proj = need("patch_embed.proj.weight");  // [D, C, p, p]
+  const auto& pos = need("pos_embed");                 // [1, grid^2 + 1, D]
+  if (proj.dim() != 4 || proj.size(2) != proj.size(3) || pos.dim() != 3) {
+    throw DataError(path + ": patch_embed.proj.weight " + c10::str(proj.sizes()) + " / pos_embed " +
+                    c10::str(pos.sizes()) + " do not describe a ViT");
+  }
+  int depth = 0;
+  while (weights.count("blocks." + std::to_string(depth) + ".attn.qkv.weight") > 0) ++depth;
+  const auto args = state.args.find("arch");
+  Model m;
+  m.arch = args != state.args.end() ? args->second : "";
+  m.epoch = state.epoch;
+  VitOptions o;
+  o.embed_dim = static_cast<int>(proj.size(0));
+  o.in_channels = static_cast<int>(proj.size(1));
+  o.patch_size = static_cast<int>(proj.size(2));
+  const auto grid = static_cast<int>(std::llround(std::sqrt(static_cast<double>(pos.size(1) - 1))));
+  o.image_size = grid * o.patch_size;
+  o.depth = depth;
+  try {
+    o.num_heads = heads_for_width(o.embed_dim, m.arch);
+  } catch (const std::invalid_argument& e) {
+    throw DataError(path + ": args.arch: " + e.what());
+  }
+  if (o.num_heads == 0 || depth == 0) {
+    throw DataError(path + ": cannot tell the number of heads of a ViT of width " +
+                    std::to_string(o.embed_dim) + " with " + std::to_string(depth) +
+                    " blocks (no args.arch in the checkpoint)");
+  }
+  m.vit = VisionTransformer(o);
+  torch::NoGradGuard no_grad;
+  for (auto& p : m.vit->named_parameters()) {
+    const auto& w = need(p.key());
+    if (w.sizes() != p.value().sizes()) {
+      throw DataError(path + ": '" + p.key() + "' is " + c10::str(w.sizes()) + " in the checkpoint but " +
+                      c10::str(p.value().sizes()) + " in a " + (m.arch.empty() ? "ViT" : m.arch) +
+                      " built from its shapes");
+    }
+    p.value().copy_(w);
+  }
+  return m;
+}
+
+}  // namespace
+
+ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& world,
+                                const ExtractOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  if (options.threads > 0) torch::set_num_threads(options.threads);
+  const auto& cls = config.downstream.compute_cls_features;
+  const fs::path run_dir(config.run_dir());
+  ExtractReport report;
+  report.output = options.output.empty() ? (run_dir / kFeaturesDir / kFeaturesFile).string() : options.output;
+
+  const MeanStdValues ms = read_mean_std((run_dir / kMeanStdFile).string());
+  Model model;
+  if (options.random_init) {
+    torch::manual_seed(config.meta.seed);
+    const auto& h = config.train.hyperparameters;
+    model.vit = VisionTransformer(
+        VitOptions::preset(h.arch, h.patch_size, static_cast<int>(ms.mean.size()), h.global_crops_size));
+    model.arch = h.arch;
+  } else {
+    report.checkpoint =
+        options.checkpoint.empty()
+            ? (run_dir / "scDINO_ViTs" / config.train.dino_vit_name / "checkpoint.pth").string()
+            : options.checkpoint;
+    model = load_model(report.checkpoint, cls.checkpoint_key);
+    report.epoch = model.epoch;
+  }
+  model.vit->eval();
+  const int channels = model.vit->options.in_channels;
+  if (static_cast<std::size_t>(channels) != ms.mean.size()) {
+    throw DataError((report.checkpoint.empty() ? std::string("the model") : report.checkpoint) + " takes " +
+                    std::to_string(channels) + " input channels but " + (run_dir / kMeanStdFile).string() +
+                    " has statistics for " + std::to_string(ms.mean.size()));
+  }
+
+  const Dataset dataset = Dataset::open(config.meta.dataset_dir, config.meta.folder_depth_for_labels, world);
+  const auto images = held_out_images(config, dataset);
+  const auto mine = shard(images, world.rank(), world.size());
+  const ImageTransform transform{config.selected_channels(), config.meta.center_crop};
+  const auto mean = torch::tensor(std::vector<float>(ms.mean.begin(), ms.mean.end())).view({1, -1, 1, 1});
+  const auto stdev = torch::tensor(std::vector<float>(ms.std.begin(), ms.std.end())).view({1, -1, 1, 1});
+  const std::size_t batch = static_cast<std::size_t>(std::max(1, cls.batch_size_per_gpu));
+  const std::size_t batches = (mine.size() + batch - 1) / batch;
+
+  // Each batch: [B, C, H, W] in [0, 1], as read and preprocessed.
+  Prefetcher<torch::Tensor> loader(
+      batches,
+      [&](std::size_t b) {
+        std::vector<torch::Tensor> items;
+        for (std::size_t i = b * batch; i < std::min(mine.size(), (b + 1) * batch); ++i) {
+          Image img = dataset.load(mine[i], transform);
+          if (img.channels != channels) {
+            throw DataError(dataset.source(mine[i]) + " has " + std::to_string(img.channels) +
+                            " channels after meta.selected_channel_combination_per_run, but " +
+                            (report.checkpoint.empty() ? std::string("the model") : report.checkpoint) +
+                            " takes " + std::to_string(channels));
+          }
+          items.push_back(torch::from_blob(img.data.data(), {img.channels, img.height, img.width}).clone());
+        }
+        return torch::stack(items);
+      },
+      options.loader_threads, 4);
+  std::vector<float> local;
+  int64_t dim = model.vit->options.embed_dim;
+  {
+    torch::NoGradGuard no_grad;
+    for (std::size_t b = 0; b < batches; ++b) {
+      torch::Tensor x = *loader.next();
+      if (cls.resize && (x.size(2) != cls.resize_length || x.size(3) != cls.resize_length)) {
+        x = F::interpolate(x, F::InterpolateFuncOptions()
+                                  .size(std::vector<int64_t>{cls.resize_length, cls.resize_length})
+                                  .mode(torch::kBilinear)
+                                  .align_corners(false));
+      }
+      auto f = model.vit->forward((x - mean) / stdev);  // [B, D] CLS tokens
+      if (cls.normalize) f = F::normalize(f, F::NormalizeFuncOptions().dim(1).p(2));
+      f = f.contiguous();
+      local.insert(local.end(), f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+    }
+  }
+
+  // Gather: ranks hold every size()-th image; pad each rank's rows to the largest shard.
+  const std::size_t rows_max =
+      (images.size() + static_cast<std::size_t>(world.size()) - 1) / static_cast<std::size_t>(world.size());
+  std::vector<double> send(rows_max * static_cast<std::size_t>(dim), 0.0);
+  std::copy(local.begin(), local.end(), send.begin());
+  const std::vector<double> all = world.gather(send);
+  report.images = images.size();
+  report.dim = static_cast<std::size_t>(dim);
+  if (world.rank() == 0) {
+    FeatureSet set;
+    set.rows = images.size();
+    set.dim = static_cast<std::size_t>(dim);
+    set.features.resize(set.rows * set.dim);
+    for (std::size_t r = 0; r < set.rows; ++r) {
+      const std::size_t rank = r % static_cast<std::size_t>(world.size()),
+                        row = r / static_cast<std::size_t>(world.size());
+      const std::size_t from = (rank * rows_max + row) * set.dim;
+      for (std::size_t j = 0; j < set.dim; ++j)
+        set.features[r * set.dim + j] = static_cast<float>(all[from + j]);
+    }
+    set.class_names = dataset.labels();
+    for (std::size_t i : images) {
+      set.labels.push_back(dataset.label_index(i));
+      set.paths.push_back(dataset.relative_path(i));
+      set.indices.push_back(static_cast<std::int64_t>(i));
+    }
+    set.checkpoint = report.checkpoint;
+    set.checkpoint_key = options.random_init ? "random" : cls.checkpoint_key;
+    set.epoch = report.epoch;
+    set.arch = model.arch;
+    set.patch_size = model.vit->options.patch_size;
+    set.channels = config.channel_combination_name();
+    set.normalized = cls.normalize;
+    write_features(report.output, set);
+    if (options.write_csv) {
+      const std::string model_name =
+          options.random_init ? "random_init" : fs::path(report.checkpoint).stem().string();
+      write_feature_csvs(fs::path(report.output).parent_path().string(), set, channel_names_suffix(config),
+                         model_name);
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.images_per_second = static_cast<double>(report.images) / std::max(seconds, 1e-9);
+  return report;
+}
+
+}  // namespace pcdino::train
