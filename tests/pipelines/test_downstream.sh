@@ -86,6 +86,11 @@ run "$PCDINO_BIN" extract -c "$W/pipeline.yaml" --random-init --threads 1 --outp
 assert_rc 0 "extract with a randomly initialised ViT"
 run "$PCDINO_BIN" knn -c "$W/pipeline.yaml" --features "$W/random.h5" --name-of-run random
 assert_rc 0 "knn of the random network's features"
+run mpirun --oversubscribe -np 2 "$PCDINO_BIN" extract -c "$W/pipeline.yaml" --raw-pixels --output "$W/raw.h5" --no-csv
+assert_rc 0 "extract the raw pixels, 2 ranks"
+assert_contains "$ERR" "30 held-out images embedded (64 dimensions)" "raw pixels: 8 x 8 x 1 values per image"
+run "$PCDINO_BIN" knn -c "$W/pipeline.yaml" --features "$W/raw.h5" --name-of-run raw
+assert_rc 0 "knn of the raw pixels"
 
 # Bad input.
 run "$PCDINO_BIN" knn -c "$W/pipeline.yaml" --set 'downstream_analyses.kNN.global.n_neighbors=[5, 100]'

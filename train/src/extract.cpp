@@ -107,7 +107,9 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
 
   const MeanStdValues ms = read_mean_std((run_dir / kMeanStdFile).string());
   Model model;
-  if (options.random_init) {
+  if (options.raw_pixels) {
+    model.arch = "raw_pixels";
+  } else if (options.random_init) {
     torch::manual_seed(config.meta.seed);
     const auto& h = config.train.hyperparameters;
     model.vit = VisionTransformer(
@@ -121,8 +123,8 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
     model = load_model(report.checkpoint, cls.checkpoint_key);
     report.epoch = model.epoch;
   }
-  model.vit->eval();
-  const int channels = model.vit->options.in_channels;
+  if (model.vit) model.vit->eval();
+  const int channels = model.vit ? model.vit->options.in_channels : static_cast<int>(ms.mean.size());
   if (static_cast<std::size_t>(channels) != ms.mean.size()) {
     throw DataError((report.checkpoint.empty() ? std::string("the model") : report.checkpoint) + " takes " +
                     std::to_string(channels) + " input channels but " + (run_dir / kMeanStdFile).string() +
@@ -157,7 +159,7 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
       },
       options.loader_threads, 4);
   std::vector<float> local;
-  int64_t dim = model.vit->options.embed_dim;
+  int64_t dim = model.vit ? model.vit->options.embed_dim : 0;
   {
     torch::NoGradGuard no_grad;
     for (std::size_t b = 0; b < batches; ++b) {
@@ -168,13 +170,17 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
                                   .mode(torch::kBilinear)
                                   .align_corners(false));
       }
-      auto f = model.vit->forward((x - mean) / stdev);  // [B, D] CLS tokens
+      x = (x - mean) / stdev;
+      // [B, D]: the CLS tokens, or the normalised pixels themselves (D = C * H * W).
+      auto f = model.vit ? model.vit->forward(x) : x.flatten(1);
+      if (!model.vit) dim = f.size(1);
       if (cls.normalize) f = F::normalize(f, F::NormalizeFuncOptions().dim(1).p(2));
       f = f.contiguous();
       local.insert(local.end(), f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
     }
   }
 
+  if (!model.vit) dim = world.allreduce_max(dim);  // a rank without images learns the width from the others
   // Gather: ranks hold every size()-th image; pad each rank's rows to the largest shard.
   const std::size_t rows_max =
       (images.size() + static_cast<std::size_t>(world.size()) - 1) / static_cast<std::size_t>(world.size());
@@ -202,16 +208,19 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
       set.indices.push_back(static_cast<std::int64_t>(i));
     }
     set.checkpoint = report.checkpoint;
-    set.checkpoint_key = options.random_init ? "random" : cls.checkpoint_key;
+    set.checkpoint_key = options.raw_pixels    ? "raw_pixels"
+                         : options.random_init ? "random"
+                                               : cls.checkpoint_key;
     set.epoch = report.epoch;
     set.arch = model.arch;
-    set.patch_size = model.vit->options.patch_size;
+    set.patch_size = model.vit ? model.vit->options.patch_size : 0;
     set.channels = config.channel_combination_name();
     set.normalized = cls.normalize;
     write_features(report.output, set);
     if (options.write_csv) {
-      const std::string model_name =
-          options.random_init ? "random_init" : fs::path(report.checkpoint).stem().string();
+      const std::string model_name = options.raw_pixels    ? "raw_pixels"
+                                     : options.random_init ? "random_init"
+                                                           : fs::path(report.checkpoint).stem().string();
       write_feature_csvs(fs::path(report.output).parent_path().string(), set, channel_names_suffix(config),
                          model_name);
     }

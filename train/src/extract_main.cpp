@@ -30,6 +30,11 @@ int main(int argc, char** argv) {
                "Embed with a randomly initialised ViT of train_scDINO's arch (seeded by meta.seed): the "
                "baseline a trained model must beat")
       ->excludes("--checkpoint");
+  app.add_flag("--raw-pixels", options.raw_pixels,
+               "No model: the normalised pixels (C x H x W values) are the features, the baseline a "
+               "representation must beat")
+      ->excludes("--checkpoint")
+      ->excludes("--random-init");
   app.add_option("--threads", options.threads, "LibTorch intra-op threads per rank (0: LibTorch's default)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -49,7 +54,10 @@ int main(int argc, char** argv) {
       if (world.rank() == 0) {
         spdlog::info(
             "{} held-out images embedded ({} dimensions) by {} rank(s) from {}{}: {:.1f} images/s; wrote {}",
-            r.images, r.dim, world.size(), r.checkpoint.empty() ? "a randomly initialised ViT" : r.checkpoint,
+            r.images, r.dim, world.size(),
+            options.raw_pixels    ? "the raw pixels"
+            : options.random_init ? "a randomly initialised ViT"
+                                  : r.checkpoint,
             r.epoch >= 0 ? " (epoch " + std::to_string(r.epoch) + ")" : "", r.images_per_second, r.output);
       }
     } catch (const pcdino::Error& e) {

@@ -17,6 +17,7 @@ namespace pcdino::train {
 struct ExtractOptions {
   std::string checkpoint;    ///< "" = {run_dir}/scDINO_ViTs/{dino_vit_name}/checkpoint.pth
   bool random_init = false;  ///< embed with a randomly initialised ViT of train_scDINO's arch (a baseline)
+  bool raw_pixels = false;   ///< no model: the normalised pixels are the features (a baseline)
   int threads = 0;           ///< LibTorch intra-op threads per rank (0: LibTorch's default)
   int loader_threads = 1;    ///< decoding threads per rank
   std::string output;        ///< "" = {run_dir}/CLS_features/features.h5
