@@ -96,3 +96,117 @@ TEST(Augment, SameSeedSameCropsOtherSeedOtherCrops) {
 
 }  // namespace
 }  // namespace pcdino::train
+
+namespace pcdino::train {
+namespace {
+
+Image rgb_image(const std::vector<std::array<float, 3>>& pixels) {
+  Image img;
+  img.channels = 3;
+  img.height = 1;
+  img.width = static_cast<int>(pixels.size());
+  img.data.resize(3 * pixels.size());
+  for (std::size_t i = 0; i < pixels.size(); ++i) {
+    for (std::size_t c = 0; c < 3; ++c) img.data[c * pixels.size() + i] = pixels[i][c];
+  }
+  return img;
+}
+
+std::array<float, 3> pixel(const Image& img, std::size_t i) {
+  const std::size_t n = static_cast<std::size_t>(img.width);
+  return {img.data[i], img.data[n + i], img.data[2 * n + i]};
+}
+
+void expect_pixel(const Image& img, std::size_t i, std::array<double, 3> expected, double tol = 1e-5) {
+  const auto p = pixel(img, i);
+  for (std::size_t c = 0; c < 3; ++c)
+    EXPECT_NEAR(p[c], expected[c], tol) << "pixel " << i << " channel " << c;
+}
+
+TEST(ColorJitter, BrightnessContrastSaturationAsTorchvisionsFormulas) {
+  Image a = rgb_image({{0.2F, 0.5F, 0.8F}});
+  adjust_brightness(a, 1.5);
+  expect_pixel(a, 0, {0.3, 0.75, 1.0});  // 1.2 clamped
+  // Contrast blends with the mean of the grayscale image: white (gray 0.9999) and black (0).
+  Image b = rgb_image({{1, 1, 1}, {0, 0, 0}});
+  adjust_contrast(b, 0.5);
+  const double mean = (0.2989 + 0.587 + 0.114) / 2;
+  expect_pixel(b, 0, {0.5 + 0.5 * mean, 0.5 + 0.5 * mean, 0.5 + 0.5 * mean});
+  expect_pixel(b, 1, {0.5 * mean, 0.5 * mean, 0.5 * mean});
+  // Saturation blends each pixel with its own gray: factor 2 pushes away from it.
+  Image c = rgb_image({{0.2F, 0.5F, 0.8F}});
+  adjust_saturation(c, 2.0);
+  const double gray = 0.2989 * 0.2 + 0.587 * 0.5 + 0.114 * 0.8;
+  expect_pixel(c, 0, {0.0, 1.0 - gray, 1.0});
+  Image d = rgb_image({{0.2F, 0.5F, 0.8F}});
+  adjust_saturation(d, 0.0);
+  expect_pixel(d, 0, {gray, gray, gray});
+}
+
+TEST(ColorJitter, HueRotatesThePrimariesAndKeepsGrays) {
+  Image a = rgb_image({{1, 0, 0}, {0.5F, 0.5F, 0.5F}, {0.2F, 0.5F, 0.8F}});
+  const Image before = a;
+  adjust_hue(a, 0.0);
+  for (std::size_t i = 0; i < 3; ++i)
+    expect_pixel(a, i, {pixel(before, i)[0], pixel(before, i)[1], pixel(before, i)[2]});
+  adjust_hue(a, 1.0 / 3.0);
+  expect_pixel(a, 0, {0, 1, 0});        // red -> green
+  expect_pixel(a, 1, {0.5, 0.5, 0.5});  // no hue to turn
+  adjust_hue(a, 1.0 / 3.0);
+  expect_pixel(a, 0, {0, 0, 1});  // -> blue
+  adjust_hue(a, 1.0 / 3.0);
+  expect_pixel(a, 2, {0.2, 0.5, 0.8}, 1e-4);  // a full turn brings any colour back
+  // torchvision 0.14's F.adjust_hue(tensor [[[0.2]], [[0.5]], [[0.8]]], 0.07) (Debian's
+  // python3-torchvision) gives [0.2, 0.24800025, 0.8].
+  Image b = rgb_image({{0.2F, 0.5F, 0.8F}});
+  adjust_hue(b, 0.07);
+  expect_pixel(b, 0, {0.2, 0.24800025, 0.8});
+}
+
+TEST(ColorJitter, GrayscaleAndRgbPipeline) {
+  Image a = rgb_image({{0.2F, 0.5F, 0.8F}});
+  to_grayscale(a);
+  const double gray = 0.2989 * 0.2 + 0.587 * 0.5 + 0.114 * 0.8;
+  expect_pixel(a, 0, {gray, gray, gray});
+
+  Image one;
+  one.channels = 1;
+  one.height = one.width = 4;
+  one.data.assign(16, 0.5F);
+  EXPECT_THROW(adjust_hue(one, 0.1), std::invalid_argument);
+  MultiCropOptions o;
+  o.rgb = true;
+  o.global_crops_size = 8;
+  o.local_crops_size = 4;
+  o.local_crops_number = 2;
+  EXPECT_THROW(multi_crop(one, o, 1), std::invalid_argument);
+
+  // A colourful 16x16 image: crops keep 3 channels in [0, 1]; over many seeds some crops turn gray
+  // (p 0.2) and most change colour (p 0.8), as DINO's pipeline does.
+  Image rgb;
+  rgb.channels = 3;
+  rgb.height = rgb.width = 16;
+  for (int c = 0; c < 3; ++c) {
+    for (int i = 0; i < 256; ++i) rgb.data.push_back(static_cast<float>((i * (c + 1) * 37) % 256) / 255.0F);
+  }
+  int gray_crops = 0;
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    const auto crops = multi_crop(rgb, o, seed);
+    ASSERT_EQ(crops.size(), 4U);
+    for (const auto& crop : crops) {
+      ASSERT_EQ(crop.channels, 3);
+      for (float v : crop.data) ASSERT_TRUE(v >= 0.0F && v <= 1.0F) << v;
+    }
+    const auto& local = crops[2];
+    const std::size_t n = 16;
+    bool all_gray = true;
+    for (std::size_t i = 0; i < n; ++i)
+      all_gray = all_gray && local.data[i] == local.data[n + i] && local.data[i] == local.data[2 * n + i];
+    gray_crops += all_gray;
+  }
+  EXPECT_GT(gray_crops, 20);  // about 40 of 200 expected
+  EXPECT_LT(gray_crops, 70);
+}
+
+}  // namespace
+}  // namespace pcdino::train

@@ -120,6 +120,16 @@ TEST(Trainer, MissingMeanStdAndTooLargeBatchAreNamed) {
               std::string::npos)
         << e.what();
   }
+  c.train.hyperparameters.warmup_epochs = 0;
+  c.meta.images_are_RGB = true;  // with one channel
+  try {
+    run_training(c, rt);
+    FAIL() << "RGB pipeline on a 1-channel dataset accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("meta.images_are_RGB is set but the selected channels are 1"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

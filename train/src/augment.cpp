@@ -66,6 +66,41 @@ void augment(Image& img, double blur_p, double solarize_p, std::mt19937& rng) {
   }
 }
 
+void require_rgb(const Image& img) {
+  if (img.channels != 3) {
+    throw std::invalid_argument("an RGB operation on an image with " + std::to_string(img.channels) +
+                                " channels (meta.images_are_RGB needs 3)");
+  }
+}
+
+std::size_t pixels(const Image& img) {
+  return static_cast<std::size_t>(img.height) * static_cast<std::size_t>(img.width);
+}
+
+float clamp01(double v) {
+  return static_cast<float>(std::min(1.0, std::max(0.0, v)));
+}
+
+float gray_of(const float* r, const float* g, const float* b, std::size_t i) {
+  return 0.2989F * r[i] + 0.587F * g[i] + 0.114F * b[i];
+}
+
+void augment_rgb(Image& img, double blur_p, double solarize_p, std::mt19937& rng) {
+  // DINO resizes PIL images, whose 8-bit values clip the bicubic overshoot; do the same.
+  for (float& v : img.data) v = std::min(1.0F, std::max(0.0F, v));
+  flip_and_color_jitter(img, rng);
+  if (chance(rng, blur_p)) {
+    const double sigma = uniform(rng, 0.1, 2.0);  // DINO's GaussianBlur(radius_min=0.1, radius_max=2.0)
+    for (int c = 0; c < img.channels; ++c) {
+      cv::Mat p = plane(img, c);
+      cv::GaussianBlur(p, p, cv::Size(0, 0), sigma, sigma, cv::BORDER_REFLECT_101);
+    }
+  }
+  if (chance(rng, solarize_p)) {  // PIL's ImageOps.solarize(threshold=128) on 8-bit values
+    for (float& v : img.data) v = v >= 128.0F / 255.0F ? 1.0F - v : v;
+  }
+}
+
 void normalize(Image& img, const MultiCropOptions& o) {
   if (o.mean.empty()) return;
   const std::size_t plane_size = static_cast<std::size_t>(img.height) * img.width;
@@ -78,6 +113,117 @@ void normalize(Image& img, const MultiCropOptions& o) {
 }
 
 }  // namespace
+
+void adjust_brightness(Image& rgb, double factor) {
+  require_rgb(rgb);
+  for (float& v : rgb.data) v = clamp01(v * factor);
+}
+
+void adjust_contrast(Image& rgb, double factor) {
+  require_rgb(rgb);
+  const std::size_t n = pixels(rgb);
+  const float *r = rgb.data.data(), *g = r + n, *b = g + n;
+  double mean = 0;
+  for (std::size_t i = 0; i < n; ++i) mean += gray_of(r, g, b, i);
+  mean /= static_cast<double>(n);
+  for (float& v : rgb.data) v = clamp01(factor * v + (1 - factor) * mean);
+}
+
+void adjust_saturation(Image& rgb, double factor) {
+  require_rgb(rgb);
+  const std::size_t n = pixels(rgb);
+  float *r = rgb.data.data(), *g = r + n, *b = g + n;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double gray = gray_of(r, g, b, i);
+    r[i] = clamp01(factor * r[i] + (1 - factor) * gray);
+    g[i] = clamp01(factor * g[i] + (1 - factor) * gray);
+    b[i] = clamp01(factor * b[i] + (1 - factor) * gray);
+  }
+}
+
+void adjust_hue(Image& rgb, double shift) {
+  require_rgb(rgb);
+  const std::size_t n = pixels(rgb);
+  float *r = rgb.data.data(), *g = r + n, *b = g + n;
+  for (std::size_t i = 0; i < n; ++i) {
+    // RGB -> HSV as torchvision's _rgb2hsv, shift, HSV -> RGB as its _hsv2rgb.
+    const double R = r[i], G = g[i], B = b[i];
+    const double maxc = std::max({R, G, B}), minc = std::min({R, G, B});
+    const bool eqc = maxc == minc;
+    const double cr = maxc - minc;
+    const double s = cr / (eqc ? 1.0 : maxc);
+    const double div = eqc ? 1.0 : cr;
+    const double rc = (maxc - R) / div, gc = (maxc - G) / div, bc = (maxc - B) / div;
+    double h = 0;
+    if (maxc == R) {
+      h = bc - gc;
+    } else if (maxc == G) {
+      h = 2.0 + rc - bc;
+    } else {
+      h = 4.0 + gc - rc;
+    }
+    h = std::fmod(h / 6.0 + 1.0, 1.0);
+    h = std::fmod(h + shift + 1.0, 1.0);
+    const double v = maxc;
+    const double i6 = std::floor(h * 6.0);
+    const double f = h * 6.0 - i6;
+    const double p = std::clamp(v * (1.0 - s), 0.0, 1.0);
+    const double q = std::clamp(v * (1.0 - s * f), 0.0, 1.0);
+    const double t = std::clamp(v * (1.0 - s * (1.0 - f)), 0.0, 1.0);
+    double out[3];
+    switch (static_cast<int>(i6) % 6) {
+      case 0:
+        out[0] = v, out[1] = t, out[2] = p;
+        break;
+      case 1:
+        out[0] = q, out[1] = v, out[2] = p;
+        break;
+      case 2:
+        out[0] = p, out[1] = v, out[2] = t;
+        break;
+      case 3:
+        out[0] = p, out[1] = q, out[2] = v;
+        break;
+      case 4:
+        out[0] = t, out[1] = p, out[2] = v;
+        break;
+      default:
+        out[0] = v, out[1] = p, out[2] = q;
+        break;
+    }
+    r[i] = clamp01(out[0]), g[i] = clamp01(out[1]), b[i] = clamp01(out[2]);
+  }
+}
+
+void to_grayscale(Image& rgb) {
+  require_rgb(rgb);
+  const std::size_t n = pixels(rgb);
+  float *r = rgb.data.data(), *g = r + n, *b = g + n;
+  for (std::size_t i = 0; i < n; ++i) r[i] = g[i] = b[i] = gray_of(r, g, b, i);
+}
+
+void flip_and_color_jitter(Image& rgb, std::mt19937& rng) {
+  require_rgb(rgb);
+  if (chance(rng, 0.5)) {
+    for (int c = 0; c < rgb.channels; ++c) {
+      cv::Mat p = plane(rgb, c);
+      cv::flip(p, p, 1);
+    }
+  }
+  if (chance(rng, 0.8)) {
+    std::array<int, 4> order = {0, 1, 2, 3};
+    std::shuffle(order.begin(), order.end(), rng);
+    const double brightness = uniform(rng, 0.6, 1.4), contrast = uniform(rng, 0.6, 1.4);
+    const double saturation = uniform(rng, 0.8, 1.2), hue = uniform(rng, -0.1, 0.1);
+    for (int op : order) {
+      if (op == 0) adjust_brightness(rgb, brightness);
+      if (op == 1) adjust_contrast(rgb, contrast);
+      if (op == 2) adjust_saturation(rgb, saturation);
+      if (op == 3) adjust_hue(rgb, hue);
+    }
+  }
+  if (chance(rng, 0.2)) to_grayscale(rgb);
+}
 
 CropBox random_resized_crop_box(int height, int width, std::array<double, 2> scale,
                                 std::array<double, 2> ratio, std::mt19937& rng) {
@@ -120,6 +266,7 @@ std::vector<Image> multi_crop(const Image& image, const MultiCropOptions& o, std
     throw std::invalid_argument("mean/std have " + std::to_string(o.mean.size()) + " channels, the image " +
                                 std::to_string(image.channels));
   }
+  if (o.rgb) require_rgb(image);
   std::mt19937 rng(static_cast<std::mt19937::result_type>(seed ^ (seed >> 32)));
   const std::array<double, 2> ratio = {3.0 / 4.0, 4.0 / 3.0};
   std::vector<Image> crops;
@@ -127,7 +274,7 @@ std::vector<Image> multi_crop(const Image& image, const MultiCropOptions& o, std
     Image crop = crop_and_resize(
         image, random_resized_crop_box(image.height, image.width, o.global_crops_scale, ratio, rng),
         o.global_crops_size);
-    augment(crop, g == 0 ? 1.0 : 0.1, g == 0 ? 0.0 : 0.2, rng);
+    (o.rgb ? augment_rgb : augment)(crop, g == 0 ? 1.0 : 0.1, g == 0 ? 0.0 : 0.2, rng);
     normalize(crop, o);
     crops.push_back(std::move(crop));
   }
@@ -135,7 +282,7 @@ std::vector<Image> multi_crop(const Image& image, const MultiCropOptions& o, std
     Image crop = crop_and_resize(
         image, random_resized_crop_box(image.height, image.width, o.local_crops_scale, ratio, rng),
         o.local_crops_size);
-    augment(crop, 0.5, 0.0, rng);
+    (o.rgb ? augment_rgb : augment)(crop, 0.5, 0.0, rng);
     normalize(crop, o);
     crops.push_back(std::move(crop));
   }

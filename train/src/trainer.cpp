@@ -166,6 +166,11 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
   crops.local_crops_size = h.local_crops_size;
   crops.mean = ms.mean;
   crops.std = ms.std;
+  crops.rgb = c.meta.images_are_RGB;
+  if (crops.rgb && ms.mean.size() != 3) {
+    throw ConfigError(c.source + ": meta.images_are_RGB is set but the selected channels are " +
+                      std::to_string(ms.mean.size()) + " (the mean/std file); DINO's RGB pipeline needs 3");
+  }
   const ImageTransform transform{c.selected_channels(), c.meta.center_crop};
 
   long long iterations_this_run = 0;

@@ -1,6 +1,7 @@
 // DINO's multi-crop augmentation for multi-channel microscopy images, as scDINO's main_dino.py does it
-// (DataAugmentationDINO with its channel-wise brightness in place of RGB colour jitter), on OpenCV. No
-// LibTorch here: crops are pcdino::Image [C, H, W] floats and become tensors in the trainer.
+// (DataAugmentationDINO with its channel-wise brightness in place of RGB colour jitter), and DINO's own
+// RGB pipeline for `images_are_RGB`, on OpenCV. No LibTorch here: crops are pcdino::Image [C, H, W] floats
+// in [0, 1] and become tensors in the trainer.
 #pragma once
 
 #include <array>
@@ -31,14 +32,37 @@ struct MultiCropOptions {
   int local_crops_size = 96;    ///< pixels
   std::vector<double> mean;     ///< per-channel normalisation (the mean/std stage's file); empty = none
   std::vector<double> std;
+  bool rgb = false;  ///< DINO's RGB pipeline (meta.images_are_RGB) instead of scDINO's channel-wise one
 };
+
+// The colour operations of torchvision's ColorJitter and RandomGrayscale on a [3, H, W] image in [0, 1],
+// with the formulas of torchvision.transforms.functional_tensor (each result clamped to [0, 1]).
+// Each throws std::invalid_argument if the image does not have 3 channels.
+
+/// x * factor.
+void adjust_brightness(Image& rgb, double factor);
+/// factor * x + (1 - factor) * m, m the mean of the image's grayscale.
+void adjust_contrast(Image& rgb, double factor);
+/// factor * x + (1 - factor) * gray(x), per pixel.
+void adjust_saturation(Image& rgb, double factor);
+/// Hue rotated by `shift` turns (|shift| <= 0.5) in HSV space.
+void adjust_hue(Image& rgb, double shift);
+/// Every channel set to gray = 0.2989 R + 0.587 G + 0.114 B.
+void to_grayscale(Image& rgb);
+/// DINO's flip_and_color_jitter: horizontal flip p 0.5; with p 0.8 ColorJitter(brightness 0.4, contrast
+/// 0.4, saturation 0.2, hue 0.1), its four operations in a random order with factors U(0.6, 1.4),
+/// U(0.6, 1.4), U(0.8, 1.2) and a hue shift U(-0.1, 0.1); grayscale p 0.2.
+void flip_and_color_jitter(Image& rgb, std::mt19937& rng);
 
 /// Crops of one image, each [C, size, size]: 2 global crops (random resized crop, bicubic; horizontal and
 /// vertical flip p 0.5; per-channel brightness factor U(0.5, 1.25) with p 0.8, clamped to [0, 1];
 /// Gaussian blur 5x5 with sigma U(0.1, 1.5), p 1.0 on the first and 0.1 on the second; solarisation
 /// (x > 0.5 -> 1 - x) p 0.2 on the second), then `local_crops_number` local crops (same, blur p 0.5, no
 /// solarisation), then normalisation. `seed` fixes every random choice, so a sample's crops do not depend
-/// on which thread makes them. Throws std::invalid_argument if mean/std do not match the channels.
+/// on which thread makes them. With `rgb`, DINO's RGB pipeline (main_dino.py's DataAugmentationDINO)
+/// instead: flip_and_color_jitter() in place of the flips and brightness, Gaussian blur with sigma
+/// U(0.1, 2.0) (kernel from sigma) at the same probabilities, solarisation at 128/255.
+/// Throws std::invalid_argument if mean/std do not match the channels, or `rgb` and not 3 channels.
 std::vector<Image> multi_crop(const Image& image, const MultiCropOptions& options, std::uint64_t seed);
 
 /// The seed of sample `index` in `epoch` of a run with `seed`: distinct for every (seed, epoch, index).
