@@ -1,6 +1,7 @@
 #include "common.hpp"
 
 #include <sched.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <iostream>
@@ -8,6 +9,7 @@
 
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/log.hpp"
+#include "pcdino/core/mpi_world.hpp"
 
 namespace pcdino::cli {
 
@@ -67,6 +69,20 @@ int default_threads(int requested, int local_ranks) {
     return std::max(1, CPU_COUNT(&allowed));
   }
   return std::max(1, cores / std::max(1, local_ranks));
+}
+
+void run_on_every_rank(const MpiWorld& world, const std::function<void()>& stage) {
+  try {
+    stage();
+  } catch (const Error& e) {
+    if (world.size() == 1) throw;
+    spdlog::error("{}", e.what());
+    world.abort(to_int(e.code()));
+  } catch (const std::exception& e) {
+    if (world.size() == 1) throw;
+    spdlog::error("internal error: {}", e.what());
+    world.abort(to_int(ExitCode::kSoftware));
+  }
 }
 
 }  // namespace pcdino::cli

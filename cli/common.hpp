@@ -9,6 +9,10 @@
 
 #include "pcdino/core/config.hpp"
 
+namespace pcdino {
+class MpiWorld;
+}
+
 namespace pcdino::cli {
 
 /// --config plus the overrides: --set KEY.PATH=VALUE (any key, repeatable) and the named shortcuts
@@ -34,5 +38,10 @@ int default_threads(int requested, int local_ranks);
 /// command-line errors -> 64 (with CLI11's message); pcdino::Error -> its code; any other exception -> 70;
 /// each error printed to stderr.
 int run_command_line(CLI::App& app, int argc, char** argv, const std::function<int()>& after_parse = nullptr);
+
+/// Runs one rank's part of an MPI stage. With one rank, errors propagate (run_command_line() maps them to
+/// exit codes). With several, a rank that fails may leave the others waiting in a collective, so it logs
+/// the error and ends the whole job with MPI_Abort and the error's exit code (70 for other exceptions).
+void run_on_every_rank(const MpiWorld& world, const std::function<void()>& stage);
 
 }  // namespace pcdino::cli

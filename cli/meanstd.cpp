@@ -33,7 +33,7 @@ void add_meanstd_command(CLI::App& app) {
     MpiWorld world;
     init_logging(world.rank(), world.size());
     const int threads = default_threads(args->threads, world.local_size());
-    try {
+    run_on_every_rank(world, [&] {
       const MeanStdReport r = run_meanstd_stage(config, world, threads);
       spdlog::info("{} images on {} in {:.2f} s: {:.0f} images/s with {} thread(s)", r.images, world.host(),
                    r.seconds, r.images / std::max(r.seconds, 1e-9), threads);
@@ -46,16 +46,7 @@ void add_meanstd_command(CLI::App& app) {
         spdlog::info("mean [{}] std [{}] over {} images ({} skipped) from {} rank(s): wrote {}", mean, std,
                      r.total_images, r.skipped, world.size(), r.output_file);
       }
-    } catch (const Error& e) {
-      if (world.size() == 1) throw;
-      // Other ranks may be waiting in a collective: end them all with this error's code.
-      spdlog::error("{}", e.what());
-      world.abort(to_int(e.code()));
-    } catch (const std::exception& e) {
-      if (world.size() == 1) throw;
-      spdlog::error("internal error: {}", e.what());
-      world.abort(to_int(ExitCode::kSoftware));
-    }
+    });
   });
 }
 

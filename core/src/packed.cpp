@@ -53,12 +53,6 @@ void write_attribute(H5::H5Object& obj, const std::string& name, const T& value,
   obj.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, &value);
 }
 
-void write_string_attribute(H5::H5Object& obj, const std::string& name, const std::string& value) {
-  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
-  const char* p = value.c_str();
-  obj.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, &p);
-}
-
 // Declared after the HDF5 objects of a scope, re-takes the HDF5 lock when the scope is left (also by an
 // exception), so that those objects are closed while it is held.
 class RelockOnExit {
@@ -93,6 +87,12 @@ H5::FileAccPropList no_file_locking() {
   H5::FileAccPropList fapl;
   H5Pset_file_locking(fapl.getId(), false, true);
   return fapl;
+}
+
+void write_string_attribute(H5::H5Object& object, const std::string& name, const std::string& value) {
+  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+  const char* p = value.c_str();
+  object.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, &p);
 }
 
 // --- writing -----------------------------------------------------------------------------------------

@@ -37,12 +37,6 @@ std::vector<std::string> read_strings(H5::H5File& file, const std::string& name)
   return out;
 }
 
-void write_string_attribute(H5::H5File& file, const std::string& name, const std::string& value) {
-  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
-  const char* p = value.c_str();
-  file.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, &p);
-}
-
 std::string read_string_attribute(H5::H5File& file, const std::string& name) {
   if (!file.attrExists(name)) return "";
   H5::Attribute a = file.openAttribute(name);

@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
         config.load();  // before MPI: a bad file fails on every rank alike
     pcdino::MpiWorld world;
     pcdino::init_logging(world.rank(), world.size());
-    try {
+    pcdino::cli::run_on_every_rank(world, [&] {
       const auto r = pcdino::train::run_extract_stage(pipeline, world, options);
       if (world.rank() == 0) {
         spdlog::info(
@@ -60,15 +60,7 @@ int main(int argc, char** argv) {
                                   : r.checkpoint,
             r.epoch >= 0 ? " (epoch " + std::to_string(r.epoch) + ")" : "", r.images_per_second, r.output);
       }
-    } catch (const pcdino::Error& e) {
-      if (world.size() == 1) throw;
-      spdlog::error("{}", e.what());  // other ranks may wait in the gather: end them all with this code
-      world.abort(to_int(e.code()));
-    } catch (const std::exception& e) {
-      if (world.size() == 1) throw;
-      spdlog::error("internal error: {}", e.what());
-      world.abort(to_int(ExitCode::kSoftware));
-    }
+    });
     return to_int(ExitCode::kOk);
   });
 }

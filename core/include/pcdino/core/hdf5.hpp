@@ -16,4 +16,8 @@ std::mutex& hdf5_mutex();
 /// File-access properties without HDF5's file locking (for reading from shared filesystems).
 H5::FileAccPropList no_file_locking();
 
+/// Attaches a scalar variable-length string attribute `name` = `value` to `object` (hold hdf5_mutex()).
+/// Throws H5::Exception.
+void write_string_attribute(H5::H5Object& object, const std::string& name, const std::string& value);
+
 }  // namespace pcdino
