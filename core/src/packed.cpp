@@ -95,6 +95,27 @@ void write_string_attribute(H5::H5Object& object, const std::string& name, const
   object.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, &p);
 }
 
+void write_string_dataset(H5::H5File& file, const std::string& name, const std::vector<std::string>& values) {
+  std::vector<const char*> p;
+  for (const auto& v : values) p.push_back(v.c_str());
+  const hsize_t n = values.size();
+  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+  file.createDataSet(name, type, H5::DataSpace(1, &n)).write(p.data(), type);
+}
+
+std::vector<std::string> read_string_dataset(H5::H5File& file, const std::string& name) {
+  H5::DataSet ds = file.openDataSet(name);
+  hsize_t n = 0;
+  ds.getSpace().getSimpleExtentDims(&n);
+  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+  std::vector<char*> p(n, nullptr);
+  if (n > 0) ds.read(p.data(), type);
+  std::vector<std::string> out;
+  for (char* s : p) out.emplace_back(s != nullptr ? s : "");
+  if (n > 0) H5Dvlen_reclaim(type.getId(), ds.getSpace().getId(), H5P_DEFAULT, p.data());
+  return out;
+}
+
 // --- writing -----------------------------------------------------------------------------------------
 
 PackReport pack_dataset(const Dataset& source, const std::string& output_dir, const PackOptions& options) {
@@ -176,10 +197,7 @@ PackReport pack_dataset(const Dataset& source, const std::string& output_dir, co
           .write(classes.data(), H5::PredType::NATIVE_INT32);
       file.createDataSet("indices", H5::PredType::NATIVE_INT64, space1)
           .write(indices.data(), H5::PredType::NATIVE_INT64);
-      H5::StrType str(H5::PredType::C_S1, H5T_VARIABLE);
-      std::vector<const char*> ptrs(count);
-      for (std::size_t k = 0; k < count; ++k) ptrs[k] = paths[k].c_str();
-      file.createDataSet("paths", str, space1).write(ptrs.data(), str);
+      write_string_dataset(file, "paths", paths);
       H5::Group root = file.openGroup("/");
       write_string_attribute(root, "pixel_type", pixel_type_name(first.type));
       write_attribute(root, "height", first.height, H5::PredType::NATIVE_INT);
@@ -317,13 +335,7 @@ void PackedReader::open_shards(const std::string& dir, const nlohmann::json& sha
       }
       std::vector<int> classes(shard.count);
       shard.h5.openDataSet("class_index").read(classes.data(), H5::PredType::NATIVE_INT32);
-      H5::DataSet paths_ds = shard.h5.openDataSet("paths");
-      H5::StrType str(H5::PredType::C_S1, H5T_VARIABLE);
-      std::vector<char*> ptrs(shard.count, nullptr);
-      paths_ds.read(ptrs.data(), str);
-      std::vector<std::string> names(shard.count);
-      for (std::size_t k = 0; k < shard.count; ++k) names[k] = ptrs[k] != nullptr ? ptrs[k] : "";
-      H5::DataSet::vlenReclaim(ptrs.data(), str, paths_ds.getSpace());  // before any check can throw
+      std::vector<std::string> names = read_string_dataset(shard.h5, "paths");
       for (std::size_t k = 0; k < shard.count; ++k) {
         if (classes[k] < 0 || classes[k] >= static_cast<int>(st.classes.size())) {
           throw DataError(shard.file + ": class_index out of range at row " + std::to_string(k));

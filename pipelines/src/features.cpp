@@ -16,27 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void write_strings(H5::H5File& file, const std::string& name, const std::vector<std::string>& values) {
-  std::vector<const char*> p;
-  for (const auto& v : values) p.push_back(v.c_str());
-  const hsize_t n = values.size();
-  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
-  file.createDataSet(name, type, H5::DataSpace(1, &n)).write(p.data(), type);
-}
-
-std::vector<std::string> read_strings(H5::H5File& file, const std::string& name) {
-  H5::DataSet ds = file.openDataSet(name);
-  hsize_t n = 0;
-  ds.getSpace().getSimpleExtentDims(&n);
-  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
-  std::vector<char*> p(n, nullptr);
-  if (n > 0) ds.read(p.data(), type);
-  std::vector<std::string> out;
-  for (char* s : p) out.emplace_back(s != nullptr ? s : "");
-  if (n > 0) H5Dvlen_reclaim(type.getId(), ds.getSpace().getId(), H5P_DEFAULT, p.data());
-  return out;
-}
-
 std::string read_string_attribute(H5::H5File& file, const std::string& name) {
   if (!file.attrExists(name)) return "";
   H5::Attribute a = file.openAttribute(name);
@@ -100,8 +79,8 @@ void write_features(const std::string& path, const FeatureSet& set) {
         .write(set.labels.data(), H5::PredType::NATIVE_INT32);
     file.createDataSet("indices", H5::PredType::NATIVE_INT64, H5::DataSpace(1, dims))
         .write(set.indices.data(), H5::PredType::NATIVE_INT64);
-    write_strings(file, "class_names", set.class_names);
-    write_strings(file, "paths", set.paths);
+    write_string_dataset(file, "class_names", set.class_names);
+    write_string_dataset(file, "paths", set.paths);
     write_string_attribute(file, "checkpoint", set.checkpoint);
     write_string_attribute(file, "checkpoint_key", set.checkpoint_key);
     write_string_attribute(file, "arch", set.arch);
@@ -149,9 +128,9 @@ FeatureSet read_features(const std::string& path) {
     read_1d("labels", set.labels, H5::PredType::NATIVE_INT32);
     read_1d("indices", set.indices, H5::PredType::NATIVE_INT64);
     current = "class_names";
-    set.class_names = read_strings(file, "class_names");
+    set.class_names = read_string_dataset(file, "class_names");
     current = "paths";
-    set.paths = read_strings(file, "paths");
+    set.paths = read_string_dataset(file, "paths");
     current = "attributes";
     set.checkpoint = read_string_attribute(file, "checkpoint");
     set.checkpoint_key = read_string_attribute(file, "checkpoint_key");

@@ -6,6 +6,7 @@
 
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace pcdino {
 
@@ -19,5 +20,13 @@ H5::FileAccPropList no_file_locking();
 /// Attaches a scalar variable-length string attribute `name` = `value` to `object` (hold hdf5_mutex()).
 /// Throws H5::Exception.
 void write_string_attribute(H5::H5Object& object, const std::string& name, const std::string& value);
+
+/// Writes `values` as a 1-D dataset `name` [N] of variable-length strings in `file` (hold hdf5_mutex()).
+/// Throws H5::Exception.
+void write_string_dataset(H5::H5File& file, const std::string& name, const std::vector<std::string>& values);
+
+/// Reads the 1-D variable-length string dataset `name` of `file` (hold hdf5_mutex()); HDF5's buffers are
+/// released before it returns. Throws H5::Exception.
+std::vector<std::string> read_string_dataset(H5::H5File& file, const std::string& name);
 
 }  // namespace pcdino
