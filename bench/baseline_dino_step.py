@@ -6,7 +6,10 @@ vision_transformer.py (pre-norm ViT, DINOHead with a weight-normalised last laye
 runs same-sized crops together), written out here because the original needs network access to fetch.
 Crops are random tensors, so data loading is not part of the time (pcdino's rows include it).
 
-usage: baseline_dino_step.py [--threads N] [--steps N] [--warmup N]   prints seconds per step (mean)
+usage: baseline_dino_step.py [--threads N] [--steps N] [--warmup N] [--batch N] [--device cpu|cuda]
+                             [--amp none|bfloat16|float16]         prints seconds per step (mean)
+On a GPU, --amp runs the forward pass under torch.autocast as main_dino.py's use_fp16 does (float16 with
+its GradScaler; bfloat16 needs none).
 """
 import argparse
 import math
@@ -107,46 +110,64 @@ def main():
     p.add_argument("--warmup", type=int, default=2, help="first steps not timed (allocator warm-up)")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--out-dim", type=int, default=4096)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--amp", default="none", choices=["none", "bfloat16", "float16"])
     args = p.parse_args()
+    device = torch.device(args.device)
+    amp = {"none": None, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.amp]
+    scaler = torch.cuda.amp.GradScaler() if amp == torch.float16 else None
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
     def network():
         return MultiCropWrapper(VisionTransformer(192, 3, 4, 1, 28), DINOHead(192, args.out_dim))
 
-    student, teacher = network(), network()
+    student, teacher = network().to(device), network().to(device)
     teacher.load_state_dict(student.state_dict())
     for param in teacher.parameters():
         param.requires_grad = False
     optimizer = torch.optim.AdamW(student.parameters(), lr=1e-4)
-    center = torch.zeros(1, args.out_dim)
-    crops = [torch.randn(args.batch, 1, 28, 28) for _ in range(2)]
-    crops += [torch.randn(args.batch, 1, 16, 16) for _ in range(6)]
+    center = torch.zeros(1, args.out_dim, device=device)
+    crops = [torch.randn(args.batch, 1, 28, 28, device=device) for _ in range(2)]
+    crops += [torch.randn(args.batch, 1, 16, 16, device=device) for _ in range(6)]
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     seconds = []
     for step in range(args.warmup + args.steps):
+        sync()
         start = time.perf_counter()
-        teacher_out = teacher(crops[:2])
-        student_out = (student(crops) / 0.1).chunk(len(crops))
-        targets = F.softmax((teacher_out - center) / 0.04, dim=-1).detach().chunk(2)
-        loss, terms = 0, 0
-        for iq, q in enumerate(targets):
-            for v, s in enumerate(student_out):
-                if v != iq:
-                    loss = loss + torch.sum(-q * F.log_softmax(s, dim=-1), dim=-1).mean()
-                    terms += 1
-        loss = loss / terms
+        with torch.autocast(device.type, dtype=amp or torch.bfloat16, enabled=amp is not None):
+            teacher_out = teacher(crops[:2])
+            student_out = (student(crops) / 0.1).chunk(len(crops))
+            targets = F.softmax((teacher_out - center) / 0.04, dim=-1).detach().chunk(2)
+            loss, terms = 0, 0
+            for iq, q in enumerate(targets):
+                for v, s in enumerate(student_out):
+                    if v != iq:
+                        loss = loss + torch.sum(-q * F.log_softmax(s, dim=-1), dim=-1).mean()
+                        terms += 1
+            loss = loss / terms
+        loss.item()  # main_dino.py checks math.isfinite(loss.item()) every step
         optimizer.zero_grad()
-        loss.backward()
+        if scaler:
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+        else:
+            loss.backward()
         for param in student.parameters():  # utils.clip_gradients(student, 3.0)
             if param.grad is None:
                 continue
             norm = param.grad.data.norm(2)
             param.grad.data.mul_(min(1.0, 3.0 / (norm.item() + 1e-6)))
-        optimizer.step()
+        if scaler:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            optimizer.step()
         with torch.no_grad():
             center = center * 0.9 + teacher_out.mean(0, keepdim=True) * 0.1
             for t, s in zip(teacher.parameters(), student.parameters()):
                 t.mul_(0.996).add_(s.detach(), alpha=0.004)
+        sync()
         if step >= args.warmup:
             seconds.append(time.perf_counter() - start)
     print(f"{sum(seconds) / len(seconds):.3f}")

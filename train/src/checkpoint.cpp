@@ -11,12 +11,19 @@ namespace pcdino::train {
 
 c10::Dict<std::string, torch::Tensor> state_dict(const torch::nn::Module& module, const std::string& prefix) {
   c10::Dict<std::string, torch::Tensor> dict;
-  for (const auto& p : module.named_parameters()) dict.insert(prefix + p.key(), p.value().detach().clone());
-  for (const auto& b : module.named_buffers()) dict.insert(prefix + b.key(), b.value().detach().clone());
+  // Always host copies: a checkpoint written on a GPU loads on a CPU (and in Python without map_location).
+  const auto host = [](const torch::Tensor& t) { return t.detach().to(torch::kCPU, false, /*copy=*/true); };
+  for (const auto& p : module.named_parameters()) dict.insert(prefix + p.key(), host(p.value()));
+  for (const auto& b : module.named_buffers()) dict.insert(prefix + b.key(), host(b.value()));
   return dict;
 }
 
 namespace {
+
+torch::Device device_of(torch::nn::Module& module) {
+  const auto params = module.parameters();
+  return params.empty() ? torch::Device(torch::kCPU) : params.front().device();
+}
 
 void copy_into(torch::nn::Module& module, const c10::Dict<std::string, torch::Tensor>& dict,
                const std::string& prefix, const std::string& path) {
@@ -78,9 +85,13 @@ void save_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCr
   top.insert("epoch", static_cast<int64_t>(state.epoch));
   top.insert("iteration", static_cast<int64_t>(state.iteration));
   c10::Dict<std::string, torch::Tensor> dino_loss;
-  dino_loss.insert("center", loss.center.detach().clone());
+  dino_loss.insert("center", loss.center.detach().to(torch::kCPU, false, /*copy=*/true));
   top.insert("dino_loss", dino_loss);
   top.insert("rng_state", at::detail::getDefaultCPUGenerator().get_state());
+  const torch::Device device = device_of(*student);
+  if (device.is_cuda()) {  // drop path draws on the GPU's generator
+    top.insert("cuda_rng_state", at::globalContext().defaultGenerator(device).get_state());
+  }
   c10::Dict<std::string, std::string> args;
   for (const auto& [k, v] : state.args) args.insert(k, v);
   top.insert("args", args);
@@ -97,12 +108,17 @@ CheckpointState load_checkpoint(const std::string& path, MultiCropWrapper& stude
     const torch::Tensor opt = top.at("optimizer").toTensor().contiguous();
     std::istringstream in(
         std::string(static_cast<const char*>(opt.data_ptr()), static_cast<std::size_t>(opt.numel())));
+    const torch::Device device = device_of(*student);
     torch::serialize::InputArchive archive;
-    archive.load_from(in);
+    archive.load_from(in, device);  // the AdamW moments where the parameters are
     optimizer.load(archive);
-    loss.center = top.at("dino_loss").toGenericDict().at("center").toTensor().clone();
+    loss.center = top.at("dino_loss").toGenericDict().at("center").toTensor().to(device, false, true);
     at::Generator generator = at::detail::getDefaultCPUGenerator();
     generator.set_state(top.at("rng_state").toTensor());
+    if (device.is_cuda() && top.contains("cuda_rng_state")) {
+      at::Generator cuda_generator = at::globalContext().defaultGenerator(device);
+      cuda_generator.set_state(top.at("cuda_rng_state").toTensor());
+    }
     CheckpointState state;
     state.epoch = static_cast<int>(top.at("epoch").toInt());
     state.iteration = top.contains("iteration") ? static_cast<int>(top.at("iteration").toInt()) : 0;

@@ -119,16 +119,21 @@ void cancel_gradients_last_layer(int epoch, MultiCropWrapper& student, int freez
 }
 
 std::vector<double> clip_gradients(torch::nn::Module& model, double clip) {
-  std::vector<double> norms;
   torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> grads, norms;
   for (auto& p : model.parameters()) {
     if (!p.grad().defined()) continue;
-    const double norm = p.grad().norm(2).item<double>();
-    norms.push_back(norm);
-    const double coef = clip / (norm + 1e-6);
-    if (coef < 1) p.mutable_grad().mul_(coef);
+    grads.push_back(p.grad());
+    norms.push_back(p.grad().norm(2).to(torch::kFloat64));
   }
-  return norms;
+  if (grads.empty()) return {};
+  // Coefficients on the device, one copy to the host: min(1, clip / (norm + 1e-6)) scales only the
+  // gradients the reference scales (multiplying by exactly 1 leaves the others unchanged).
+  const auto all = torch::stack(norms);
+  const auto coef = (clip / (all + 1e-6)).clamp_max(1.0);
+  for (std::size_t i = 0; i < grads.size(); ++i) grads[i].mul_(coef[static_cast<int64_t>(i)]);
+  const auto host = all.cpu();
+  return {host.data_ptr<double>(), host.data_ptr<double>() + host.numel()};
 }
 
 }  // namespace pcdino::train

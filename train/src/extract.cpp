@@ -16,6 +16,7 @@
 #include "pcdino/pipelines/features.hpp"
 #include "pcdino/pipelines/labels.hpp"
 #include "pcdino/train/checkpoint.hpp"
+#include "pcdino/train/device.hpp"
 #include "pcdino/train/vit.hpp"
 
 namespace pcdino::train {
@@ -123,7 +124,11 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
     model = load_model(report.checkpoint, cls.checkpoint_key);
     report.epoch = model.epoch;
   }
-  if (model.vit) model.vit->eval();
+  const torch::Device device = select_device(options.device, world.local_rank());
+  if (model.vit) {
+    model.vit->eval();
+    model.vit->to(device);
+  }
   const int channels = model.vit ? model.vit->options.in_channels : static_cast<int>(ms.mean.size());
   if (static_cast<std::size_t>(channels) != ms.mean.size()) {
     throw DataError((report.checkpoint.empty() ? std::string("the model") : report.checkpoint) + " takes " +
@@ -135,8 +140,10 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
   const auto images = held_out_images(config, dataset);
   const auto mine = shard(images, world.rank(), world.size());
   const ImageTransform transform{config.selected_channels(), config.meta.center_crop};
-  const auto mean = torch::tensor(std::vector<float>(ms.mean.begin(), ms.mean.end())).view({1, -1, 1, 1});
-  const auto stdev = torch::tensor(std::vector<float>(ms.std.begin(), ms.std.end())).view({1, -1, 1, 1});
+  const auto mean =
+      torch::tensor(std::vector<float>(ms.mean.begin(), ms.mean.end())).view({1, -1, 1, 1}).to(device);
+  const auto stdev =
+      torch::tensor(std::vector<float>(ms.std.begin(), ms.std.end())).view({1, -1, 1, 1}).to(device);
   const std::size_t batch = static_cast<std::size_t>(std::max(1, cls.batch_size_per_gpu));
   const std::size_t batches = (mine.size() + batch - 1) / batch;
 
@@ -163,7 +170,7 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
   {
     torch::NoGradGuard no_grad;
     for (std::size_t b = 0; b < batches; ++b) {
-      torch::Tensor x = *loader.next();
+      torch::Tensor x = loader.next()->to(device);
       if (cls.resize && (x.size(2) != cls.resize_length || x.size(3) != cls.resize_length)) {
         x = F::interpolate(x, F::InterpolateFuncOptions()
                                   .size(std::vector<int64_t>{cls.resize_length, cls.resize_length})
@@ -175,7 +182,7 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
       auto f = model.vit ? model.vit->forward(x) : x.flatten(1);
       if (!model.vit) dim = f.size(1);
       if (cls.normalize) f = F::normalize(f, F::NormalizeFuncOptions().dim(1).p(2));
-      f = f.contiguous();
+      f = f.to(torch::kCPU).contiguous();
       local.insert(local.end(), f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
     }
   }

@@ -42,6 +42,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--output", options.output, "Features file (default {run_dir}/CLS_features/features.h5)");
+  app.add_option("--device", options.device,
+                 "auto (a GPU per local rank if LibTorch sees one), cpu, cuda or cuda:N")
+      ->capture_default_str();
   app.add_flag("--no-csv", no_csv, "Write only the HDF5 file, not the workshop's CSV exports");
   return pcdino::cli::run_command_line(app, argc, argv, [&] {
     options.write_csv = !no_csv;

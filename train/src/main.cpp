@@ -28,6 +28,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--model-dir", rt.output_dir,
                  "Output folder (default {run_dir}/scDINO_ViTs/{dino_vit_name})");
+  app.add_option("--device", rt.device, "auto (a GPU if LibTorch sees one), cpu, cuda or cuda:N")
+      ->capture_default_str();
+  app.add_option("--amp-dtype", rt.amp_dtype,
+                 "Autocast type when use_fp16 is true on a GPU: auto (bfloat16 from compute capability 8.0, "
+                 "else float16 with loss scaling), bfloat16, float16")
+      ->capture_default_str();
   app.add_flag("--no-resume", no_resume, "Start from scratch even if checkpoint.pth exists");
   return pcdino::cli::run_command_line(app, argc, argv, [&] {
     rt.resume = !no_resume;

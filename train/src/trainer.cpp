@@ -19,6 +19,7 @@
 #include "pcdino/core/split.hpp"
 #include "pcdino/train/augment.hpp"
 #include "pcdino/train/checkpoint.hpp"
+#include "pcdino/train/device.hpp"
 #include "pcdino/train/schedules.hpp"
 
 namespace pcdino::train {
@@ -36,8 +37,9 @@ extern "C" void on_stop_signal(int) {
 // One batch of crops: crops[k] is [B, C, S_k, S_k].
 using Batch = std::vector<torch::Tensor>;
 
+// `pinned`: page-locked host memory, so that the copy to a GPU overlaps with compute.
 Batch make_batch(const Dataset& ds, const std::vector<std::size_t>& indices, const ImageTransform& transform,
-                 const MultiCropOptions& crops, std::uint64_t seed, int epoch) {
+                 const MultiCropOptions& crops, std::uint64_t seed, int epoch, bool pinned) {
   std::vector<std::vector<Image>> per_sample;
   for (std::size_t idx : indices) {
     per_sample.push_back(multi_crop(ds.load(idx, transform), crops, sample_seed(seed, epoch, idx)));
@@ -45,7 +47,8 @@ Batch make_batch(const Dataset& ds, const std::vector<std::size_t>& indices, con
   Batch batch;
   for (std::size_t k = 0; k < per_sample.front().size(); ++k) {
     const Image& first = per_sample.front()[k];
-    auto t = torch::empty({static_cast<int64_t>(indices.size()), first.channels, first.height, first.width});
+    auto t = torch::empty({static_cast<int64_t>(indices.size()), first.channels, first.height, first.width},
+                          torch::TensorOptions().pinned_memory(pinned));
     for (std::size_t b = 0; b < per_sample.size(); ++b) {
       std::memcpy(t[static_cast<int64_t>(b)].data_ptr<float>(), per_sample[b][k].data.data(),
                   per_sample[b][k].data.size() * sizeof(float));
@@ -79,6 +82,8 @@ void install_stop_signal_handlers() {
 TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
   const DinoHyperparameters& h = c.train.hyperparameters;
   if (rt.threads > 0) torch::set_num_threads(rt.threads);
+  const torch::Device device = select_device(rt.device, rt.local_rank);
+  const auto amp = h.use_fp16 ? autocast_dtype(device, rt.amp_dtype) : std::nullopt;
   torch::manual_seed(c.meta.seed);
   stop_requested.store(false);
 
@@ -110,6 +115,19 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
   for (auto& p : teacher->parameters()) p.set_requires_grad(false);
   DinoLoss loss(h.out_dim, h.local_crops_number + 2, h.warmup_teacher_temp, h.teacher_temp,
                 h.warmup_teacher_temp_epochs, c.train.epochs);
+  // Models are built on the CPU, so that a seed gives the same initial weights on every device.
+  student->to(device);
+  teacher->to(device);
+  loss.center = loss.center.to(device);
+  GradScaler scaler(amp == torch::kHalf);
+  if (device.is_cuda()) {
+    spdlog::info("training on {} with {}", device.str(),
+                 amp ? std::string("autocast to ") + c10::toString(*amp) +
+                           (scaler.enabled() ? " and loss scaling" : "")
+                     : std::string("float32 (use_fp16 false)"));
+  } else if (h.use_fp16) {
+    spdlog::info("training on the CPU in float32 (use_fp16 applies to GPUs)");
+  }
 
   // No weight decay on biases and norms (utils.get_params_groups: ndim <= 1 or a bias).
   std::vector<torch::Tensor> regularized, not_regularized;
@@ -185,7 +203,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
           std::vector<std::size_t> indices;
           for (std::size_t b = 0; b < static_cast<std::size_t>(batch); ++b)
             indices.push_back(train[perm[it * batch + b]]);
-          return make_batch(ds, indices, transform, crops, c.meta.seed, epoch);
+          return make_batch(ds, indices, transform, crops, c.meta.seed, epoch, device.is_cuda());
         },
         rt.loader_threads, 4);
     double loss_sum = 0;
@@ -206,11 +224,16 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
         total += std::chrono::duration<double>(now - tick).count();
         tick = now;
       };
-      const Batch crops_batch = *loader.next();
+      Batch crops_batch = *loader.next();
+      for (auto& t : crops_batch) t = t.to(device, /*non_blocking=*/true);
       lap(phases.data);
-      const auto teacher_out = teacher->forward(Batch(crops_batch.begin(), crops_batch.begin() + 2));
-      const auto student_out = student->forward(crops_batch);
-      const auto value = loss(student_out, teacher_out, epoch);
+      torch::Tensor value;
+      {
+        const AutocastGuard autocast(amp);
+        const auto teacher_out = teacher->forward(Batch(crops_batch.begin(), crops_batch.begin() + 2));
+        const auto student_out = student->forward(crops_batch);
+        value = loss(student_out, teacher_out, epoch);
+      }
       const double l = value.item<double>();
       lap(phases.forward);
       if (!std::isfinite(l)) {
@@ -219,11 +242,13 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
                         ": stopping training (lower lr or use clip_grad)");
       }
       optimizer.zero_grad();
-      value.backward();
+      scaler.scale(value).backward();
       lap(phases.backward);
+      const bool finite = scaler.unscale(student->parameters());
       if (h.clip_grad > 0) clip_gradients(*student, h.clip_grad);
       cancel_gradients_last_layer(epoch, student, h.freeze_last_layer);
-      optimizer.step();
+      if (finite) optimizer.step();  // a float16 overflow skips the step, as GradScaler.step does
+      scaler.update(!finite);
       ema_update(*teacher, *student, momentum);
       lap(phases.update);
       loss_sum += l;

@@ -4,7 +4,9 @@
 //    "teacher": {"backbone.cls_token": ..., "head.mlp.0.weight": ...},
 //    "optimizer": uint8 tensor (LibTorch's own archive of the AdamW state: exact resume in C++),
 //    "epoch": epochs finished, "iteration": iterations done in the next epoch (0 at an epoch's end),
-//    "dino_loss": {"center": [1, out_dim]}, "rng_state": the CPU generator's state, "args": {key: value}}
+//    "dino_loss": {"center": [1, out_dim]}, "rng_state": the CPU generator's state,
+//    "cuda_rng_state": the GPU's (trained on a GPU), "args": {key: value}}
+// Tensors are stored on the host whatever device trained them; loading puts them on the modules' device.
 #pragma once
 
 #include <torch/torch.h>

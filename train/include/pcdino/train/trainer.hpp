@@ -17,8 +17,11 @@ struct TrainRuntime {
   bool resume = true;          ///< continue from checkpoint.pth in the output folder if there is one
   long long limit_images = 0;  ///< train on the first N images of the training split (0: all)
   long long stop_after_iterations =
-      0;                   ///< checkpoint and stop after this many iterations, as on SIGTERM (tests)
-  std::string output_dir;  ///< "" = {run_dir}/scDINO_ViTs/{dino_vit_name}
+      0;                           ///< checkpoint and stop after this many iterations, as on SIGTERM (tests)
+  std::string output_dir;          ///< "" = {run_dir}/scDINO_ViTs/{dino_vit_name}
+  std::string device = "auto";     ///< auto, cpu, cuda, cuda:N (select_device in device.hpp)
+  std::string amp_dtype = "auto";  ///< use_fp16's autocast type on GPUs: auto, bfloat16, float16
+  int local_rank = 0;              ///< this process's rank on its node (picks the GPU for "cuda")
 };
 
 struct TrainReport {

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Training throughput of `pcdino train` on one GPU (DINO, vit_tiny, patch 4, 28-px global and six 16-px
+# local crops, out_dim 4096, batch BATCH) in float32 and under bfloat16 / float16 autocast (use_fp16),
+# against the same step in the PyTorch installed there (bench/baseline_dino_step.py --device cuda) as
+# the baseline. Each pcdino row trains 2 epochs of STEPS iterations and reports the second (warm) one;
+# its time includes loading and augmenting Fashion-MNIST on LOADER_THREADS threads, the baseline's crops
+# are random tensors already on the GPU.
+#
+# usage: bench/train_gpu.sh [BUILD_DIR]    environment: STEPS (40), BATCH (256), LOADER_THREADS (14),
+#                                          PYTHON (python3: the interpreter with the GPU PyTorch),
+#                                          FMNIST_SOURCE (the IDX files, default Debian's)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="${1:-$ROOT/build}"
+PCDINO="$BUILD/cli/pcdino"
+W="$BUILD/bench-work/train-gpu"
+STEPS=${STEPS:-40} BATCH=${BATCH:-256} LOADER_THREADS=${LOADER_THREADS:-14} PYTHON=${PYTHON:-python3}
+export PCDINO_LOG_LEVEL=warn
+mkdir -p "$W"
+
+[ -d "$W/fmnist" ] || "$PCDINO" dataset import --source "${FMNIST_SOURCE:-/usr/share/datasets/fashion-mnist}" --out "$W/fmnist" --split all --threads "$(nproc)" >/dev/null
+cat >"$W/pipeline.yaml" <<YAML
+meta:
+  name_of_run: bench
+  output_dir: "$W/out"
+  dataset_dir: "$W/fmnist"
+train_scDINO:
+  fraction_for_mean_std_calc: 1.0
+  epochs: 2
+  batch_size_per_gpu: $BATCH
+  hyperparameters:
+    arch: vit_tiny
+    patch_size: 4
+    out_dim: 4096
+    global_crops_size: 28
+    local_crops_size: 16
+    local_crops_number: 6
+    warmup_epochs: 0
+    warmup_teacher_temp_epochs: 0
+YAML
+[ -f "$W/out/bench/mean_and_std_of_dataset.txt" ] || "$PCDINO" meanstd -c "$W/pipeline.yaml" >/dev/null
+
+row() {  # row CASE AMP SECONDS_PER_STEP [baseline]
+  local rate ratio
+  rate=$(awk -v s="$3" -v b="$BATCH" 'BEGIN { printf "%.0f", b / s }')
+  [ "${4:-}" = baseline ] && BASE=$rate
+  ratio=$(awk -v r="$rate" -v b="${BASE:-0}" 'BEGIN { if (b > 0) printf "%.2fx", r / b; else print "-" }')
+  printf '%-22s %-9s %8s %9s %8s\n' "$1" "$2" "$3" "$rate" "$ratio"
+}
+
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+echo "# bench/train_gpu.sh on $gpu, $(date -u +%F), $("$PCDINO" --version | head -1), torch $("$PYTHON" -c 'import torch; print(torch.__version__)'), batch $BATCH"
+printf '%-22s %-9s %8s %9s %8s\n' case autocast s/step images/s "vs base"
+for amp in none bfloat16 float16; do
+  s=$("$PYTHON" "$ROOT/bench/baseline_dino_step.py" --device cuda --amp "$amp" --batch "$BATCH" \
+      --steps "$STEPS" --warmup 5 --threads 8 2>/dev/null)
+  if [ "$amp" = none ]; then row "python step (baseline)" float32 "$s" baseline; else row "python step" "$amp" "$s"; fi
+done
+for amp in none bfloat16 float16; do
+  model="$W/model-$amp"
+  rm -rf "$model"
+  fp16=true; [ "$amp" = none ] && fp16=false
+  "$PCDINO" train -c "$W/pipeline.yaml" --set "train_scDINO.hyperparameters.use_fp16=$fp16" \
+    --amp-dtype "${amp/none/auto}" --loader-threads "$LOADER_THREADS" --limit-images $((STEPS * BATCH)) \
+    --model-dir "$model" --no-resume
+  s=$(tail -n 1 "$model/metrics.jsonl" | "$PYTHON" -c 'import json,sys; print("%.4f" % ('"$BATCH"' / json.load(sys.stdin)["images_per_second"]))')
+  row "pcdino train" "${amp/none/float32}" "$s"
+  tail -n 1 "$model/metrics.jsonl" | "$PYTHON" -c '
+import json, sys
+m = json.load(sys.stdin)
+print("  (loss %.3f; per step: " % m["loss"] + ", ".join("%s %.4f s" % kv for kv in m["seconds_per_step"].items()) + ")")'
+done

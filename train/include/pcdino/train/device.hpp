@@ -1,0 +1,64 @@
+// Where training and extraction run (CPU or one CUDA device per local rank) and mixed precision on GPUs
+// (the reference's use_fp16: torch.cuda.amp.autocast with a GradScaler).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pcdino::train {
+
+/// Resolves a --device value: "cpu"; "cuda" (device local_rank % device_count, one GPU per local rank
+/// as Slurm's --gpus-per-task or a CUDA_VISIBLE_DEVICES per rank leave them); "cuda:N"; "auto" (CUDA as
+/// "cuda" when LibTorch sees a GPU, else CPU). Throws ConfigError naming --device for another value, or
+/// for CUDA when this LibTorch has no CUDA or the machine no GPU.
+torch::Device select_device(const std::string& spec, int local_rank);
+
+/// The autocast type for use_fp16 on `device`: "auto" gives bfloat16 on GPUs of compute capability
+/// >= 8.0 (no loss scaling needed) and float16 below; "bfloat16" and "float16" force one. nullopt on a
+/// CPU (training there stays in float32). Throws ConfigError naming --amp-dtype for another value.
+std::optional<torch::ScalarType> autocast_dtype(const torch::Device& device, const std::string& spec);
+
+/// CUDA autocast of the forward pass in `dtype` while alive (nothing when dtype is nullopt); clears
+/// autocast's weight cache on exit, as torch.autocast's __exit__ does.
+class AutocastGuard {
+ public:
+  explicit AutocastGuard(std::optional<torch::ScalarType> dtype);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  bool enabled_ = false;
+};
+
+/// Dynamic loss scaling for float16 (torch.cuda.amp.GradScaler's defaults: initial scale 2^16, growth
+/// x2 after 2000 steps without overflow, backoff x0.5 on an overflow, which skips that step). Disabled,
+/// it multiplies by 1 and never skips.
+class GradScaler {
+ public:
+  explicit GradScaler(bool enabled, double init_scale = 65536.0, double growth_factor = 2.0,
+                      double backoff_factor = 0.5, int growth_interval = 2000);
+
+  /// loss * scale (the loss itself when disabled).
+  torch::Tensor scale(const torch::Tensor& loss) const;
+
+  /// Divides the gradients of `params` by the scale in place; returns false if any is inf or NaN
+  /// (the step must then be skipped). Call before clipping, as the reference's unscale_().
+  bool unscale(const std::vector<torch::Tensor>& params) const;
+
+  /// Adapts the scale after a step: backoff if `found_inf`, growth after growth_interval good steps.
+  void update(bool found_inf);
+
+  bool enabled() const { return enabled_; }
+  double current_scale() const { return scale_; }
+
+ private:
+  bool enabled_;
+  double scale_, growth_factor_, backoff_factor_;
+  int growth_interval_, good_steps_ = 0;
+};
+
+}  // namespace pcdino::train

@@ -1,0 +1,130 @@
+#include "pcdino/train/device.hpp"
+
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
+
+#include <cmath>
+
+#include "pcdino/core/error.hpp"
+
+#ifdef PCDINO_WITH_CUDART
+#include <cuda_runtime_api.h>
+#endif
+
+namespace pcdino::train {
+
+namespace {
+
+// Autocast's C++ switches were per device type from LibTorch 2.4 on; 1.13 (Debian 12) has CUDA-only ones.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+void set_cuda_autocast(bool enabled, at::ScalarType dtype) {
+  at::autocast::set_autocast_enabled(at::kCUDA, enabled);
+  if (enabled) at::autocast::set_autocast_dtype(at::kCUDA, dtype);
+}
+#else
+void set_cuda_autocast(bool enabled, at::ScalarType dtype) {
+  at::autocast::set_enabled(enabled);
+  if (enabled) at::autocast::set_autocast_gpu_dtype(dtype);
+}
+#endif
+
+// Compute capability major of CUDA device `index` (0 when unknown: built without the CUDA runtime).
+int compute_capability_major(int index) {
+#ifdef PCDINO_WITH_CUDART
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) == cudaSuccess) return major;
+#else
+  (void)index;
+#endif
+  return 0;
+}
+
+}  // namespace
+
+torch::Device select_device(const std::string& spec, int local_rank) {
+  const bool have_cuda = torch::cuda::is_available();
+  if (spec == "cpu" || (spec == "auto" && !have_cuda)) return torch::Device(torch::kCPU);
+  if (spec != "auto" && spec != "cuda" && spec.rfind("cuda:", 0) != 0) {
+    throw ConfigError("--device '" + spec + "': expected auto, cpu, cuda or cuda:N");
+  }
+  if (!have_cuda) {
+    throw ConfigError("--device " + spec +
+                      ": no CUDA device is visible to this LibTorch (a CPU-only build, no GPU on this node, "
+                      "or CUDA_VISIBLE_DEVICES empty); use --device cpu");
+  }
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  int index = local_rank % count;
+  if (spec.rfind("cuda:", 0) == 0) {
+    try {
+      std::size_t used = 0;
+      index = std::stoi(spec.substr(5), &used);
+      if (used != spec.size() - 5) throw std::invalid_argument(spec);
+    } catch (const std::exception&) {
+      throw ConfigError("--device '" + spec + "': the device index is not a number");
+    }
+    if (index < 0 || index >= count) {
+      throw ConfigError("--device " + spec + ": this node has " + std::to_string(count) + " CUDA device(s)");
+    }
+  }
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(index)};
+}
+
+std::optional<torch::ScalarType> autocast_dtype(const torch::Device& device, const std::string& spec) {
+  if (spec != "auto" && spec != "bfloat16" && spec != "float16") {
+    throw ConfigError("--amp-dtype '" + spec + "': expected auto, bfloat16 or float16");
+  }
+  if (!device.is_cuda()) return std::nullopt;
+  if (spec == "bfloat16") return torch::kBFloat16;
+  if (spec == "float16") return torch::kHalf;
+  // Ampere and later have bfloat16 tensor cores; without the CUDA runtime to ask, assume a current GPU.
+  const int major = compute_capability_major(device.index());
+  return major == 0 || major >= 8 ? torch::kBFloat16 : torch::kHalf;
+}
+
+AutocastGuard::AutocastGuard(std::optional<torch::ScalarType> dtype) : enabled_(dtype.has_value()) {
+  if (enabled_) set_cuda_autocast(true, *dtype);
+}
+
+AutocastGuard::~AutocastGuard() {
+  if (!enabled_) return;
+  set_cuda_autocast(false, torch::kFloat);
+  at::autocast::clear_cache();
+}
+
+GradScaler::GradScaler(bool enabled, double init_scale, double growth_factor, double backoff_factor,
+                       int growth_interval)
+    : enabled_(enabled),
+      scale_(enabled ? init_scale : 1.0),
+      growth_factor_(growth_factor),
+      backoff_factor_(backoff_factor),
+      growth_interval_(growth_interval) {}
+
+torch::Tensor GradScaler::scale(const torch::Tensor& loss) const {
+  return enabled_ ? loss * scale_ : loss;
+}
+
+bool GradScaler::unscale(const std::vector<torch::Tensor>& params) const {
+  if (!enabled_) return true;
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> finite;
+  for (const auto& p : params) {
+    if (!p.grad().defined()) continue;
+    p.grad().mul_(1.0 / scale_);
+    finite.push_back(torch::isfinite(p.grad()).all());
+  }
+  // One device-to-host copy for all parameters rather than one per parameter.
+  return finite.empty() || torch::stack(finite).all().item<bool>();
+}
+
+void GradScaler::update(bool found_inf) {
+  if (!enabled_) return;
+  if (found_inf) {
+    scale_ *= backoff_factor_;
+    good_steps_ = 0;
+  } else if (++good_steps_ == growth_interval_) {
+    scale_ *= growth_factor_;
+    good_steps_ = 0;
+  }
+}
+
+}  // namespace pcdino::train
