@@ -60,7 +60,6 @@ void add_all_commands(CLI::App& app) {
   add_external(app, "extract", "pcdino-extract",
                "CLS features of the held-out split to HDF5 (MPI; runs pcdino-extract)", "#6");
   add_downstream_commands(app);
-  add_unavailable(app, "plots", "UMAP, training curves, kNN plots and index.html", "#6");
 
   add_unavailable(app, "submit", "Submit the whole pipeline as a Slurm dependency chain", "#7");
   add_unavailable(app, "status", "State of a submitted pipeline's jobs", "#7");

@@ -8,10 +8,15 @@
 #include "common.hpp"
 #include "pcdino/pipelines/knn.hpp"
 #include "pcdino/pipelines/labels.hpp"
+#include "pcdino/pipelines/plots.hpp"
 
 namespace pcdino::cli {
 
 namespace {
+struct PlotsArgs {
+  ConfigOptions config;
+  PlotsOptions plots;
+};
 struct KnnArgs {
   ConfigOptions config;
   KnnOptions search;
@@ -58,6 +63,25 @@ void add_downstream_commands(CLI::App& app) {
         "{} queries against a bank of {} in {:.2f} s ({:.0f} queries/s over all k); best k = {}; wrote {} "
         "and {}",
         r.queries, r.bank, r.seconds, r.queries_per_second, r.best_k, r.text_file, r.json_file);
+  });
+
+  auto plots = std::make_shared<PlotsArgs>();
+  CLI::App* p = app.add_subcommand(
+      "plots",
+      "UMAP of the CLS features, training curves, kNN accuracy and confusion matrix (gnuplot; PNG and SVG) "
+      "and plots/index.html");
+  add_config_options(p, plots->config);
+  p->add_option("--features", plots->plots.features_file,
+                "Features file (default {run_dir}/CLS_features/features.h5)");
+  p->add_option("--training-log", plots->plots.training_log,
+                "Training log (default {run_dir}/scDINO_ViTs/{dino_vit_name}/log.txt)");
+  p->add_option("--gnuplot", plots->plots.gnuplot, "The gnuplot program")->capture_default_str();
+  p->callback([plots] {
+    const PipelineConfig config = plots->config.load();
+    const PlotsReport r = run_plots_stage(config, plots->plots);
+    for (const auto& s : r.skipped) spdlog::warn("not drawn: {}", s);
+    spdlog::info("UMAP of {} points in {:.1f} s; {} plots in {}; open {}", r.points, r.umap_seconds,
+                 r.plots.size(), r.directory, r.index_html);
   });
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Integration: the downstream tail on a small real dataset (8x8 TIFFs written by tifffile): mean/std, a
-# one-epoch training run, CLS features with 1 and 2 MPI ranks (equal rows), labels, kNN, for a trained and
+# one-epoch training run, CLS features with 1 and 2 MPI ranks (equal rows), labels, kNN, plots, for a trained and
 # a randomly initialised network; and the stages' answers to bad input (exit codes and messages).
 source "$(dirname "$0")/../lib/assert.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
@@ -39,6 +39,9 @@ downstream_analyses:
     global:
       n_neighbors: [1, 5, 20]
       temperature: 0.1
+  umap_eval:
+    n_neighbors: 10
+    epochs: 50
 YAML
 RUN="$W/out/tail"
 
@@ -81,6 +84,26 @@ assert all(0 <= r['top1'] <= r['top2'] <= r['top5'] <= 100 for r in j['results']
 assert sum(map(sum, j['confusion_matrix']['counts'])) == 6
 print(j['results'][0]['top1'])"
 assert_rc 0 "knn.json holds every k, the split sizes and the confusion matrix ($OUT)"
+
+run "$PCDINO_BIN" plots -c "$W/pipeline.yaml"
+assert_rc 0 "plots"
+for plot in umap training knn_accuracy confusion_matrix; do
+  [ "$(head -c 4 "$RUN/plots/$plot.png" | od -An -c | tr -d ' ')" = "211PNG" ] || fail "$plot.png is not a PNG"
+  grep -q "<svg" "$RUN/plots/$plot.svg" || fail "$plot.svg is not an SVG"
+  grep -q "src=\"$plot.png\"" "$RUN/plots/index.html" || fail "index.html does not show $plot.png"
+done
+[ "$(wc -l <"$RUN/plots/umap.csv")" = 31 ] || fail "umap.csv: a header and one row per held-out image"
+assert_contains "$(cat "$RUN/plots/index.html")" "-NN: top-1" "index.html gives the best kNN accuracy"
+ls "$RUN/plots" | grep -q "tmp" && fail "temporary files left in plots/"
+run "$PCDINO_BIN" plots -c "$W/pipeline.yaml" --gnuplot /nonexistent/gnuplot
+assert_rc 69 "no gnuplot"
+assert_contains "$ERR" "gnuplot-nox" "the message says what to install"
+run "$PCDINO_BIN" plots -c "$W/pipeline.yaml" --set downstream_analyses.umap_eval.n_components=3
+assert_rc 78 "a 3-D UMAP for a 2-D plot"
+assert_contains "$ERR" "umap_eval.n_components" "the message names the key"
+run "$PCDINO_BIN" plots -c "$W/pipeline.yaml" --set downstream_analyses.umap_eval.n_neighbors=40
+assert_rc 65 "more UMAP neighbours than features"
+assert_contains "$ERR" "features.h5 has 30 rows" "the message names the file and its rows"
 
 run "$PCDINO_BIN" extract -c "$W/pipeline.yaml" --random-init --threads 1 --output "$W/random.h5"
 assert_rc 0 "extract with a randomly initialised ViT"

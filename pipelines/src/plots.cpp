@@ -1,0 +1,384 @@
+#include "pcdino/pipelines/plots.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
+#include "pcdino/pipelines/features.hpp"
+#include "pcdino/pipelines/umap.hpp"
+
+extern char** environ;
+
+namespace pcdino {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// A gnuplot single-quoted string: no escapes but '' for a quote.
+std::string gp_string(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string html_escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// Matplotlib's tab10 for up to ten classes (what scDINO's seaborn plots use), evenly spaced hues beyond.
+std::string class_colour(std::size_t c, std::size_t classes) {
+  static const char* tab10[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  if (classes <= 10) return tab10[c];
+  const double h = 6.0 * static_cast<double>(c) / static_cast<double>(classes);
+  const double x = 1 - std::fabs(std::fmod(h, 2.0) - 1);
+  double r = 0, g = 0, b = 0;
+  switch (static_cast<int>(h)) {
+    case 0:
+      r = 1, g = x;
+      break;
+    case 1:
+      r = x, g = 1;
+      break;
+    case 2:
+      g = 1, b = x;
+      break;
+    case 3:
+      g = x, b = 1;
+      break;
+    case 4:
+      r = x, b = 1;
+      break;
+    default:
+      r = 1, b = x;
+  }
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", static_cast<int>(r * 200), static_cast<int>(g * 200),
+                static_cast<int>(b * 200));
+  return buf;
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(digits) << v;
+  return s.str();
+}
+
+struct Renderer {
+  std::string gnuplot, dir;
+  PlotsReport* report;
+
+  // Renders `body` (gnuplot commands ending in a plot) to NAME.png and NAME.svg, each under a
+  // temporary name first.
+  void operator()(const std::string& name, const std::string& body, int width = 900, int height = 700) const {
+    const std::string png = (fs::path(dir) / (name + ".png")).string();
+    const std::string svg = (fs::path(dir) / (name + ".svg")).string();
+    const std::string png_part = temporary_name(png), svg_part = temporary_name(svg);
+    const std::string size = std::to_string(width) + "," + std::to_string(height);
+    std::string script = "set terminal pngcairo size " + size + " noenhanced font 'sans,11'\n";
+    script += "set output " + gp_string(png_part) + "\n" + body + "\n";
+    script += "set terminal svg size " + size + " noenhanced font 'sans,11' background '#ffffff'\n";
+    script += "set output " + gp_string(svg_part) + "\nreplot\nunset output\n";
+    run_gnuplot(gnuplot, dir, script);
+    rename_into_place(png_part, png);
+    rename_into_place(svg_part, svg);
+    report->plots.push_back(png);
+  }
+};
+
+struct EpochRow {
+  int epoch;
+  double loss, lr;
+};
+
+std::vector<EpochRow> read_training_log(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<EpochRow> rows;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      const json j = json::parse(line);
+      rows.push_back(
+          {j.at("epoch").get<int>(), j.at("train_loss").get<double>(), j.at("train_lr").get<double>()});
+    } catch (const json::exception& e) {
+      throw DataError(path + ":" + std::to_string(number) +
+                      ": not a training log line with epoch, train_loss and train_lr (" + e.what() + ")");
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+void run_gnuplot(const std::string& gnuplot, const std::string& dir, const std::string& script) {
+  const std::string script_file = (fs::path(dir) / ".plot.gp").string();
+  const std::string errors_file = (fs::path(dir) / ".plot.err").string();
+  write_file_atomic(script_file, script);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, errors_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  std::vector<char*> argv = {const_cast<char*>(gnuplot.c_str()), const_cast<char*>(script_file.c_str()),
+                             nullptr};
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, gnuplot.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    throw Error(ExitCode::kUnavailable,
+                "cannot run '" + gnuplot + "' (" + std::strerror(rc) +
+                    "): the plots stage needs gnuplot (Debian: apt install gnuplot-nox)");
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const std::string errors = read_file(errors_file, "gnuplot's messages");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw Error(ExitCode::kSoftware, "gnuplot failed on " + script_file + ": " + errors);
+  }
+  fs::remove(script_file);
+  fs::remove(errors_file);
+}
+
+PlotsReport run_plots_stage(const PipelineConfig& config, const PlotsOptions& options) {
+  const fs::path run_dir(config.run_dir());
+  const auto& u = config.downstream.umap_eval;
+  if (u.n_components != 2) {
+    throw ConfigError(config.source + ": downstream_analyses.umap_eval.n_components is " +
+                      std::to_string(u.n_components) + "; the plots stage draws 2-D embeddings (use 2)");
+  }
+  const std::string features_file = options.features_file.empty()
+                                        ? (run_dir / kFeaturesDir / kFeaturesFile).string()
+                                        : options.features_file;
+  const std::string log_file =
+      options.training_log.empty()
+          ? (run_dir / "scDINO_ViTs" / config.train.dino_vit_name / "log.txt").string()
+          : options.training_log;
+  const std::string knn_file = (run_dir / "kNN" / "knn.json").string();
+
+  PlotsReport report;
+  report.directory = (run_dir / "plots").string();
+  make_directories(report.directory);
+  const Renderer render{options.gnuplot, report.directory, &report};
+
+  // UMAP of the features.
+  const FeatureSet set = read_features(features_file);
+  if (set.labels.size() != set.rows)
+    throw DataError(features_file + ": no labels for the " + std::to_string(set.rows) + " rows");
+  if (set.rows < static_cast<std::size_t>(u.n_neighbors)) {
+    throw DataError(features_file + " has " + std::to_string(set.rows) +
+                    " rows, fewer than downstream_analyses.umap_eval.n_neighbors (" +
+                    std::to_string(u.n_neighbors) + ")");
+  }
+  UmapOptions uo;
+  uo.n_neighbors = u.n_neighbors, uo.min_dist = u.min_dist, uo.spread = u.spread, uo.metric = u.metric;
+  uo.epochs = u.epochs, uo.random_state = static_cast<std::uint64_t>(u.random_state);
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<float> xy = umap_embed(set.features, set.rows, set.dim, uo);
+  report.umap_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.points = set.rows;
+
+  const std::size_t classes = set.class_names.size();
+  std::string csv = "x,y,class,path\n", dat;
+  std::vector<std::size_t> count(classes, 0);
+  for (std::size_t i = 0; i < set.rows; ++i) {
+    csv += fixed(xy[2 * i], 5) + "," + fixed(xy[2 * i + 1], 5) + "," + set.class_names[set.labels[i]] + "," +
+           set.paths[i] + "\n";
+    ++count[static_cast<std::size_t>(set.labels[i])];
+  }
+  std::string plot = "plot ";
+  int block = 0;
+  for (std::size_t c = 0; c < classes; ++c) {
+    if (count[c] == 0) continue;
+    for (std::size_t i = 0; i < set.rows; ++i) {
+      if (static_cast<std::size_t>(set.labels[i]) == c)
+        dat += fixed(xy[2 * i], 4) + " " + fixed(xy[2 * i + 1], 4) + "\n";
+    }
+    dat += "\n\n";  // a new data block (gnuplot's "index")
+    plot += std::string(block > 0 ? ", \\\n     " : "") + "'umap.dat' index " + std::to_string(block) +
+            " with points pt 7 ps 0.35 lc rgb '" + class_colour(c, classes) +
+            "' notitle, \\\n     NaN with points pt 7 ps 1.6 lc rgb '" + class_colour(c, classes) +
+            "' title " +
+            gp_string(set.class_names[c] + " (" + std::to_string(count[c]) + ")");  // a legible legend marker
+    ++block;
+  }
+  write_file_atomic((fs::path(report.directory) / "umap.csv").string(), csv);
+  write_file_atomic((fs::path(report.directory) / "umap.dat").string(), dat);
+  const std::string model = set.checkpoint_key == "random" ? "randomly initialised " + set.arch
+                            : set.checkpoint_key == "raw_pixels"
+                                ? std::string("raw pixels")
+                                : set.arch + " " + set.checkpoint_key +
+                                      (set.epoch >= 0 ? ", epoch " + std::to_string(set.epoch) : "");
+  render("umap",
+         "cd " + gp_string(report.directory) + "\nset title " +
+             gp_string("UMAP of the CLS features: " + config.meta.name_of_run + " (" + model + ", " +
+                       std::to_string(set.rows) + " held-out images)") +
+             "\nset xlabel 'UMAP 1'\nset ylabel 'UMAP 2'\nset key outside right top box\n" + "set grid\n" +
+             plot,
+         1100, 800);
+
+  // Training curves.
+  std::vector<EpochRow> epochs;
+  if (fs::exists(log_file)) epochs = read_training_log(log_file);
+  if (!epochs.empty()) {
+    std::string rows;
+    for (const auto& r : epochs)
+      rows += std::to_string(r.epoch) + " " + fixed(r.loss, 6) + " " + std::to_string(r.lr) + "\n";
+    write_file_atomic((fs::path(report.directory) / "training.dat").string(), rows);
+    render("training",
+           "cd " + gp_string(report.directory) + "\nset title " +
+               gp_string("DINO training: " + config.meta.name_of_run) + "\nset xlabel 'epoch'\n" +
+               std::string(epochs.size() <= 30 ? "set xtics 1\n" : "") +
+               "set ylabel 'train loss'\nset y2label 'learning rate'\n"
+               "set ytics nomirror\nset y2tics\nset format y2 '%.1e'\nset grid\nset key top right\n"
+               "plot 'training.dat' using 1:2 with linespoints pt 7 lw 2 lc rgb '#1f77b4' title 'train loss' "
+               "axes x1y1, \\\n"
+               "     'training.dat' using 1:3 with lines lw 2 dt 2 lc rgb '#ff7f0e' title 'learning rate' "
+               "axes x1y2");
+  } else {
+    report.skipped.push_back("training curves: no epochs in " + log_file);
+  }
+
+  // kNN accuracy and the confusion matrix.
+  json knn;
+  if (fs::exists(knn_file)) {
+    try {
+      knn = json::parse(read_file(knn_file, "kNN results"));
+      std::string rows;
+      for (const auto& r : knn.at("results")) {
+        rows += std::to_string(r.at("k").get<int>()) + " " + fixed(r.at("top1").get<double>(), 4) + " " +
+                fixed(r.at("top5").get<double>(), 4) + "\n";
+      }
+      write_file_atomic((fs::path(report.directory) / "knn.dat").string(), rows);
+      render("knn_accuracy", "cd " + gp_string(report.directory) + "\nset title " +
+                                 gp_string("Weighted kNN on the CLS features (T = " +
+                                           fixed(knn.at("temperature").get<double>(), 2) + ")") +
+                                 "\nset xlabel 'k (neighbours)'\nset ylabel 'accuracy (%)'\nset logscale x\n"
+                                 "set grid\nset key bottom right\nset yrange [0:100]\n"
+                                 "plot 'knn.dat' using 1:2 with linespoints pt 7 lw 2 title 'top-1', \\\n"
+                                 "     'knn.dat' using 1:3 with linespoints pt 5 lw 2 title 'top-5'");
+      const auto& counts = knn.at("confusion_matrix").at("counts");
+      const auto names = knn.at("class_names").get<std::vector<std::string>>();
+      std::string matrix, labels, tics;
+      for (std::size_t r = 0; r < counts.size(); ++r) {
+        for (std::size_t c = 0; c < counts[r].size(); ++c) {
+          matrix += (c ? " " : "") + std::to_string(counts[r][c].get<long>());
+          labels += std::to_string(c) + " " + std::to_string(r) + " " +
+                    std::to_string(counts[r][c].get<long>()) + "\n";
+        }
+        matrix += "\n";
+      }
+      for (std::size_t c = 0; c < names.size(); ++c)
+        tics += std::string(c ? ", " : "") + gp_string(names[c]) + " " + std::to_string(c);
+      write_file_atomic((fs::path(report.directory) / "confusion.dat").string(), matrix);
+      write_file_atomic((fs::path(report.directory) / "confusion_labels.dat").string(), labels);
+      const auto n = static_cast<double>(names.size());
+      render("confusion_matrix",
+             "cd " + gp_string(report.directory) + "\nset title " +
+                 gp_string("Confusion matrix of the " + std::to_string(knn.at("best_k").get<int>()) +
+                           "-NN classifier (" + std::to_string(knn.at("queries").get<long>()) + " queries)") +
+                 "\nset xlabel 'predicted class'\nset ylabel 'true class'\nset xtics (" + tics +
+                 ") rotate by 45 right\n"
+                 "set ytics (" +
+                 tics + ")\nset xrange [-0.5:" + fixed(n - 0.5, 1) + "]\nset yrange [" + fixed(n - 0.5, 1) +
+                 ":-0.5]\nset palette defined (0 '#ffffff', 1 '#08306b')\nset cblabel 'images'\nunset key\n"
+                 "plot 'confusion.dat' matrix with image, \\\n"
+                 "     'confusion_labels.dat' using 1:2:(sprintf('%d', $3)) with labels font 'sans,9'",
+             950, 850);
+    } catch (const json::exception& e) {
+      throw DataError(knn_file + ": not the kNN stage's knn.json (" + e.what() + ")");
+    }
+  } else {
+    report.skipped.push_back("kNN plots: no " + knn_file + " (run pcdino knn first)");
+  }
+
+  // index.html: every plot and the key numbers.
+  std::ostringstream html;
+  html << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>pcdino: "
+       << html_escaped(config.meta.name_of_run)
+       << "</title>\n<style>body{font-family:sans-serif;max-width:1150px;margin:2em auto;color:#222}"
+          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 10px;text-align:left}"
+          "img{max-width:100%;border:1px solid #ddd}figure{margin:2em 0}</style></head><body>\n"
+       << "<h1>pcdino run " << html_escaped(config.meta.name_of_run) << "</h1>\n<table>\n";
+  const auto row = [&html](const std::string& k, const std::string& v) {
+    html << "<tr><th>" << html_escaped(k) << "</th><td>" << html_escaped(v) << "</td></tr>\n";
+  };
+  row("features", features_file + " (" + std::to_string(set.rows) + " x " + std::to_string(set.dim) + ")");
+  row("model", model + (set.checkpoint.empty() ? "" : " from " + set.checkpoint));
+  if (!epochs.empty()) {
+    row("training", std::to_string(epochs.size()) + " epochs logged; loss " + fixed(epochs.front().loss, 4) +
+                        " (epoch " + std::to_string(epochs.front().epoch) + ") to " +
+                        fixed(epochs.back().loss, 4) + " (epoch " + std::to_string(epochs.back().epoch) +
+                        ")");
+  }
+  if (!knn.is_null()) {
+    for (const auto& r : knn.at("results")) {
+      if (r.at("k").get<int>() == knn.at("best_k").get<int>()) {
+        row("kNN (best k)", std::to_string(r.at("k").get<int>()) + "-NN: top-1 " +
+                                fixed(r.at("top1").get<double>(), 2) + "%, top-5 " +
+                                fixed(r.at("top5").get<double>(), 2) + "% (bank " +
+                                std::to_string(knn.at("bank").get<long>()) + ", queries " +
+                                std::to_string(knn.at("queries").get<long>()) + ") from " +
+                                knn.at("features_file").get<std::string>());
+      }
+    }
+  }
+  row("UMAP", "n_neighbors " + std::to_string(u.n_neighbors) + ", min_dist " + fixed(u.min_dist, 2) +
+                  ", spread " + fixed(u.spread, 2) + ", metric " + u.metric + ", epochs " +
+                  std::to_string(u.epochs) + ", random_state " + std::to_string(u.random_state));
+  html << "</table>\n";
+  const std::pair<const char*, const char*> figures[] = {
+      {"umap", "UMAP of the held-out images' CLS features, coloured by class."},
+      {"training", "Training loss and learning rate per epoch (log.txt)."},
+      {"knn_accuracy", "Weighted kNN accuracy against k."},
+      {"confusion_matrix", "Confusion matrix of the best k: rows are true classes, columns predictions."}};
+  for (const auto& [name, caption] : figures) {
+    if (!fs::exists(fs::path(report.directory) / (std::string(name) + ".png"))) continue;
+    html << "<figure><img src=\"" << name << ".png\" alt=\"" << caption << "\"><figcaption>" << caption
+         << " <a href=\"" << name << ".svg\">SVG</a></figcaption></figure>\n";
+  }
+  for (const auto& s : report.skipped) html << "<p>Not drawn: " << html_escaped(s) << "</p>\n";
+  html << "</body></html>\n";
+  report.index_html = (fs::path(report.directory) / "index.html").string();
+  write_file_atomic(report.index_html, html.str());
+  return report;
+}
+
+}  // namespace pcdino
