@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/launch_env.hpp"
 
 namespace pcdino {
 namespace {
@@ -25,7 +26,7 @@ MpiWorld::MpiWorld() {
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
     // MPI can be initialised once per process: finalise at exit, not when this object goes away, so
     // that a test (or a program running two stages) can create several worlds.
     std::atexit([] {
@@ -36,7 +37,7 @@ MpiWorld::MpiWorld() {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  local_rank_ = env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("SLURM_LOCALID", env_int("LOCAL_RANK", 0)));
+  local_rank_ = launch_env().local_rank;
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
   if (node != MPI_COMM_NULL) {
@@ -88,6 +89,12 @@ std::vector<std::string> MpiWorld::gather(const std::string& value) const {
 long long MpiWorld::allreduce_max(long long value) const {
   long long out = value;
   MPI_Allreduce(&value, &out, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  return out;
+}
+
+double MpiWorld::allreduce_sum(double value) const {
+  double out = value;
+  MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   return out;
 }
 

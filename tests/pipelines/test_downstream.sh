@@ -94,7 +94,7 @@ for plot in umap training knn_accuracy confusion_matrix; do
 done
 [ "$(wc -l <"$RUN/plots/umap.csv")" = 31 ] || fail "umap.csv: a header and one row per held-out image"
 assert_contains "$(cat "$RUN/plots/index.html")" "-NN: top-1" "index.html gives the best kNN accuracy"
-ls "$RUN/plots" | grep -q "tmp" && fail "temporary files left in plots/"
+compgen -G "$RUN/plots/*tmp*" >/dev/null && fail "temporary files left in plots/"
 run "$PCDINO_BIN" plots -c "$W/pipeline.yaml" --gnuplot /nonexistent/gnuplot
 assert_rc 69 "no gnuplot"
 assert_contains "$ERR" "gnuplot-nox" "the message says what to install"

@@ -107,7 +107,8 @@ TEST(Trainer, MissingMeanStdAndTooLargeBatchAreNamed) {
     run_training(c, rt);
     FAIL() << "batch of 4 from 3 images accepted";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("batch_size_per_gpu 4 is larger than the training split (3 images)"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "batch_size_per_gpu 4 x 1 rank(s) is larger than the training split (3 images)"),
               std::string::npos);
   }
   c.train.batch_size_per_gpu = 1;

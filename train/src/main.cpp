@@ -3,9 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 
 #include "common.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/log.hpp"
+#include "pcdino/core/mpi_world.hpp"
 #include "pcdino/train/process.hpp"
 #include "pcdino/train/trainer.hpp"
 
@@ -34,12 +37,28 @@ int main(int argc, char** argv) {
                  "Autocast type when use_fp16 is true on a GPU: auto (bfloat16 from compute capability 8.0, "
                  "else float16 with loss scaling), bfloat16, float16")
       ->capture_default_str();
+  app.add_option("--fusion-threshold-mb", rt.fusion_threshold_mb,
+                 "Gradient fusion buffer size in MiB with several ranks (Horovod's default 128)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--comm-timeout", rt.comm_timeout_seconds,
+                 "With several ranks: seconds without progress (a dead or hung peer) before this rank ends "
+                 "with exit code 74 so that the job ends (0: wait forever)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-resume", no_resume, "Start from scratch even if checkpoint.pth exists");
   return pcdino::cli::run_command_line(app, argc, argv, [&] {
     rt.resume = !no_resume;
-    const pcdino::PipelineConfig pipeline = config.load();
+    const pcdino::PipelineConfig pipeline = config.load();  // before MPI: a bad file fails on every rank
+    pcdino::MpiWorld world;
+    pcdino::init_logging(world.rank(), world.size());
+    const char* node = std::getenv("SLURMD_NODENAME");  // Slurm's node name (several per host in tests)
+    spdlog::info("rank {} of {} on {} (local rank {} of {})", world.rank(), world.size(),
+                 node != nullptr ? node : world.host(), world.local_rank(), world.local_size());
     pcdino::train::install_stop_signal_handlers();
-    const auto report = pcdino::train::run_training(pipeline, rt);
+    pcdino::train::TrainReport report;
+    pcdino::cli::run_on_every_rank(world,
+                                   [&] { report = pcdino::train::run_training(pipeline, rt, &world); });
     if (report.interrupted) return to_int(ExitCode::kTempFail);  // Slurm requeues; the next run resumes
     spdlog::info("trained {} epochs: last loss {:.4f}, {:.1f} images/s; model in {}", report.epochs_done,
                  report.last_epoch_loss, report.images_per_second, report.output_dir);

@@ -14,12 +14,15 @@
 #include "pcdino/core/dataset.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
+#include "pcdino/core/mpi_world.hpp"
 #include "pcdino/core/prefetch.hpp"
 #include "pcdino/core/run_files.hpp"
 #include "pcdino/core/split.hpp"
 #include "pcdino/train/augment.hpp"
 #include "pcdino/train/checkpoint.hpp"
+#include "pcdino/train/comm.hpp"
 #include "pcdino/train/device.hpp"
+#include "pcdino/train/fusion.hpp"
 #include "pcdino/train/schedules.hpp"
 
 namespace pcdino::train {
@@ -79,10 +82,12 @@ void install_stop_signal_handlers() {
   std::signal(SIGUSR1, on_stop_signal);
 }
 
-TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
+TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const MpiWorld* world) {
   const DinoHyperparameters& h = c.train.hyperparameters;
   if (rt.threads > 0) torch::set_num_threads(rt.threads);
-  const torch::Device device = select_device(rt.device, rt.local_rank);
+  const int ranks = world ? world->size() : 1, rank = world ? world->rank() : 0;
+  const bool writer = rank == 0;  // one rank writes checkpoints and logs
+  const torch::Device device = select_device(rt.device, world ? world->local_rank() : rt.local_rank);
   const auto amp = h.use_fp16 ? autocast_dtype(device, rt.amp_dtype) : std::nullopt;
   torch::manual_seed(c.meta.seed);
   stop_requested.store(false);
@@ -94,10 +99,14 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
     train.resize(rt.limit_images);
   const MeanStdValues ms = read_mean_std((fs::path(c.run_dir()) / kMeanStdFile).string());
   const int batch = c.train.batch_size_per_gpu;
-  const std::size_t niter = train.size() / static_cast<std::size_t>(batch);  // drop_last, as the reference
+  // Each step takes batch * ranks images of the epoch's permutation; rank r the r-th of every `ranks`
+  // (DistributedSampler's interleaving), so a step sees the same images whatever the number of ranks.
+  const std::size_t global_batch = static_cast<std::size_t>(batch) * static_cast<std::size_t>(ranks);
+  const std::size_t niter = train.size() / global_batch;  // drop_last, as the reference
   if (niter == 0) {
-    throw ConfigError(c.source + ": train_scDINO.batch_size_per_gpu " + std::to_string(batch) +
-                      " is larger than the training split (" + std::to_string(train.size()) + " images)");
+    throw ConfigError(c.source + ": train_scDINO.batch_size_per_gpu " + std::to_string(batch) + " x " +
+                      std::to_string(ranks) + " rank(s) is larger than the training split (" +
+                      std::to_string(train.size()) + " images)");
   }
 
   VitOptions vo =
@@ -120,6 +129,12 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
   teacher->to(device);
   loss.center = loss.center.to(device);
   GradScaler scaler(amp == torch::kHalf);
+  std::unique_ptr<Communicator> comm;
+  if (ranks > 1) comm = make_communicator(*world, device);
+  const std::function<void(torch::Tensor&)> allreduce_sum = [&comm](torch::Tensor& t) {
+    std::vector<torch::Tensor> one{t};
+    comm->allreduce(one, ReduceOp::kSum);
+  };
   if (device.is_cuda()) {
     spdlog::info("training on {} with {}", device.str(),
                  amp ? std::string("autocast to ") + c10::toString(*amp) +
@@ -147,8 +162,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
                       std::to_string(h.warmup_epochs) + ") is larger than train_scDINO.epochs (" +
                       std::to_string(epochs) + ")");
   }
-  const auto lr_schedule =
-      cosine_schedule(scaled_learning_rate(h.lr, batch), h.min_lr, epochs, niter, h.warmup_epochs);
+  const auto lr_schedule = cosine_schedule(scaled_learning_rate(h.lr, static_cast<int>(global_batch)),
+                                           h.min_lr, epochs, niter, h.warmup_epochs);
   const auto wd_schedule = cosine_schedule(h.weight_decay, h.weight_decay_end, epochs, niter);
   const auto momentum_schedule = cosine_schedule(h.momentum_teacher, 1.0, epochs, niter);
 
@@ -165,6 +180,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
                 {"in_chans", std::to_string(vo.in_channels)},
                 {"epochs", std::to_string(epochs)},
                 {"batch_size_per_gpu", std::to_string(batch)},
+                {"world_size", std::to_string(ranks)},
                 {"seed", std::to_string(c.meta.seed)},
                 {"global_crops_size", std::to_string(h.global_crops_size)},
                 {"local_crops_size", std::to_string(h.local_crops_size)},
@@ -174,6 +190,32 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
     state = load_checkpoint(checkpoint, student, teacher, optimizer, loss);
     state.args = args;
     spdlog::info("resuming from {} at epoch {} iteration {}", checkpoint, state.epoch, state.iteration);
+  }
+  std::unique_ptr<GradientFusion> fusion;
+  std::unique_ptr<Watchdog> watchdog;
+  if (comm) {
+    watchdog = std::make_unique<Watchdog>(rt.comm_timeout_seconds, rank, ranks);
+    // Every rank starts from rank 0's weights and centre (after a resume too).
+    std::vector<torch::Tensor> shared;
+    for (auto* m : {&student, &teacher}) {
+      for (auto& p : (*m)->parameters()) shared.push_back(p.data());
+      for (auto& b : (*m)->buffers()) shared.push_back(b.data());
+    }
+    shared.push_back(loss.center);
+    {
+      torch::NoGradGuard no_grad;
+      comm->broadcast(shared, 0);
+    }
+    std::vector<torch::Tensor> trained;
+    for (auto& p : student->parameters()) {
+      if (p.requires_grad()) trained.push_back(p);
+    }
+    FusionOptions fo;
+    fo.threshold_bytes = static_cast<std::size_t>(rt.fusion_threshold_mb * 1024.0 * 1024.0);
+    fusion = std::make_unique<GradientFusion>(*comm, trained, fo);
+    fusion->attach();
+    spdlog::info("{} ranks ({}), {} gradient buffer(s) of at most {} MiB, global batch {}", ranks,
+                 comm->backend(), fusion->buckets().size(), rt.fusion_threshold_mb, global_batch);
   }
 
   MultiCropOptions crops;
@@ -202,7 +244,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
           const std::size_t it = first_iter + k;
           std::vector<std::size_t> indices;
           for (std::size_t b = 0; b < static_cast<std::size_t>(batch); ++b)
-            indices.push_back(train[perm[it * batch + b]]);
+            indices.push_back(train[perm[(it * batch + b) * static_cast<std::size_t>(ranks) +
+                                         static_cast<std::size_t>(rank)]]);
           return make_batch(ds, indices, transform, crops, c.meta.seed, epoch, device.is_cuda());
         },
         rt.loader_threads, 4);
@@ -232,7 +275,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
         const AutocastGuard autocast(amp);
         const auto teacher_out = teacher->forward(Batch(crops_batch.begin(), crops_batch.begin() + 2));
         const auto student_out = student->forward(crops_batch);
-        value = loss(student_out, teacher_out, epoch);
+        value = comm ? loss(student_out, teacher_out, epoch, allreduce_sum, ranks)
+                     : loss(student_out, teacher_out, epoch);
       }
       const double l = value.item<double>();
       lap(phases.forward);
@@ -243,6 +287,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
       }
       optimizer.zero_grad();
       scaler.scale(value).backward();
+      if (fusion) fusion->finish();  // the gradients averaged over ranks
       lap(phases.backward);
       const bool finite = scaler.unscale(student->parameters());
       if (h.clip_grad > 0) clip_gradients(*student, h.clip_grad);
@@ -254,12 +299,18 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
       loss_sum += l;
       ++loss_count;
       ++iterations_this_run;
-      if (stop_requested.load() ||
-          (rt.stop_after_iterations > 0 && iterations_this_run >= rt.stop_after_iterations)) {
+      bool stop = stop_requested.load() ||
+                  (rt.stop_after_iterations > 0 && iterations_this_run >= rt.stop_after_iterations);
+      // Slurm signals every task, not at the same instant: all ranks stop after the same iteration.
+      if (ranks > 1) {
+        stop = world->allreduce_max(stop ? 1 : 0) > 0;
+        watchdog->progress("epoch " + std::to_string(epoch + 1) + " iteration " + std::to_string(it + 1));
+      }
+      if (stop) {
         state.epoch = epoch;
         state.iteration = static_cast<int>(it + 1);
         if (state.iteration == static_cast<int>(niter)) state.epoch = epoch + 1, state.iteration = 0;
-        save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
+        if (writer) save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
         spdlog::warn("stopped at epoch {} iteration {}: checkpoint written to {}; resubmit to resume", epoch,
                      it + 1, checkpoint);
         report.epochs_done = state.epoch;
@@ -272,8 +323,11 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
     seconds_this_run += seconds;
     state.epoch = epoch + 1;
     state.iteration = 0;
-    save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
-    if (c.train.saveckp_freq > 0 && epoch % c.train.saveckp_freq == 0) {
+    if (ranks > 1) {  // the epoch's mean loss over all ranks, as MetricLogger.synchronize_between_processes
+      loss_sum = world->allreduce_sum(loss_sum) / ranks;
+    }
+    if (writer) save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
+    if (writer && c.train.saveckp_freq > 0 && epoch % c.train.saveckp_freq == 0) {
       char name[32];
       std::snprintf(name, sizeof name, "checkpoint%04d.pth", epoch);
       save_checkpoint((fs::path(report.output_dir) / name).string(), student, teacher, optimizer, loss,
@@ -281,27 +335,29 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
     }
     const double steps = static_cast<double>(std::max<std::size_t>(loss_count, 1));
     report.last_epoch_loss = loss_count > 0 ? loss_sum / static_cast<double>(loss_count) : 0;
-    const double images_per_second = static_cast<double>(loss_count * batch) / std::max(seconds, 1e-9);
+    const double images_per_second = static_cast<double>(loss_count * global_batch) / std::max(seconds, 1e-9);
     const double eta = (epochs - epoch - 1) * seconds;
-    append_line(
-        (fs::path(report.output_dir) / "log.txt").string(),
-        nlohmann::json{
-            {"train_loss", report.last_epoch_loss}, {"train_lr", lr}, {"train_wd", wd}, {"epoch", epoch}}
-            .dump());
-    append_line((fs::path(report.output_dir) / "metrics.jsonl").string(),
-                nlohmann::json{{"epoch", epoch},
-                               {"loss", report.last_epoch_loss},
-                               {"lr", lr},
-                               {"wd", wd},
-                               {"momentum", momentum},
-                               {"images_per_second", images_per_second},
-                               {"seconds_per_step",
-                                {{"data_wait", phases.data / steps},
-                                 {"forward", phases.forward / steps},
-                                 {"backward", phases.backward / steps},
-                                 {"update", phases.update / steps}}},
-                               {"eta_seconds", eta}}
-                    .dump());
+    if (writer) {
+      append_line(
+          (fs::path(report.output_dir) / "log.txt").string(),
+          nlohmann::json{
+              {"train_loss", report.last_epoch_loss}, {"train_lr", lr}, {"train_wd", wd}, {"epoch", epoch}}
+              .dump());
+      append_line((fs::path(report.output_dir) / "metrics.jsonl").string(),
+                  nlohmann::json{{"epoch", epoch},
+                                 {"loss", report.last_epoch_loss},
+                                 {"lr", lr},
+                                 {"wd", wd},
+                                 {"momentum", momentum},
+                                 {"images_per_second", images_per_second},
+                                 {"seconds_per_step",
+                                  {{"data_wait", phases.data / steps},
+                                   {"forward", phases.forward / steps},
+                                   {"backward", phases.backward / steps},
+                                   {"update", phases.update / steps}}},
+                                 {"eta_seconds", eta}}
+                      .dump());
+    }
     spdlog::info(
         "epoch {}/{}: seconds per step: data wait {:.3f}, forward {:.3f}, backward {:.3f}, update {:.3f}",
         epoch + 1, epochs, phases.data / steps, phases.forward / steps, phases.backward / steps,
@@ -310,8 +366,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt) {
                  epoch + 1, epochs, report.last_epoch_loss, lr, wd, momentum, images_per_second, eta);
   }
   report.epochs_done = state.epoch;
-  report.images_per_second =
-      static_cast<double>(iterations_this_run * batch) / std::max(seconds_this_run, 1e-9);
+  report.images_per_second = static_cast<double>(iterations_this_run) * static_cast<double>(global_batch) /
+                             std::max(seconds_this_run, 1e-9);
   return report;
 }
 

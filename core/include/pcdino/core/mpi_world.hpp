@@ -6,7 +6,8 @@
 
 namespace pcdino {
 
-/// Initialises MPI (MPI_THREAD_FUNNELED: only the main thread calls MPI) on first construction; MPI is
+/// Initialises MPI (MPI_THREAD_SERIALIZED: one thread at a time calls MPI, e.g. training's communication
+/// thread while the main thread runs backward) on first construction; MPI is
 /// finalised when the process exits. Throws Error (exit code 78) if Slurm started several tasks in this step
 /// but MPI sees a world of one: `srun` without `--mpi=pmix` would otherwise run N independent copies.
 class MpiWorld {
@@ -36,6 +37,9 @@ class MpiWorld {
 
   /// The largest `value` over all ranks, on every rank.
   long long allreduce_max(long long value) const;
+
+  /// The sum of `value` over all ranks, on every rank.
+  double allreduce_sum(double value) const;
 
   /// Sends rank 0's `value` to every rank (overwriting theirs).
   void broadcast(std::string& value) const;

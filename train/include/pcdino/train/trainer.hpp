@@ -1,4 +1,4 @@
-// `pcdino train`: DINO pretraining on one process (issue #4; data parallelism over ranks is issue #5).
+// `pcdino train`: DINO pretraining (issue #4), data-parallel over MPI ranks (issue #5).
 // Follows main_dino.py's train_dino / train_one_epoch: multi-crop batches, student on all crops, teacher
 // (EMA of the student) on the 2 global crops, DINO loss, AdamW with per-iteration cosine schedules of
 // learning rate, weight decay (not on biases and norms) and teacher momentum, per-parameter gradient
@@ -8,6 +8,10 @@
 #include <string>
 
 #include "pcdino/core/config.hpp"
+
+namespace pcdino {
+class MpiWorld;
+}
 
 namespace pcdino::train {
 
@@ -21,7 +25,9 @@ struct TrainRuntime {
   std::string output_dir;          ///< "" = {run_dir}/scDINO_ViTs/{dino_vit_name}
   std::string device = "auto";     ///< auto, cpu, cuda, cuda:N (select_device in device.hpp)
   std::string amp_dtype = "auto";  ///< use_fp16's autocast type on GPUs: auto, bfloat16, float16
-  int local_rank = 0;              ///< this process's rank on its node (picks the GPU for "cuda")
+  int local_rank = 0;              ///< this process's rank on its node without an MPI world
+  double fusion_threshold_mb = 128;   ///< gradient fusion buffer size (Horovod's default), several ranks
+  double comm_timeout_seconds = 300;  ///< several ranks: end (exit 74) after this long without progress
 };
 
 struct TrainReport {
@@ -38,7 +44,13 @@ struct TrainReport {
 /// momentum, ETA). A run interrupted and resumed ends with the same weights as an uninterrupted one.
 /// Throws NoInputError (dataset, mean/std file), ConfigError (batch larger than the split), DataError
 /// (a non-finite loss, a checkpoint of another architecture).
-TrainReport run_training(const PipelineConfig& config, const TrainRuntime& runtime);
+///
+/// With a `world` of several ranks it trains data-parallel (issue #5): rank r takes every ranks-th image of
+/// each step's batch_size_per_gpu * ranks (the learning rate scales with that total), starts from rank
+/// 0's weights, averages gradients with GradientFusion (MPI on CPU, NCCL on GPUs) and the DINO centre
+/// over ranks, and only rank 0 writes. The GPU is the one of the local rank.
+TrainReport run_training(const PipelineConfig& config, const TrainRuntime& runtime,
+                         const MpiWorld* world = nullptr);
 
 /// Installs SIGTERM and SIGUSR1 handlers (what Slurm sends before a time limit or preemption) that make
 /// run_training checkpoint after the current iteration and return with `interrupted`.

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Integration (issue #5): a two-node training job never hangs on a lost rank. (1) Rank 1 killed with
+# SIGKILL mid-training: srun --kill-on-bad-exit ends the job at once and names the task; a resubmission
+# resumes from the last checkpoint. (2) Rank 1 stopped (SIGSTOP: alive but silent, as a hung node): rank
+# 0's watchdog ends it after --comm-timeout with a message, and the job ends.
+source "$(dirname "$0")/../lib/assert.sh"
+source "$(dirname "$0")/../lib/cluster.sh"
+: "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
+W="$PCDINO_BUILD_DIR/test-work/fail_fast"
+rm -rf "$W" && mkdir -p "$W/jobs"
+
+/usr/bin/python3 "$PCDINO_SOURCE_DIR/tests/pipelines/make_synthetic.py" "$W/data" u8x1 3 100 >/dev/null ||
+  fatal "cannot write the synthetic dataset (python3-tifffile)"
+cat >"$W/pipeline.yaml" <<YAML
+meta:
+  name_of_run: ff
+  output_dir: "$W/out"
+  dataset_dir: "$W/data"
+train_scDINO:
+  fraction_for_mean_std_calc: 1.0
+  epochs: 200
+  batch_size_per_gpu: 8
+  hyperparameters:
+    arch: vit_tiny
+    patch_size: 4
+    out_dim: 64
+    global_crops_size: 8
+    local_crops_size: 4
+    local_crops_number: 2
+    warmup_epochs: 0
+    warmup_teacher_temp_epochs: 0
+YAML
+run "$PCDINO_BIN" meanstd -c "$W/pipeline.yaml"
+assert_rc 0 "meanstd"
+LOG="$W/out/ff/scDINO_ViTs/dino_vit/log.txt"
+
+cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-18317}"
+submit() {  # submit NAME: a two-node training job
+  sbatch --parsable -N2 -n2 -o "$W/jobs/$1_%j.out" --wrap "srun --kill-on-bad-exit=1 --mpi=pmix \
+    '$PCDINO_BIN' train -c '$W/pipeline.yaml' --threads 1 --device cpu --comm-timeout 10"
+}
+wait_for() {  # wait_for SECONDS COMMAND...: until COMMAND succeeds
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    [ $SECONDS -lt $deadline ] || return 1
+    sleep 0.5
+  done
+}
+epochs_logged() { [ -f "$LOG" ] && [ "$(wc -l <"$LOG")" -ge "$1" ]; }
+rank_pid() {  # the pid of the pcdino-train process of Slurm task $1
+  local pid
+  for pid in $(pgrep -f "pcdino-train.*$W/pipeline.yaml"); do
+    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURM_PROCID=$1"; then
+      echo "$pid"
+      return
+    fi
+  done
+}
+
+# 1. SIGKILL.
+job=$(submit kill)
+wait_for 180 epochs_logged 2 || fatal "the job did not train two epochs: $(cat "$W/jobs/kill_$job.out")"
+pid=$(rank_pid 1)
+[ -n "$pid" ] || fatal "no process of rank 1"
+kill -KILL "$pid"
+start=$SECONDS
+wait_job "$job" 120
+elapsed=$((SECONDS - start))
+[ "$elapsed" -le 30 ] && pass "the job ended ${elapsed} s after rank 1 died" ||
+  fail "the job took ${elapsed} s to end after rank 1 died"
+assert_contains "$(cat "$W/jobs/kill_$job.out")" "task 1: Killed" "srun names the lost rank"
+done_epochs=$(wc -l <"$LOG")
+
+job=$(submit resume)
+wait_for 120 grep -q "resuming from" "$W/jobs/resume_$job.out" || fail "the resubmitted job did not resume"
+assert_contains "$(cat "$W/jobs/resume_$job.out")" "at epoch $done_epochs" "it resumes after the last finished epoch"
+scancel "$job"
+wait_job "$job" 60
+
+# 2. SIGSTOP: alive but silent.
+job=$(submit stop)
+wait_for 120 grep -q "epoch .*: loss" "$W/jobs/stop_$job.out" || fatal "the job did not start training"
+pid=$(rank_pid 1)
+[ -n "$pid" ] || fatal "no process of rank 1"
+kill -STOP "$pid"
+start=$SECONDS
+wait_job "$job" 120
+elapsed=$((SECONDS - start))
+[ "$elapsed" -le 40 ] && pass "the job ended ${elapsed} s after rank 1 stopped answering (timeout 10 s)" ||
+  fail "the job took ${elapsed} s to end after rank 1 stopped"
+assert_contains "$(cat "$W/jobs/stop_$job.out")" "rank 0 of 2: no progress for 10 s" "rank 0's watchdog says why"
+kill -KILL "$pid" 2>/dev/null
+cluster_down
+finish

@@ -1,0 +1,179 @@
+// The NCCL backend: CUDA tensors, one rank per GPU, collectives on a stream of its own that is ordered
+// after the caller's stream with CUDA events (so a bucket's allreduce overlaps the rest of backward).
+// Built only when CUDA and NCCL are found (PCDINO_WITH_NCCL); the unique id travels over MPI.
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/mpi_world.hpp"
+#include "pcdino/train/comm.hpp"
+
+#ifdef PCDINO_WITH_NCCL
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include <stdexcept>
+#endif
+
+namespace pcdino::train {
+
+#ifdef PCDINO_WITH_NCCL
+namespace {
+
+void check_cuda(cudaError_t rc, const char* what) {
+  if (rc != cudaSuccess)
+    throw Error(ExitCode::kSoftware, std::string("CUDA ") + what + ": " + cudaGetErrorString(rc));
+}
+
+void check_nccl(ncclResult_t rc, const char* what) {
+  if (rc != ncclSuccess)
+    throw Error(ExitCode::kSoftware, std::string("NCCL ") + what + ": " + ncclGetErrorString(rc));
+}
+
+ncclDataType_t nccl_type(const torch::Tensor& t) {
+  switch (t.scalar_type()) {
+    case torch::kFloat:
+      return ncclFloat32;
+    case torch::kDouble:
+      return ncclFloat64;
+    case torch::kBFloat16:
+      return ncclBfloat16;
+    case torch::kHalf:
+      return ncclFloat16;
+    case torch::kLong:
+      return ncclInt64;
+    default:
+      throw std::invalid_argument(std::string("NCCL backend: cannot reduce ") +
+                                  c10::toString(t.scalar_type()));
+  }
+}
+
+// LibTorch queues its kernels on the legacy default stream unless told otherwise.
+constexpr cudaStream_t kCallerStream = nullptr;
+
+class NcclCommunicator : public Communicator {
+ public:
+  NcclCommunicator(const MpiWorld& world, int device) : world_(world), device_(device) {
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+    ncclUniqueId id{};
+    if (world.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    check_nccl(ncclCommInitRank(&comm_, world.size(), id, world.rank()), "ncclCommInitRank");
+    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    check_cuda(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreate");
+    check_cuda(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming), "cudaEventCreate");
+  }
+
+  ~NcclCommunicator() override {
+    cudaEventDestroy(ready_);
+    cudaEventDestroy(done_);
+    cudaStreamDestroy(stream_);
+    ncclCommDestroy(comm_);
+  }
+
+  int rank() const override { return world_.rank(); }
+  int size() const override { return world_.size(); }
+  std::string backend() const override { return "nccl"; }
+
+  void allreduce(std::vector<torch::Tensor>& tensors, ReduceOp op) override {
+    after_caller();
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    for (auto& t : tensors) launch_allreduce(t, op);
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+    before_caller();
+  }
+
+  void start_allreduce(torch::Tensor flat, ReduceOp op) override {
+    after_caller();
+    launch_allreduce(flat, op);
+  }
+
+  void wait_pending() override { before_caller(); }
+
+  void broadcast(std::vector<torch::Tensor>& tensors, int root) override {
+    after_caller();
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    for (auto& t : tensors) {
+      check(t);
+      check_nccl(
+          ncclBroadcast(t.data_ptr(), t.data_ptr(), static_cast<std::size_t>(t.numel() * t.element_size()),
+                        ncclUint8, root, comm_, stream_),
+          "ncclBroadcast");
+    }
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+    before_caller();
+  }
+
+  torch::Tensor allgather(const torch::Tensor& tensor) override {
+    const auto t = tensor.contiguous();
+    check(t);
+    std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
+    if (shape.empty()) shape.push_back(1);
+    shape[0] *= size();
+    auto out = torch::empty(shape, t.options());
+    after_caller();
+    check_nccl(
+        ncclAllGather(t.data_ptr(), out.data_ptr(), static_cast<std::size_t>(t.numel() * t.element_size()),
+                      ncclUint8, comm_, stream_),
+        "ncclAllGather");
+    before_caller();
+    return out;
+  }
+
+  void barrier() override {
+    auto one = torch::ones({1}, torch::TensorOptions().device(torch::kCUDA, device_));
+    std::vector<torch::Tensor> v{one};
+    allreduce(v, ReduceOp::kSum);
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
+ private:
+  void check(const torch::Tensor& t) const {
+    if (!t.is_cuda() || t.get_device() != device_ || !t.is_contiguous()) {
+      throw std::invalid_argument("NCCL backend: tensors must be contiguous on cuda:" +
+                                  std::to_string(device_));
+    }
+  }
+
+  void launch_allreduce(torch::Tensor& t, ReduceOp op) {
+    check(t);
+    check_nccl(ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<std::size_t>(t.numel()), nccl_type(t),
+                             op == ReduceOp::kAverage ? ncclAvg : ncclSum, comm_, stream_),
+               "ncclAllReduce");
+  }
+
+  // Our stream waits for what the caller queued so far (the gradients being reduced)...
+  void after_caller() {
+    check_cuda(cudaEventRecord(ready_, kCallerStream), "cudaEventRecord");
+    check_cuda(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
+  }
+
+  // ... and the caller's stream waits for our collectives before it reads their results.
+  void before_caller() {
+    check_cuda(cudaEventRecord(done_, stream_), "cudaEventRecord");
+    check_cuda(cudaStreamWaitEvent(kCallerStream, done_, 0), "cudaStreamWaitEvent");
+  }
+
+  const MpiWorld& world_;
+  int device_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t ready_ = nullptr, done_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(const MpiWorld& world, const torch::Device& device) {
+  if (!device.is_cuda()) throw ConfigError("the NCCL backend needs a CUDA device, not " + device.str());
+  return std::make_unique<NcclCommunicator>(world, device.index());
+}
+
+#else
+
+std::unique_ptr<Communicator> make_nccl_communicator(const MpiWorld&, const torch::Device&) {
+  throw Error(ExitCode::kUnavailable,
+              "this pcdino was built without NCCL (no CUDA toolkit with nccl.h found): GPU training across "
+              "ranks is not available; rebuild on a node with CUDA and NCCL");
+}
+
+#endif
+
+}  // namespace pcdino::train
