@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Data-parallel scaling of `pcdino train` on one host: step time of 2 MPI ranks against 1 rank at the same
+# per-rank batch (one LibTorch thread and one core per rank), DINO vit_tiny patch 4 at the demo's crop
+# sizes, out_dim 4096, on Fashion-MNIST's test split. Efficiency = 1-rank s/step / 2-rank s/step (1.0: the
+# gradient allreduce and the per-step stop agreement cost nothing). Each run trains 2 epochs of STEPS
+# steps and reports the second.
+#
+# usage: bench/train_ranks.sh [BUILD_DIR]      environment: STEPS (8), BATCH (32)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="${1:-$ROOT/build}"
+PCDINO="$BUILD/cli/pcdino"
+W="$BUILD/bench-work/train-ranks"
+STEPS=${STEPS:-8} BATCH=${BATCH:-32}
+export PCDINO_LOG_LEVEL=warn OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mkdir -p "$W"
+[ -d "$W/fmnist" ] || "$PCDINO" dataset import --out "$W/fmnist" --split test >/dev/null
+cat >"$W/pipeline.yaml" <<YAML
+meta:
+  name_of_run: bench
+  output_dir: "$W/out"
+  dataset_dir: "$W/fmnist"
+train_scDINO:
+  fraction_for_mean_std_calc: 1.0
+  epochs: 2
+  batch_size_per_gpu: $BATCH
+  hyperparameters:
+    arch: vit_tiny
+    patch_size: 4
+    out_dim: 4096
+    global_crops_size: 28
+    local_crops_size: 16
+    local_crops_number: 6
+    warmup_epochs: 0
+    warmup_teacher_temp_epochs: 0
+YAML
+[ -f "$W/out/bench/mean_and_std_of_dataset.txt" ] || "$PCDINO" meanstd -c "$W/pipeline.yaml" >/dev/null
+
+step_seconds() {  # step_seconds MODEL_DIR: the second epoch's seconds per step
+  tail -n 1 "$1/metrics.jsonl" | /usr/bin/python3 -c 'import json, sys
+m = json.load(sys.stdin)
+print("%.3f" % sum(m["seconds_per_step"].values()))'
+}
+echo "# bench/train_ranks.sh on $(nproc) cores, $(date -u +%F), $("$PCDINO" --version | head -1), batch $BATCH per rank"
+printf '%-8s %12s %8s %9s %11s\n' ranks global_batch s/step images/s efficiency
+rm -rf "$W/one" "$W/two"
+"$PCDINO" train -c "$W/pipeline.yaml" --threads 1 --device cpu --limit-images $((STEPS * BATCH)) \
+  --model-dir "$W/one" --no-resume
+one=$(step_seconds "$W/one")
+printf '%-8s %12s %8s %9.1f %11s\n' 1 "$BATCH" "$one" "$(awk -v b="$BATCH" -v s="$one" 'BEGIN { print b / s }')" 1.00
+mpirun --oversubscribe --bind-to none -np 2 "$PCDINO" train -c "$W/pipeline.yaml" --threads 1 --device cpu \
+  --limit-images $((STEPS * BATCH * 2)) --model-dir "$W/two" --no-resume
+two=$(step_seconds "$W/two")
+printf '%-8s %12s %8s %9.1f %11.2f\n' 2 $((BATCH * 2)) "$two" \
+  "$(awk -v b="$BATCH" -v s="$two" 'BEGIN { print 2 * b / s }')" "$(awk -v a="$one" -v b="$two" 'BEGIN { print a / b }')"
