@@ -41,3 +41,28 @@ best_of() {
   done
   echo "$best"
 }
+
+# bench_dino_pipeline FILE DIR BATCH: the pipeline YAML of the training benchmarks: the demo's model
+# (vit_tiny, patch 4, 28-px global and six 16-px local crops, out_dim 4096), 2 epochs, no warm-ups, on the
+# Fashion-MNIST import in DIR/fmnist with outputs in DIR/out (run name "bench").
+bench_dino_pipeline() {
+  cat >"$1" <<YAML
+meta:
+  name_of_run: bench
+  output_dir: "$2/out"
+  dataset_dir: "$2/fmnist"
+train_scDINO:
+  fraction_for_mean_std_calc: 1.0
+  epochs: 2
+  batch_size_per_gpu: $3
+  hyperparameters:
+    arch: vit_tiny
+    patch_size: 4
+    out_dim: 4096
+    global_crops_size: 28
+    local_crops_size: 16
+    local_crops_number: 6
+    warmup_epochs: 0
+    warmup_teacher_temp_epochs: 0
+YAML
+}

@@ -10,6 +10,7 @@
 #                                          PYTHON (python3: the interpreter with the GPU PyTorch),
 #                                          FMNIST_SOURCE (the IDX files, default Debian's)
 set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${1:-$ROOT/build}"
 PCDINO="$BUILD/cli/pcdino"
@@ -19,25 +20,7 @@ export PCDINO_LOG_LEVEL=warn
 mkdir -p "$W"
 
 [ -d "$W/fmnist" ] || "$PCDINO" dataset import --source "${FMNIST_SOURCE:-/usr/share/datasets/fashion-mnist}" --out "$W/fmnist" --split all --threads "$(nproc)" >/dev/null
-cat >"$W/pipeline.yaml" <<YAML
-meta:
-  name_of_run: bench
-  output_dir: "$W/out"
-  dataset_dir: "$W/fmnist"
-train_scDINO:
-  fraction_for_mean_std_calc: 1.0
-  epochs: 2
-  batch_size_per_gpu: $BATCH
-  hyperparameters:
-    arch: vit_tiny
-    patch_size: 4
-    out_dim: 4096
-    global_crops_size: 28
-    local_crops_size: 16
-    local_crops_number: 6
-    warmup_epochs: 0
-    warmup_teacher_temp_epochs: 0
-YAML
+bench_dino_pipeline "$W/pipeline.yaml" "$W" "$BATCH"
 [ -f "$W/out/bench/mean_and_std_of_dataset.txt" ] || "$PCDINO" meanstd -c "$W/pipeline.yaml" >/dev/null
 
 row() {  # row CASE AMP SECONDS_PER_STEP [baseline]

@@ -3,6 +3,7 @@
 # one-epoch training run, CLS features with 1 and 2 MPI ranks (equal rows), labels, kNN, plots, for a trained and
 # a randomly initialised network; and the stages' answers to bad input (exit codes and messages).
 source "$(dirname "$0")/../lib/assert.sh"
+source "$(dirname "$0")/../lib/pipeline.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 W="$PCDINO_BUILD_DIR/test-work/downstream"
@@ -11,27 +12,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=tc
 
 /usr/bin/python3 "$HERE/make_synthetic.py" "$W/data" u8x1 3 20 >/dev/null ||
   fatal "cannot write the synthetic dataset (python3-tifffile)"
-cat >"$W/pipeline.yaml" <<YAML
-meta:
-  name_of_run: tail
-  output_dir: "$W/out"
-  dataset_dir: "$W/data"
-  seed: 4
-  train_datasetsplit_fraction: 0.5
-train_scDINO:
-  fraction_for_mean_std_calc: 1.0
-  epochs: 1
-  batch_size_per_gpu: 10
-  hyperparameters:
-    arch: vit_tiny
-    patch_size: 4
-    out_dim: 64
-    global_crops_size: 8
-    local_crops_size: 4
-    local_crops_number: 2
-    warmup_epochs: 0
-    warmup_teacher_temp_epochs: 0
-downstream_analyses:
+SEED=4 SPLIT=0.5 BATCH=10 DOWNSTREAM="downstream_analyses:
   compute_cls_features:
     batch_size_per_gpu: 7
     resize: false
@@ -41,8 +22,7 @@ downstream_analyses:
       temperature: 0.1
   umap_eval:
     n_neighbors: 10
-    epochs: 50
-YAML
+    epochs: 50" tiny_pipeline "$W/pipeline.yaml" tail "$W"
 RUN="$W/out/tail"
 
 run "$PCDINO_BIN" meanstd -c "$W/pipeline.yaml" --threads 1

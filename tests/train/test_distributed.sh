@@ -9,6 +9,7 @@
 # control run that changes only the batch composition (1 rank, batch b), so it fails if gradients were not
 # averaged, shards overlapped or the centre was not reduced.
 source "$(dirname "$0")/../lib/assert.sh"
+source "$(dirname "$0")/../lib/pipeline.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 W="$PCDINO_BUILD_DIR/test-work/distributed"
 rm -rf "$W" && mkdir -p "$W"
@@ -16,29 +17,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=tc
 
 /usr/bin/python3 "$PCDINO_SOURCE_DIR/tests/pipelines/make_synthetic.py" "$W/data" u8x1 3 40 >/dev/null ||
   fatal "cannot write the synthetic dataset (python3-tifffile)"
-cat >"$W/pipeline.yaml" <<YAML
-meta:
-  name_of_run: dist
-  output_dir: "$W/out"
-  dataset_dir: "$W/data"
-  seed: 3
-train_scDINO:
-  fraction_for_mean_std_calc: 1.0
-  epochs: 1
-  batch_size_per_gpu: 8
-  hyperparameters:
-    arch: vit_tiny
-    patch_size: 4
-    out_dim: 64
-    global_crops_size: 8
-    local_crops_size: 4
-    local_crops_number: 2
-    warmup_epochs: 0
-    warmup_teacher_temp_epochs: 0
-    freeze_last_layer: 0
+SEED=3 BATCH=8 HYPERPARAMETERS="    freeze_last_layer: 0
     drop_path_rate: 0.0
-    lr: 0.005
-YAML
+    lr: 0.005" tiny_pipeline "$W/pipeline.yaml" dist "$W"
 run "$PCDINO_BIN" meanstd -c "$W/pipeline.yaml"
 assert_rc 0 "meanstd"
 
@@ -59,7 +40,7 @@ assert_contains "$ERR" "[rank 1/2]" "rank 1 logs"
 train control 4
 assert_rc 0 "control: 1 rank, batch 4"
 
-OUT=$(/usr/bin/python3 - "$W" <<'PY' 2>&1
+run /usr/bin/python3 - "$W" <<'PY'
 import sys, torch
 w = sys.argv[1]
 load = lambda d: torch.load(f"{w}/{d}/checkpoint.pth", map_location="cpu")
@@ -75,7 +56,5 @@ for key in ("student", "teacher", "center"):
     ok = ok and d < 0.01 * c
 sys.exit(0 if ok else 1)
 PY
-)
-RC=$?
 assert_rc 0 "2 ranks x batch 4 == 1 rank x batch 8 ($OUT)"
 finish

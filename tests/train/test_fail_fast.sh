@@ -5,31 +5,14 @@
 # 0's watchdog ends it after --comm-timeout with a message, and the job ends.
 source "$(dirname "$0")/../lib/assert.sh"
 source "$(dirname "$0")/../lib/cluster.sh"
+source "$(dirname "$0")/../lib/pipeline.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 W="$PCDINO_BUILD_DIR/test-work/fail_fast"
 rm -rf "$W" && mkdir -p "$W/jobs"
 
 /usr/bin/python3 "$PCDINO_SOURCE_DIR/tests/pipelines/make_synthetic.py" "$W/data" u8x1 3 100 >/dev/null ||
   fatal "cannot write the synthetic dataset (python3-tifffile)"
-cat >"$W/pipeline.yaml" <<YAML
-meta:
-  name_of_run: ff
-  output_dir: "$W/out"
-  dataset_dir: "$W/data"
-train_scDINO:
-  fraction_for_mean_std_calc: 1.0
-  epochs: 200
-  batch_size_per_gpu: 8
-  hyperparameters:
-    arch: vit_tiny
-    patch_size: 4
-    out_dim: 64
-    global_crops_size: 8
-    local_crops_size: 4
-    local_crops_number: 2
-    warmup_epochs: 0
-    warmup_teacher_temp_epochs: 0
-YAML
+EPOCHS=200 tiny_pipeline "$W/pipeline.yaml" ff "$W"
 run "$PCDINO_BIN" meanstd -c "$W/pipeline.yaml"
 assert_rc 0 "meanstd"
 LOG="$W/out/ff/scDINO_ViTs/dino_vit/log.txt"

@@ -119,10 +119,7 @@ class MpiCommunicator : public Communicator {
   torch::Tensor allgather(const torch::Tensor& tensor) override {
     const auto t = tensor.contiguous();
     check(t);
-    std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
-    if (shape.empty()) shape.push_back(1);
-    shape[0] *= size();
-    auto out = torch::empty(shape, t.options());
+    auto out = allgather_result(t, size());
     const int bytes = static_cast<int>(t.numel() * t.element_size());
     check_mpi(MPI_Allgather(t.data_ptr(), bytes, MPI_BYTE, out.data_ptr(), bytes, MPI_BYTE, MPI_COMM_WORLD),
               "allgather");
@@ -164,6 +161,13 @@ class MpiCommunicator : public Communicator {
 };
 
 }  // namespace
+
+torch::Tensor allgather_result(const torch::Tensor& tensor, int size) {
+  std::vector<int64_t> shape(tensor.sizes().begin(), tensor.sizes().end());
+  if (shape.empty()) shape.push_back(1);
+  shape[0] *= size;
+  return torch::empty(shape, tensor.options());
+}
 
 std::unique_ptr<Communicator> make_mpi_communicator(const MpiWorld& world) {
   return std::make_unique<MpiCommunicator>(world);

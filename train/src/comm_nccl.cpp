@@ -105,10 +105,7 @@ class NcclCommunicator : public Communicator {
   torch::Tensor allgather(const torch::Tensor& tensor) override {
     const auto t = tensor.contiguous();
     check(t);
-    std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
-    if (shape.empty()) shape.push_back(1);
-    shape[0] *= size();
-    auto out = torch::empty(shape, t.options());
+    auto out = allgather_result(t, size());
     after_caller();
     check_nccl(
         ncclAllGather(t.data_ptr(), out.data_ptr(), static_cast<std::size_t>(t.numel() * t.element_size()),

@@ -72,6 +72,10 @@ class Watchdog {
   std::unique_ptr<State> state_;
 };
 
+/// An uninitialised tensor for allgather's result: [size * N, ...] for `tensor` [N, ...] (a scalar counts
+/// as [1]), with its dtype and device.
+torch::Tensor allgather_result(const torch::Tensor& tensor, int size);
+
 /// The MPI backend on `world` (CPU tensors). The world must outlive it.
 std::unique_ptr<Communicator> make_mpi_communicator(const MpiWorld& world);
 

@@ -1,0 +1,33 @@
+# shellcheck shell=bash
+# The pipeline YAML of the training tests (sourced): DINO's smallest set-up on the synthetic 8x8 images of
+# tests/pipelines/make_synthetic.py in DIR/data, outputs in DIR/out.
+
+# tiny_pipeline FILE NAME DIR: vit_tiny, patch 4, 8/4-px crops, two locals, out_dim 64, no warm-ups.
+# Environment: EPOCHS (1), BATCH (8), SEED and SPLIT (meta.seed, train_datasetsplit_fraction; the
+# defaults when unset), HYPERPARAMETERS (more lines for train_scDINO.hyperparameters, indented 4) and
+# DOWNSTREAM (a downstream_analyses section).
+tiny_pipeline() {
+  cat >"$1" <<YAML
+meta:
+  name_of_run: $2
+  output_dir: "$3/out"
+  dataset_dir: "$3/data"
+${SEED:+  seed: $SEED}
+${SPLIT:+  train_datasetsplit_fraction: $SPLIT}
+train_scDINO:
+  fraction_for_mean_std_calc: 1.0
+  epochs: ${EPOCHS:-1}
+  batch_size_per_gpu: ${BATCH:-8}
+  hyperparameters:
+    arch: vit_tiny
+    patch_size: 4
+    out_dim: 64
+    global_crops_size: 8
+    local_crops_size: 4
+    local_crops_number: 2
+    warmup_epochs: 0
+    warmup_teacher_temp_epochs: 0
+${HYPERPARAMETERS:-}
+${DOWNSTREAM:-}
+YAML
+}
