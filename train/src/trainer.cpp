@@ -327,6 +327,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
       loss_sum = world->allreduce_sum(loss_sum) / ranks;
     }
     if (writer) save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
+    if (watchdog) watchdog->progress("the end of epoch " + std::to_string(epoch + 1));  // after the write
     if (writer && c.train.saveckp_freq > 0 && epoch % c.train.saveckp_freq == 0) {
       char name[32];
       std::snprintf(name, sizeof name, "checkpoint%04d.pth", epoch);
