@@ -47,7 +47,9 @@ void GradientFusion::attach() {
 
 void GradientFusion::on_gradient(std::size_t k, const torch::Tensor& grad) {
   Bucket& b = buckets_[bucket_of_[k]];
-  if (b.started) return;  // a second gradient for a parameter already sent: finish() takes .grad
+  // Autograd runs a leaf's hooks once per backward, with its summed gradient; a repeat after the buffer
+  // left (a second backward before finish()) is not supported and is ignored.
+  if (b.started) return;
   torch::NoGradGuard no_grad;
   b.flat.narrow(0, b.offsets[slot_of_[k]], grad.numel()).copy_(grad.reshape({-1}));
   if (!arrived_[k]) {

@@ -131,10 +131,14 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   GradScaler scaler(amp == torch::kHalf);
   std::unique_ptr<Communicator> comm;
   if (ranks > 1) comm = make_communicator(*world, device);
-  const std::function<void(torch::Tensor&)> allreduce_sum = [&comm](torch::Tensor& t) {
-    std::vector<torch::Tensor> one{t};
-    comm->allreduce(one, ReduceOp::kSum);
-  };
+  // The DINO centre's batch sum over ranks (none with one rank).
+  std::function<void(torch::Tensor&)> allreduce_sum;
+  if (comm) {
+    allreduce_sum = [&comm](torch::Tensor& t) {
+      std::vector<torch::Tensor> one{t};
+      comm->allreduce(one, ReduceOp::kSum);
+    };
+  }
   if (device.is_cuda()) {
     spdlog::info("training on {} with {}", device.str(),
                  amp ? std::string("autocast to ") + c10::toString(*amp) +
@@ -275,8 +279,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
         const AutocastGuard autocast(amp);
         const auto teacher_out = teacher->forward(Batch(crops_batch.begin(), crops_batch.begin() + 2));
         const auto student_out = student->forward(crops_batch);
-        value = comm ? loss(student_out, teacher_out, epoch, allreduce_sum, ranks)
-                     : loss(student_out, teacher_out, epoch);
+        value = loss(student_out, teacher_out, epoch, allreduce_sum, ranks);
       }
       const double l = value.item<double>();
       lap(phases.forward);
