@@ -10,22 +10,6 @@
 
 namespace pcdino::cli {
 
-CLI::App* add_unavailable(CLI::App& parent, const std::string& name, const std::string& summary,
-                          const std::string& issue) {
-  CLI::App* sub = parent.add_subcommand(name, summary + " [not built yet]");
-  // Accept whatever a later version will accept, so the message below is what the user sees.
-  sub->allow_extras();
-  std::string full_name = name;
-  for (const CLI::App* app = &parent; app != nullptr; app = app->get_parent()) {
-    full_name = app->get_name() + " " + full_name;
-  }
-  sub->callback([full_name, issue] {
-    throw Error(ExitCode::kUnavailable,
-                full_name + ": not available in this build yet (tracked in issue " + issue + ")");
-  });
-  return sub;
-}
-
 CLI::App* add_external(CLI::App& parent, const std::string& name, const std::string& program,
                        const std::string& summary, const std::string& issue) {
   CLI::App* sub = parent.add_subcommand(name, summary);
@@ -61,11 +45,7 @@ void add_all_commands(CLI::App& app) {
                "CLS features of the held-out split to HDF5 (MPI; runs pcdino-extract)", "#6");
   add_downstream_commands(app);
 
-  add_unavailable(app, "submit", "Submit the whole pipeline as a Slurm dependency chain", "#7");
-  add_unavailable(app, "status", "State of a submitted pipeline's jobs", "#7");
-  add_unavailable(app, "logs", "Tail of one stage's job output", "#7");
-  add_unavailable(app, "cancel", "Cancel a submitted pipeline's jobs", "#7");
-  add_unavailable(app, "resume", "Resubmit a pipeline from its first incomplete stage", "#7");
+  add_pipeline_commands(app);
 
   add_cluster_commands(app);
   add_ami_commands(app);

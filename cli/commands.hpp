@@ -6,11 +6,6 @@
 
 namespace pcdino::cli {
 
-/// Registers a subcommand whose component is not built yet. Running it (with any arguments) prints which
-/// issue tracks it and ends with exit code 69 (EX_UNAVAILABLE); `--help` still works.
-CLI::App* add_unavailable(CLI::App& parent, const std::string& name, const std::string& summary,
-                          const std::string& issue);
-
 /// Registers a subcommand that runs `program` from pcdino's own folder with the remaining arguments
 /// (git-style), for stages that load LibTorch. Missing program: exit code 69.
 CLI::App* add_external(CLI::App& parent, const std::string& name, const std::string& program,
@@ -30,6 +25,9 @@ void add_downstream_commands(CLI::App& app);
 
 /// `pcdino cluster generate|validate|cost` (cli/cluster.cpp).
 void add_cluster_commands(CLI::App& app);
+
+/// `pcdino submit|resume|status|logs|cancel` (cli/pipeline.cpp).
+void add_pipeline_commands(CLI::App& app);
 
 /// Registers every subcommand of `pcdino` on `app`.
 void add_all_commands(CLI::App& app);

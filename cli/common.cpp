@@ -27,9 +27,9 @@ PipelineConfig ConfigOptions::load() const {
   return load_config(path, overrides);
 }
 
-void add_config_options(CLI::App* sub, ConfigOptions& opts, bool required) {
-  auto* config =
-      sub->add_option("-c,--config", opts.path, "Pipeline YAML (the keys of scDINO_full_pipeline.yaml)");
+void add_config_options(CLI::App* sub, ConfigOptions& opts, bool required, bool positional) {
+  auto* config = sub->add_option(positional ? "config,-c,--config" : "-c,--config", opts.path,
+                                 "Pipeline YAML (the keys of scDINO_full_pipeline.yaml)");
   if (required) config->required();
   sub->add_option("--set", opts.sets, "Override any key: --set train_scDINO.epochs=5 (repeatable)")
       ->type_name("KEY=VALUE");

@@ -26,8 +26,9 @@ struct ConfigOptions {
   PipelineConfig load() const;
 };
 
-/// Registers the options of `opts` on `sub`; --config is required when `required` is true.
-void add_config_options(CLI::App* sub, ConfigOptions& opts, bool required = true);
+/// Registers the options of `opts` on `sub`; --config is required when `required` is true, and may also
+/// be given as the first positional argument when `positional` is true (`pcdino submit pipeline.yaml`).
+void add_config_options(CLI::App* sub, ConfigOptions& opts, bool required = true, bool positional = false);
 
 /// Number of decoding threads for one rank: `requested` if > 0; else the CPUs this process is bound to
 /// when the launcher bound it; else this node's cores divided among its `local_ranks`; at least 1.

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -241,6 +242,18 @@ std::map<int, std::string> Reader::convert<std::map<int, std::string>>(const YAM
   return values;
 }
 
+template <>
+std::map<std::string, std::string> Reader::convert<std::map<std::string, std::string>>(
+    const YAML::Node& node, const std::string& path) const {
+  if (!node.IsMap()) fail(node, path, "expected a mapping {name: value}, got '" + render(node) + "'");
+  std::map<std::string, std::string> values;
+  for (const auto& kv : node) {
+    const std::string key = convert<std::string>(kv.first, path);
+    values[key] = convert<std::string>(kv.second, path + "." + key);
+  }
+  return values;
+}
+
 // One combination: "01234" (a digit per channel, as scDINO writes it), "0,1,2,10", or [0, 1, 2].
 std::vector<int> parse_combination(const Reader& reader, const YAML::Node& node, const std::string& path) {
   std::vector<int> channels;
@@ -447,6 +460,62 @@ void read_downstream(Reader& r, const YAML::Node& root, DownstreamConfig& d) {
   r.read<int>(u, up, "random_state", umap.random_state, at_least(0));
 }
 
+// A value that goes into an #SBATCH line: one word, no quotes or comment signs.
+std::function<std::string(const std::string&)> sbatch_word() {
+  return [](const std::string& v) {
+    return v.find_first_of(" \t\r\n'\"\\#$`") == std::string::npos
+               ? ""
+               : std::string("expected one word without spaces, quotes, '#', '$' or '`'");
+  };
+}
+
+void read_slurm(Reader& r, const YAML::Node& root, SlurmConfig& s) {
+  const YAML::Node n = r.section(root, "", "slurm");
+  const std::string p = "slurm";
+  r.read<std::string>(n, p, "partition", s.partition, sbatch_word());
+  r.read<std::string>(n, p, "account", s.account, sbatch_word());
+  r.read<std::string>(n, p, "qos", s.qos, sbatch_word());
+  r.read<std::string>(n, p, "constraint", s.constraint, sbatch_word());
+  r.read<bool>(n, p, "gpus", s.gpus);
+  r.read<bool>(n, p, "exclusive", s.exclusive);
+  r.read<int>(n, p, "cpus_per_task", s.cpus_per_task, at_least(0));
+  r.read<std::string>(n, p, "mem", s.mem, [](const std::string& v) {
+    static const std::regex size("[0-9]+[KMGT]?");
+    return v.empty() || std::regex_match(v, size) ? "" : std::string("expected a size like 0, 64G or 500M");
+  });
+  r.read<int>(n, p, "cpu_tasks", s.cpu_tasks, at_least(1));
+  r.read<std::string>(n, p, "launcher", s.launcher, one_of({"srun", "mpirun"}));
+  r.read<std::string>(n, p, "mpi", s.mpi, sbatch_word());
+  r.read<bool>(n, p, "requeue", s.requeue);
+  r.read<int>(n, p, "signal_seconds", s.signal_seconds, at_least(0));
+  r.read<std::map<std::string, std::string>>(
+      n, p, "time_limit", s.time_limit, [](const std::map<std::string, std::string>& v) {
+        // Slurm's --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
+        static const std::regex time("([0-9]+-)?[0-9]+(:[0-9]+){0,2}|UNLIMITED");
+        for (const auto& [stage, limit] : v) {
+          if (std::find_if(kPipelineStages.begin(), kPipelineStages.end(),
+                           [&](const char* name) { return stage == name; }) == kPipelineStages.end()) {
+            return "'" + stage + "' is not a stage (meanstd, train, extract, labels, knn, plots)";
+          }
+          if (!std::regex_match(limit, time)) {
+            return "expected a Slurm time like 30:00, 04:00:00 or 2-00:00:00 for " + stage;
+          }
+        }
+        return std::string();
+      });
+  r.read<std::map<std::string, std::string>>(n, p, "environment", s.environment,
+                                             [](const std::map<std::string, std::string>& v) {
+                                               static const std::regex name("[A-Za-z_][A-Za-z0-9_]*");
+                                               for (const auto& [key, value] : v) {
+                                                 if (!std::regex_match(key, name))
+                                                   return "'" + key + "' is not an environment variable name";
+                                                 if (value.find_first_of("\r\n") != std::string::npos)
+                                                   return "the value of " + key + " spans lines";
+                                               }
+                                               return std::string();
+                                             });
+}
+
 void apply_override(YAML::Node& root, const ConfigOverride& o) {
   YAML::Node value;
   try {
@@ -525,6 +594,7 @@ PipelineConfig parse_config(const std::string& yaml_text, const std::string& nam
   read_meta(reader, root, config.meta);
   read_train(reader, root, config.train);
   read_downstream(reader, root, config.downstream);
+  read_slurm(reader, root, config.slurm);
   reader.reject_unknown(root, "");
   return config;
 }
@@ -636,6 +706,30 @@ std::string dump_config(const PipelineConfig& c) {
   out << YAML::Key << "epochs" << YAML::Value << u.epochs;
   out << YAML::Key << "topometry_plots" << YAML::Value << u.topometry_plots;
   out << YAML::Key << "random_state" << YAML::Value << u.random_state;
+  out << YAML::EndMap << YAML::EndMap;
+
+  const SlurmConfig& sl = c.slurm;
+  out << YAML::Key << "slurm" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "partition" << YAML::Value << YAML::DoubleQuoted << sl.partition;
+  out << YAML::Key << "account" << YAML::Value << YAML::DoubleQuoted << sl.account;
+  out << YAML::Key << "qos" << YAML::Value << YAML::DoubleQuoted << sl.qos;
+  out << YAML::Key << "constraint" << YAML::Value << YAML::DoubleQuoted << sl.constraint;
+  out << YAML::Key << "gpus" << YAML::Value << sl.gpus;
+  out << YAML::Key << "exclusive" << YAML::Value << sl.exclusive;
+  out << YAML::Key << "cpus_per_task" << YAML::Value << sl.cpus_per_task;
+  out << YAML::Key << "mem" << YAML::Value << YAML::DoubleQuoted << sl.mem;
+  out << YAML::Key << "cpu_tasks" << YAML::Value << sl.cpu_tasks;
+  out << YAML::Key << "launcher" << YAML::Value << sl.launcher;
+  out << YAML::Key << "mpi" << YAML::Value << sl.mpi;
+  out << YAML::Key << "requeue" << YAML::Value << sl.requeue;
+  out << YAML::Key << "signal_seconds" << YAML::Value << sl.signal_seconds;
+  out << YAML::Key << "time_limit" << YAML::Value << YAML::BeginMap;
+  for (const auto& [stage, limit] : sl.time_limit) out << YAML::Key << stage << YAML::Value << limit;
+  out << YAML::EndMap;
+  out << YAML::Key << "environment" << YAML::Value << YAML::BeginMap;
+  for (const auto& [name, value] : sl.environment) {
+    out << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << value;
+  }
   out << YAML::EndMap << YAML::EndMap;
 
   out << YAML::EndMap;

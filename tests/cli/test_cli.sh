@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The pcdino program's command-line contract: help, version, exit codes of unknown and not-yet-built
-# subcommands.
+# The pcdino program's command-line contract: help, version, exit codes of unknown subcommands and of
+# missing or bad arguments.
 source "$(dirname "$0")/../lib/assert.sh"
 : "${PCDINO_BIN:?set PCDINO_BIN to the pcdino program}"
 
@@ -53,14 +53,21 @@ assert_rc 66 "pcdino-train's exit code comes through pcdino"
 run "$PCDINO_BIN" dataset import --help
 assert_contains "$OUT" "--per-class" "'dataset import --help' lists --per-class"
 
-# A subcommand whose component is not built yet says so, whatever its arguments, and exits 69.
-# Remove a command from this list when its component lands (and test it in its own folder).
-not_built=(submit status logs cancel resume)
-for sub in "${not_built[@]}"; do
-  # shellcheck disable=SC2086
-  run "$PCDINO_BIN" $sub --config some.yaml --epochs 3
-  assert_rc 69 "'$sub' not built yet: EX_UNAVAILABLE"
-  assert_contains "$ERR" "pcdino $sub: not available in this build yet" "'$sub' says it is not built"
+# The pipeline commands take the configuration as their first argument or with --config.
+for sub in submit resume status cancel; do
+  run "$PCDINO_BIN" $sub --help
+  assert_rc 0 "'$sub --help'"
+  assert_contains "$OUT" "--set" "'$sub --help' lists the overrides"
+  run "$PCDINO_BIN" $sub /nonexistent.yaml
+  assert_rc 66 "'$sub' with a missing pipeline file"
+  assert_contains "$ERR" "/nonexistent.yaml" "'$sub' names the missing file"
 done
+run "$PCDINO_BIN" submit
+assert_rc 64 "submit without a pipeline is a usage error"
+run "$PCDINO_BIN" submit /dev/null --stages train,knnn --dry-run
+assert_rc 78 "an unknown stage in --stages"
+assert_contains "$ERR" "'knnn' is not a stage" "the unknown stage is named"
+run "$PCDINO_BIN" logs /dev/null
+assert_rc 64 "logs needs a stage"
 
 finish

@@ -108,11 +108,41 @@ struct DownstreamConfig {
   } umap_eval;
 };
 
+/// The stages of the pipeline in submission order, by the names `pcdino submit --stages` and
+/// `slurm.time_limit` use.
+inline constexpr std::array<const char*, 6> kPipelineStages = {"meanstd", "train", "extract",
+                                                               "labels",  "knn",   "plots"};
+
+/// `slurm:` the resources `pcdino submit` asks Slurm for (a pcdino section: the workshop wrote them into its
+/// .slurm files). Task counts come from train_scDINO.nnodes and num_gpus (training) and
+/// compute_cls_features.num_gpus (CLS features); no key here changes what a stage computes.
+struct SlurmConfig {
+  std::string partition;   ///< --partition ("" = the cluster's default)
+  std::string account;     ///< --account
+  std::string qos;         ///< --qos
+  std::string constraint;  ///< --constraint, e.g. an instance type's node feature
+  /// Ask for num_gpus GPUs per node (--gpus-per-node) for training and CLS features. false on CPU-only
+  /// clusters, where num_gpus is the number of tasks (ranks) per node.
+  bool gpus = true;
+  bool exclusive = true;          ///< --exclusive for training and CLS features, as the workshop's scripts
+  int cpus_per_task = 0;          ///< --cpus-per-task, also each rank's --threads; 0 = Slurm's default
+  std::string mem;                ///< --mem per node ("" = Slurm's default, "0" = all of the node's memory)
+  int cpu_tasks = 1;              ///< MPI ranks of the mean/std stage
+  std::string launcher = "srun";  ///< srun (with --mpi=`mpi`) or mpirun (Open MPI inside the allocation)
+  std::string mpi = "pmix";       ///< srun's --mpi plugin
+  bool requeue = true;            ///< the training job requeues itself on preemption or time limit
+  int signal_seconds = 120;       ///< SIGUSR1 this many seconds before the time limit: checkpoint, requeue
+  std::map<std::string, std::string> time_limit;   ///< stage name -> --time ("2-00:00:00", "30:00")
+  std::map<std::string, std::string> environment;  ///< exported by the scripts when spank_pcdino.so is not
+                                                   ///< loaded (NCCL, libfabric, EFA variables)
+};
+
 /// The whole pipeline file.
 struct PipelineConfig {
   MetaConfig meta;
   TrainConfig train;  ///< `train_scDINO`
   DownstreamConfig downstream;
+  SlurmConfig slurm;
   std::string source;  ///< the file it was read from ("" for defaults only)
 
   /// `{output_dir}/{name_of_run}`: where every stage of this run writes.

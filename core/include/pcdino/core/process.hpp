@@ -1,0 +1,25 @@
+// Running another program and collecting what it printed: the Slurm commands (sbatch, scontrol, scancel)
+// that `pcdino submit` and friends drive.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace pcdino {
+
+struct ProcessResult {
+  int exit_code = 0;  ///< the program's exit status; 128 + N if signal N ended it
+  std::string out;    ///< everything it wrote to stdout
+  std::string err;    ///< everything it wrote to stderr
+};
+
+/// Runs `argv[0]` (searched in PATH) with `argv`, stdin from /dev/null, and waits for it. Throws
+/// Error(kUnavailable) naming the program and `hint` (e.g. "Slurm's client commands") when it cannot be
+/// started; any exit status is returned, not thrown.
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& hint = "");
+
+/// `text` quoted for a POSIX shell ('...' with embedded quotes escaped), unquoted when it is made only of
+/// characters that need none.
+std::string shell_quote(const std::string& text);
+
+}  // namespace pcdino

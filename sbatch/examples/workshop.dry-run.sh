@@ -1,0 +1,214 @@
+# pcdino submit --dry-run: run 'workshop' in /fsx/output/workshop
+
+# ---- /fsx/output/workshop/logs/meanstd.sbatch ----
+#!/bin/bash
+# pcdino pipeline 'workshop', stage meanstd: per-channel mean and std of the dataset.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash e0853d16e55f158f.
+#SBATCH --job-name=workshop-meanstd
+#SBATCH --output=/fsx/output/workshop/logs/meanstd_out_%j.out
+#SBATCH --error=/fsx/output/workshop/logs/meanstd_err_%j.err
+#SBATCH --open-mode=append
+#SBATCH --chdir=/fsx/output/workshop
+#SBATCH --ntasks=2
+#SBATCH --cpus-per-task=8
+#SBATCH --time=01:00:00
+#SBATCH --partition=train-g4dn-2xl
+#SBATCH --no-requeue
+
+set -uo pipefail
+rm -f /fsx/output/workshop/logs/meanstd.complete  # this stage is complete again only when this job succeeds
+echo "pcdino: stage meanstd, job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1))) on ${SLURM_JOB_NODELIST} at $(date -Is)" >&2
+
+srun --mpi=pmix --kill-on-bad-exit=1 /opt/pcdino/bin/pcdino meanstd --config /fsx/output/workshop/logs/submitted_pipeline.yaml --threads 8
+rc=$?
+if [ "$rc" -ne 0 ]; then
+  echo "pcdino: stage meanstd failed with exit code $rc" >&2
+  exit "$rc"
+fi
+printf '{"stage": "meanstd", "config_hash": "e0853d16e55f158f", "job_id": "%s", "finished": "%s"}\n' \
+  "${SLURM_JOB_ID}" "$(date -Is)" >/fsx/output/workshop/logs/meanstd.complete.tmp && mv -f /fsx/output/workshop/logs/meanstd.complete.tmp /fsx/output/workshop/logs/meanstd.complete
+
+# ---- /fsx/output/workshop/logs/train.sbatch ----
+#!/bin/bash
+# pcdino pipeline 'workshop', stage train: DINO pretraining of the ViT.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 097a1e5fd37f45b0.
+#SBATCH --job-name=workshop-train
+#SBATCH --output=/fsx/output/workshop/logs/train_out_%j.out
+#SBATCH --error=/fsx/output/workshop/logs/train_err_%j.err
+#SBATCH --open-mode=append
+#SBATCH --chdir=/fsx/output/workshop
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --gpus-per-node=1
+#SBATCH --cpus-per-task=8
+#SBATCH --time=2-00:00:00
+#SBATCH --partition=train-g4dn-2xl
+#SBATCH --exclusive
+#SBATCH --requeue
+#SBATCH --signal=USR1@120
+
+set -uo pipefail
+rm -f /fsx/output/workshop/logs/train.complete  # this stage is complete again only when this job succeeds
+echo "pcdino: stage train, job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1))) on ${SLURM_JOB_NODELIST} at $(date -Is)" >&2
+
+# The accelerator environment: spank_pcdino.so sets it in every task when the cluster loads it;
+# otherwise these exports, which srun hands on to the tasks.
+plugstack=$(scontrol show config 2>/dev/null | sed -n 's/^PlugStackConfig *= *//p')
+if grep -qs spank_pcdino "${plugstack:-/etc/slurm/plugstack.conf}" "${plugstack:-/etc/slurm/plugstack.conf}.d"/*; then
+  echo "pcdino: accelerator environment from spank_pcdino.so" >&2
+else
+  export NCCL_DEBUG=WARN
+  export NCCL_SOCKET_IFNAME='^docker,lo,veth'
+fi
+
+srun --mpi=pmix --kill-on-bad-exit=1 /opt/pcdino/bin/pcdino train --config /fsx/output/workshop/logs/submitted_pipeline.yaml --threads 8
+rc=$?
+if [ "$rc" -eq 75 ]; then
+  # The trainer checkpointed on SIGUSR1 (time limit) or SIGTERM (preemption): back into the queue;
+  # the next start resumes from checkpoint.pth.
+  echo "pcdino: training stopped after a checkpoint; requeueing job ${SLURM_JOB_ID}" >&2
+  scontrol requeue "${SLURM_JOB_ID}"
+  exit 75
+fi
+if [ "$rc" -ne 0 ]; then
+  echo "pcdino: stage train failed with exit code $rc" >&2
+  exit "$rc"
+fi
+printf '{"stage": "train", "config_hash": "097a1e5fd37f45b0", "job_id": "%s", "finished": "%s"}\n' \
+  "${SLURM_JOB_ID}" "$(date -Is)" >/fsx/output/workshop/logs/train.complete.tmp && mv -f /fsx/output/workshop/logs/train.complete.tmp /fsx/output/workshop/logs/train.complete
+
+# ---- /fsx/output/workshop/logs/extract.sbatch ----
+#!/bin/bash
+# pcdino pipeline 'workshop', stage extract: CLS features of the held-out images.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 0b91f0dc51df1a38.
+#SBATCH --job-name=workshop-extract
+#SBATCH --output=/fsx/output/workshop/logs/extract_out_%j.out
+#SBATCH --error=/fsx/output/workshop/logs/extract_err_%j.err
+#SBATCH --open-mode=append
+#SBATCH --chdir=/fsx/output/workshop
+#SBATCH --nodes=1
+#SBATCH --ntasks-per-node=1
+#SBATCH --gpus-per-node=1
+#SBATCH --cpus-per-task=8
+#SBATCH --time=04:00:00
+#SBATCH --partition=train-g4dn-2xl
+#SBATCH --exclusive
+#SBATCH --no-requeue
+
+set -uo pipefail
+rm -f /fsx/output/workshop/logs/extract.complete  # this stage is complete again only when this job succeeds
+echo "pcdino: stage extract, job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1))) on ${SLURM_JOB_NODELIST} at $(date -Is)" >&2
+
+# The accelerator environment: spank_pcdino.so sets it in every task when the cluster loads it;
+# otherwise these exports, which srun hands on to the tasks.
+plugstack=$(scontrol show config 2>/dev/null | sed -n 's/^PlugStackConfig *= *//p')
+if grep -qs spank_pcdino "${plugstack:-/etc/slurm/plugstack.conf}" "${plugstack:-/etc/slurm/plugstack.conf}.d"/*; then
+  echo "pcdino: accelerator environment from spank_pcdino.so" >&2
+else
+  export NCCL_DEBUG=WARN
+  export NCCL_SOCKET_IFNAME='^docker,lo,veth'
+fi
+
+srun --mpi=pmix --kill-on-bad-exit=1 /opt/pcdino/bin/pcdino extract --config /fsx/output/workshop/logs/submitted_pipeline.yaml --threads 8
+rc=$?
+if [ "$rc" -ne 0 ]; then
+  echo "pcdino: stage extract failed with exit code $rc" >&2
+  exit "$rc"
+fi
+printf '{"stage": "extract", "config_hash": "0b91f0dc51df1a38", "job_id": "%s", "finished": "%s"}\n' \
+  "${SLURM_JOB_ID}" "$(date -Is)" >/fsx/output/workshop/logs/extract.complete.tmp && mv -f /fsx/output/workshop/logs/extract.complete.tmp /fsx/output/workshop/logs/extract.complete
+
+# ---- /fsx/output/workshop/logs/labels.sbatch ----
+#!/bin/bash
+# pcdino pipeline 'workshop', stage labels: class labels of the held-out images.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 7aef5c489f93af00.
+#SBATCH --job-name=workshop-labels
+#SBATCH --output=/fsx/output/workshop/logs/labels_out_%j.out
+#SBATCH --error=/fsx/output/workshop/logs/labels_err_%j.err
+#SBATCH --open-mode=append
+#SBATCH --chdir=/fsx/output/workshop
+#SBATCH --nodes=1
+#SBATCH --ntasks=1
+#SBATCH --cpus-per-task=8
+#SBATCH --time=00:30:00
+#SBATCH --partition=train-g4dn-2xl
+#SBATCH --no-requeue
+
+set -uo pipefail
+rm -f /fsx/output/workshop/logs/labels.complete  # this stage is complete again only when this job succeeds
+echo "pcdino: stage labels, job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1))) on ${SLURM_JOB_NODELIST} at $(date -Is)" >&2
+
+srun --mpi=pmix --kill-on-bad-exit=1 /opt/pcdino/bin/pcdino labels --config /fsx/output/workshop/logs/submitted_pipeline.yaml
+rc=$?
+if [ "$rc" -ne 0 ]; then
+  echo "pcdino: stage labels failed with exit code $rc" >&2
+  exit "$rc"
+fi
+printf '{"stage": "labels", "config_hash": "7aef5c489f93af00", "job_id": "%s", "finished": "%s"}\n' \
+  "${SLURM_JOB_ID}" "$(date -Is)" >/fsx/output/workshop/logs/labels.complete.tmp && mv -f /fsx/output/workshop/logs/labels.complete.tmp /fsx/output/workshop/logs/labels.complete
+
+# ---- /fsx/output/workshop/logs/knn.sbatch ----
+#!/bin/bash
+# pcdino pipeline 'workshop', stage knn: weighted kNN evaluation of the CLS features.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash e6ac0cc6c3989f51.
+#SBATCH --job-name=workshop-knn
+#SBATCH --output=/fsx/output/workshop/logs/knn_out_%j.out
+#SBATCH --error=/fsx/output/workshop/logs/knn_err_%j.err
+#SBATCH --open-mode=append
+#SBATCH --chdir=/fsx/output/workshop
+#SBATCH --nodes=1
+#SBATCH --ntasks=1
+#SBATCH --cpus-per-task=8
+#SBATCH --time=01:00:00
+#SBATCH --partition=train-g4dn-2xl
+#SBATCH --no-requeue
+
+set -uo pipefail
+rm -f /fsx/output/workshop/logs/knn.complete  # this stage is complete again only when this job succeeds
+echo "pcdino: stage knn, job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1))) on ${SLURM_JOB_NODELIST} at $(date -Is)" >&2
+
+srun --mpi=pmix --kill-on-bad-exit=1 /opt/pcdino/bin/pcdino knn --config /fsx/output/workshop/logs/submitted_pipeline.yaml --threads 8
+rc=$?
+if [ "$rc" -ne 0 ]; then
+  echo "pcdino: stage knn failed with exit code $rc" >&2
+  exit "$rc"
+fi
+printf '{"stage": "knn", "config_hash": "e6ac0cc6c3989f51", "job_id": "%s", "finished": "%s"}\n' \
+  "${SLURM_JOB_ID}" "$(date -Is)" >/fsx/output/workshop/logs/knn.complete.tmp && mv -f /fsx/output/workshop/logs/knn.complete.tmp /fsx/output/workshop/logs/knn.complete
+
+# ---- /fsx/output/workshop/logs/plots.sbatch ----
+#!/bin/bash
+# pcdino pipeline 'workshop', stage plots: UMAP, training curves, kNN plots and index.html.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 9dbaf8f80e1686fe.
+#SBATCH --job-name=workshop-plots
+#SBATCH --output=/fsx/output/workshop/logs/plots_out_%j.out
+#SBATCH --error=/fsx/output/workshop/logs/plots_err_%j.err
+#SBATCH --open-mode=append
+#SBATCH --chdir=/fsx/output/workshop
+#SBATCH --nodes=1
+#SBATCH --ntasks=1
+#SBATCH --cpus-per-task=8
+#SBATCH --time=01:00:00
+#SBATCH --partition=train-g4dn-2xl
+#SBATCH --no-requeue
+
+set -uo pipefail
+rm -f /fsx/output/workshop/logs/plots.complete  # this stage is complete again only when this job succeeds
+echo "pcdino: stage plots, job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1))) on ${SLURM_JOB_NODELIST} at $(date -Is)" >&2
+
+srun --mpi=pmix --kill-on-bad-exit=1 /opt/pcdino/bin/pcdino plots --config /fsx/output/workshop/logs/submitted_pipeline.yaml
+rc=$?
+if [ "$rc" -ne 0 ]; then
+  echo "pcdino: stage plots failed with exit code $rc" >&2
+  exit "$rc"
+fi
+printf '{"stage": "plots", "config_hash": "9dbaf8f80e1686fe", "job_id": "%s", "finished": "%s"}\n' \
+  "${SLURM_JOB_ID}" "$(date -Is)" >/fsx/output/workshop/logs/plots.complete.tmp && mv -f /fsx/output/workshop/logs/plots.complete.tmp /fsx/output/workshop/logs/plots.complete
+
+# ---- sbatch commands ----
+meanstd=$(sbatch --parsable /fsx/output/workshop/logs/meanstd.sbatch)
+train=$(sbatch --parsable --dependency=afterok:$meanstd --kill-on-invalid-dep=yes /fsx/output/workshop/logs/train.sbatch)
+extract=$(sbatch --parsable --dependency=afterok:$train --kill-on-invalid-dep=yes /fsx/output/workshop/logs/extract.sbatch)
+labels=$(sbatch --parsable /fsx/output/workshop/logs/labels.sbatch)
+knn=$(sbatch --parsable --dependency=afterok:$extract:$labels --kill-on-invalid-dep=yes /fsx/output/workshop/logs/knn.sbatch)
+plots=$(sbatch --parsable --dependency=afterok:$knn --kill-on-invalid-dep=yes /fsx/output/workshop/logs/plots.sbatch)

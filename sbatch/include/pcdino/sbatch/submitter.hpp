@@ -1,0 +1,79 @@
+// `pcdino submit|resume|status|logs|cancel`: the pipeline as a chain of Slurm jobs, driven through Slurm's
+// own commands (sbatch --parsable, scontrol show job, sacct, scancel), with the job ids of the last
+// submission kept in `{run_dir}/logs/pipeline_jobs.json`.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "pcdino/core/config.hpp"
+#include "pcdino/sbatch/scripts.hpp"
+
+namespace pcdino::sbatch {
+
+/// `config` with meta.dataset_dir and meta.output_dir made absolute against `base` (the submitting
+/// shell's directory), as the jobs run in the run folder. Throws ConfigError when the run folder's path
+/// holds whitespace or quotes, which #SBATCH lines cannot carry.
+PipelineConfig with_absolute_paths(PipelineConfig config, const std::string& base);
+
+struct SubmitOptions {
+  std::vector<Stage> stages;  ///< the stages to submit (empty: all)
+  bool resume = false;        ///< skip stages whose completion marker matches their configuration hash
+  bool dry_run = false;       ///< print the scripts and sbatch commands; write and submit nothing
+  std::string pcdino;         ///< the pcdino program the scripts run (absolute path)
+};
+
+struct SubmittedJob {
+  Stage stage;
+  std::string job_id;  ///< "$meanstd" style shell variables with --dry-run
+  std::vector<Stage> after;
+};
+
+struct SubmitReport {
+  std::vector<SubmittedJob> jobs;
+  std::vector<Stage> complete;  ///< stages skipped as complete (resume)
+};
+
+/// Writes the configuration the jobs read (logs/submitted_pipeline.yaml) and one script per stage
+/// (render_script()), submits them in order with `sbatch --parsable` chained by afterok dependencies,
+/// and records the job ids in logs/pipeline_jobs.json (merged with the stages not resubmitted). Prints
+/// a line per job to `out` (with --dry-run: every script and the sbatch commands instead).
+/// `config` must hold absolute paths (with_absolute_paths()). Throws Error(kTempFail) when jobs of the
+/// run are still queued or running (cancel them or wait), Error(kUnavailable) when sbatch cannot be
+/// run, Error(kSoftware) naming the stage and sbatch's message when sbatch refuses a job (the jobs
+/// already submitted are cancelled), CantCreateError when the logs folder cannot be written.
+SubmitReport submit_pipeline(const PipelineConfig& config, const SubmitOptions& options, std::ostream& out);
+
+/// What Slurm (or, after it forgot the job, the completion marker) says about one stage.
+struct StageStatus {
+  Stage stage;
+  std::string job_id;     ///< "" if never submitted
+  std::string state;      ///< Slurm's job state (PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, ...),
+                          ///< or NOT_SUBMITTED, or COMPLETE (marker only) / UNKNOWN when Slurm forgot it
+  std::string elapsed;    ///< run time, [D-]HH:MM:SS
+  std::string exit_code;  ///< Slurm's "code:signal"
+  std::string reason;     ///< Slurm's reason (Dependency, NonZeroExitCode, DependencyNeverSatisfied, ...)
+  std::string error;      ///< for a failed stage: the last error line of its stderr file
+  int restarts = 0;       ///< times the job was requeued
+};
+
+/// The state of every stage of the last submission: `scontrol show job`, then `sacct` when Slurm no
+/// longer holds the job and accounting answers, then the completion marker. Throws NoInputError when the
+/// run was never submitted (no logs/pipeline_jobs.json).
+std::vector<StageStatus> pipeline_status(const PipelineConfig& config);
+
+/// pipeline_status() as a table on `out`. Returns true if no stage failed, timed out or was cancelled.
+bool print_status(const PipelineConfig& config, std::ostream& out);
+
+/// Cancels (scancel) the jobs of the last submission that are still queued or running; returns them as
+/// "stage job_id". Throws NoInputError when the run was never submitted.
+std::vector<std::string> cancel_pipeline(const PipelineConfig& config);
+
+/// Prints the last `lines` lines of `stage`'s stdout and stderr files of its last job (`stream`: "out",
+/// "err" or "both"). Throws ConfigError for an unknown stage, NoInputError when it was never submitted
+/// or its files do not exist yet.
+void print_logs(const PipelineConfig& config, const Stage& stage, int lines, const std::string& stream,
+                std::ostream& out);
+
+}  // namespace pcdino::sbatch

@@ -1,0 +1,366 @@
+#include "pcdino/sbatch/submitter.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
+#include "pcdino/core/process.hpp"
+
+namespace pcdino::sbatch {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+const char* const kSlurmHint =
+    "the pipeline commands need Slurm's client commands on PATH (Debian: slurm-client)";
+
+std::string now_iso() {
+  const std::time_t t = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&t, &local);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S%z", &local);
+  return text;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+json read_state(const RunFiles& files) {
+  if (!fs::exists(files.state_file)) {
+    throw NoInputError("no submission recorded for this run (" + files.state_file +
+                       " does not exist): submit it with `pcdino submit`");
+  }
+  try {
+    return json::parse(read_file(files.state_file, "pipeline state"));
+  } catch (const json::exception& e) {
+    throw DataError(files.state_file + ": not a pipeline state file (" + e.what() + ")");
+  }
+}
+
+// The stages whose completion marker records the configuration they ran with now.
+std::set<Stage> complete_stages(const RunFiles& files, const std::map<Stage, std::string>& hashes) {
+  std::set<Stage> complete;
+  for (const auto& [stage, hash] : hashes) {
+    std::ifstream in(files.marker(stage));
+    if (!in) continue;
+    try {
+      const json marker = json::parse(in);
+      if (marker.value("config_hash", "") == hash) complete.insert(stage);
+    } catch (const json::exception&) {
+      // A torn or foreign marker means "not complete".
+    }
+  }
+  return complete;
+}
+
+// "Key=Value Key=Value ..." of `scontrol show job -o`; values hold no spaces except the last keys'.
+std::map<std::string, std::string> parse_scontrol(const std::string& line) {
+  std::map<std::string, std::string> fields;
+  std::istringstream in(line);
+  std::string word;
+  while (in >> word) {
+    const auto eq = word.find('=');
+    if (eq != std::string::npos) fields[word.substr(0, eq)] = word.substr(eq + 1);
+  }
+  return fields;
+}
+
+bool is_active(const std::string& state) {
+  static const std::set<std::string> active = {"PENDING",   "RUNNING",      "CONFIGURING", "COMPLETING",
+                                               "REQUEUED",  "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING",
+                                               "SUSPENDED", "STAGE_OUT",    "SIGNALING"};
+  return active.count(state) != 0;
+}
+
+bool is_failure(const std::string& state) {
+  return state != "COMPLETED" && state != "COMPLETE" && state != "NOT_SUBMITTED" && !is_active(state) &&
+         state != "UNKNOWN";
+}
+
+// The line of a stderr file that says why a stage failed: pcdino's last "error: ..." / "[error] ..." line,
+// before srun's own "srun: error: ... Exited with exit code" lines; else the last line.
+std::string last_error_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, ours, launcher, last;
+  while (std::getline(in, line)) {
+    line = trim(line);
+    if (line.empty()) continue;
+    last = line;
+    std::string lower = line;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    if (lower.find("error") == std::string::npos) continue;
+    (lower.rfind("srun:", 0) == 0 ? launcher : ours) = line;
+  }
+  return !ours.empty() ? ours : !launcher.empty() ? launcher : last;
+}
+
+StageStatus query_job(const RunFiles& files, const Stage& stage, const std::string& job_id,
+                      const std::set<Stage>& complete) {
+  StageStatus st{stage, job_id, "", "", "", "", "", 0};
+  const ProcessResult r = run_process({"scontrol", "show", "job", "-o", job_id}, kSlurmHint);
+  if (r.exit_code == 0 && !r.out.empty()) {
+    auto f = parse_scontrol(r.out);
+    st.state = f["JobState"];
+    st.elapsed = f["RunTime"];
+    st.exit_code = f["ExitCode"];
+    st.reason = f["Reason"] == "None" ? "" : f["Reason"];
+    st.restarts =
+        f.count("Restarts") != 0 ? static_cast<int>(std::strtol(f["Restarts"].c_str(), nullptr, 10)) : 0;
+  } else {
+    // Slurm forgot the job (MinJobAge): accounting, when the cluster keeps it.
+    try {
+      const ProcessResult a =
+          run_process({"sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State,Elapsed,ExitCode,Reason"});
+      std::istringstream rows(a.out);
+      std::string row;
+      if (a.exit_code == 0 && std::getline(rows, row) && !trim(row).empty()) {
+        std::vector<std::string> cols;
+        std::stringstream cells(trim(row));
+        std::string cell;
+        while (std::getline(cells, cell, '|')) cols.push_back(cell);
+        cols.resize(4);
+        st.state = cols[0].substr(0, cols[0].find(' '));  // "CANCELLED by 0"
+        st.elapsed = cols[1];
+        st.exit_code = cols[2];
+        st.reason = cols[3] == "None" ? "" : cols[3];
+      }
+    } catch (const Error&) {
+      // No sacct on this machine.
+    }
+    if (st.state.empty()) st.state = complete.count(stage) != 0 ? "COMPLETE" : "UNKNOWN";
+  }
+  if (is_failure(st.state)) st.error = last_error_line(files.output(stage, job_id, true));
+  return st;
+}
+
+std::string shell_join(const std::vector<std::string>& args) {
+  std::string line;
+  for (const auto& a : args)
+    line += (line.empty() ? "" : " ") + (a.find('$') != std::string::npos ? a : shell_quote(a));
+  return line;
+}
+
+}  // namespace
+
+PipelineConfig with_absolute_paths(PipelineConfig config, const std::string& base) {
+  const auto absolute = [&](std::string& path) {
+    if (!path.empty() && fs::path(path).is_relative())
+      path = (fs::path(base) / path).lexically_normal().string();
+  };
+  absolute(config.meta.dataset_dir);
+  absolute(config.meta.output_dir);
+  if (config.meta.output_dir.empty()) config.meta.output_dir = base;
+  const std::string run = config.run_dir();
+  if (run.find_first_of(" \t\n'\"\\$`") != std::string::npos) {
+    throw ConfigError("meta.output_dir/meta.name_of_run: the run folder '" + run +
+                      "' holds whitespace, quotes or '$', which #SBATCH --output lines cannot carry");
+  }
+  return config;
+}
+
+SubmitReport submit_pipeline(const PipelineConfig& config, const SubmitOptions& options, std::ostream& out) {
+  const RunFiles files(config);
+  const auto hashes = stage_config_hashes(config);
+  SubmitReport report;
+
+  json state = json::object();
+  if (!options.dry_run && fs::exists(files.state_file)) {
+    state = read_state(files);
+    std::vector<std::string> busy;
+    for (const auto& st : pipeline_status(config)) {
+      if (is_active(st.state)) busy.push_back(st.stage + " (job " + st.job_id + ", " + st.state + ")");
+    }
+    if (!busy.empty()) {
+      std::string list;
+      for (const auto& b : busy) list += (list.empty() ? "" : ", ") + b;
+      throw Error(ExitCode::kTempFail, "run '" + config.meta.name_of_run +
+                                           "' still has jobs queued or running: " + list +
+                                           "; wait for them or `pcdino cancel` first");
+    }
+  }
+  const std::set<Stage> complete = options.resume ? complete_stages(files, hashes) : std::set<Stage>{};
+  const auto plan = plan_jobs(options.stages, complete);
+  for (const auto& stage : options.stages.empty() ? all_stages() : options.stages) {
+    if (complete.count(stage) != 0 &&
+        std::none_of(plan.begin(), plan.end(), [&](const PlannedJob& j) { return j.stage == stage; })) {
+      report.complete.push_back(stage);
+    }
+  }
+
+  const ScriptOptions script_options{options.pcdino};
+  if (options.dry_run) {
+    out << "# pcdino submit --dry-run: run '" << config.meta.name_of_run << "' in " << config.run_dir()
+        << "\n";
+    for (const auto& stage : report.complete) out << "# " << stage << ": complete, not resubmitted\n";
+    std::map<Stage, std::string> ids;
+    for (const auto& job : plan) {
+      out << "\n# ---- " << files.script(job.stage) << " ----\n"
+          << render_script(config, job.stage, script_options, hashes.at(job.stage));
+    }
+    out << "\n# ---- sbatch commands ----\n";
+    for (const auto& job : plan) {
+      auto args = sbatch_arguments(job, ids);
+      args.push_back(files.script(job.stage));
+      out << job.stage << "=$(" << shell_join(args) << ")\n";
+      ids[job.stage] = "$" + job.stage;
+      report.jobs.push_back({job.stage, ids[job.stage], job.after});
+    }
+    return report;
+  }
+
+  make_directories(files.logs_dir);
+  write_file_atomic(files.config_file, dump_config(config));
+  for (const auto& job : plan) {
+    write_file_atomic(files.script(job.stage),
+                      render_script(config, job.stage, script_options, hashes.at(job.stage)));
+    fs::permissions(files.script(job.stage), fs::perms::owner_exec | fs::perms::group_exec,
+                    fs::perm_options::add);
+  }
+
+  std::map<Stage, std::string> ids;
+  if (!state.contains("jobs")) state["jobs"] = json::object();
+  for (const auto& job : plan) {
+    auto args = sbatch_arguments(job, ids);
+    args.push_back(files.script(job.stage));
+    const ProcessResult r = run_process(args, kSlurmHint);
+    // --parsable prints "id" or "id;cluster".
+    std::string id = trim(r.out);
+    if (const auto semicolon = id.find(';'); semicolon != std::string::npos) id.resize(semicolon);
+    if (r.exit_code != 0 || id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
+      for (const auto& [stage, submitted] : ids) run_process({"scancel", submitted});
+      throw Error(ExitCode::kSoftware,
+                  "sbatch refused stage " + job.stage + " (exit code " + std::to_string(r.exit_code) +
+                      "): " + trim(r.err + r.out) +
+                      (ids.empty() ? "" : "; the stages submitted before it were cancelled"));
+    }
+    ids[job.stage] = id;
+    report.jobs.push_back({job.stage, id, job.after});
+    state["jobs"][job.stage] = {
+        {"job_id", id}, {"config_hash", hashes.at(job.stage)}, {"submitted", now_iso()}};
+  }
+  state["name_of_run"] = config.meta.name_of_run;
+  state["run_dir"] = config.run_dir();
+  state["config"] = config.source;
+  write_file_atomic(files.state_file, state.dump(2) + "\n");
+
+  for (const auto& stage : report.complete)
+    out << fmt::format("{:<8} complete (configuration unchanged)\n", stage);
+  for (const auto& job : report.jobs) {
+    std::string after;
+    for (const auto& dep : job.after) after += (after.empty() ? " after " : ", ") + dep + " " + ids.at(dep);
+    out << fmt::format("{:<8} job {}{}\n", job.stage, job.job_id, after);
+  }
+  return report;
+}
+
+std::vector<StageStatus> pipeline_status(const PipelineConfig& config) {
+  const RunFiles files(config);
+  const json state = read_state(files);
+  const auto complete = complete_stages(files, stage_config_hashes(config));
+  std::vector<StageStatus> result;
+  for (const auto& stage : all_stages()) {
+    const json jobs = state.value("jobs", json::object());
+    if (!jobs.contains(stage)) {
+      result.push_back(
+          {stage, "", complete.count(stage) != 0 ? "COMPLETE" : "NOT_SUBMITTED", "", "", "", "", 0});
+      continue;
+    }
+    result.push_back(query_job(files, stage, jobs[stage].value("job_id", ""), complete));
+  }
+  return result;
+}
+
+bool print_status(const PipelineConfig& config, std::ostream& out) {
+  const auto stages = pipeline_status(config);
+  out << "run '" << config.meta.name_of_run << "' in " << config.run_dir() << "\n";
+  out << fmt::format("{:<8} {:>8} {:<14} {:>11} {:>5} {}\n", "STAGE", "JOBID", "STATE", "ELAPSED", "EXIT",
+                     "REASON");
+  bool ok = true;
+  for (const auto& s : stages) {
+    std::string reason = s.reason;
+    if (s.restarts > 0) reason += (reason.empty() ? "" : ", ") + fmt::format("requeued {}x", s.restarts);
+    out << fmt::format("{:<8} {:>8} {:<14} {:>11} {:>5} {}\n", s.stage, s.job_id.empty() ? "-" : s.job_id,
+                       s.state, s.elapsed.empty() ? "-" : s.elapsed, s.exit_code.empty() ? "-" : s.exit_code,
+                       reason);
+    if (!s.error.empty()) out << "         " << s.error << "\n";
+    if (is_failure(s.state)) ok = false;
+  }
+  for (const auto& s : stages) {
+    if (is_failure(s.state) && !s.error.empty()) {
+      out << "stage " << s.stage << " ended " << s.state << ": see `pcdino logs " << config.source << " "
+          << s.stage << "`; `pcdino resume` then runs the stages that are not complete\n";
+      break;
+    }
+  }
+  return ok;
+}
+
+std::vector<std::string> cancel_pipeline(const PipelineConfig& config) {
+  std::vector<std::string> ids, cancelled;
+  for (const auto& s : pipeline_status(config)) {
+    if (is_active(s.state)) {
+      ids.push_back(s.job_id);
+      cancelled.push_back(s.stage + " " + s.job_id);
+    }
+  }
+  if (ids.empty()) return cancelled;
+  std::vector<std::string> args = {"scancel"};
+  args.insert(args.end(), ids.begin(), ids.end());
+  const ProcessResult r = run_process(args, kSlurmHint);
+  if (r.exit_code != 0) throw Error(ExitCode::kSoftware, "scancel failed: " + trim(r.err));
+  return cancelled;
+}
+
+void print_logs(const PipelineConfig& config, const Stage& stage, int lines, const std::string& stream,
+                std::ostream& out) {
+  parse_stages(stage, "pcdino logs");
+  const RunFiles files(config);
+  const json state = read_state(files);
+  const json jobs = state.value("jobs", json::object());
+  if (!jobs.contains(stage)) {
+    throw NoInputError("stage " + stage + " of run '" + config.meta.name_of_run + "' was never submitted");
+  }
+  const std::string job = jobs[stage].value("job_id", "");
+  std::vector<bool> which;
+  if (stream != "err") which.push_back(false);
+  if (stream != "out") which.push_back(true);
+  bool any = false;
+  for (const bool error : which) {
+    const std::string path = files.output(stage, job, error);
+    std::ifstream in(path);
+    if (!in) continue;
+    any = true;
+    std::deque<std::string> tail;
+    std::string line;
+    while (std::getline(in, line)) {
+      tail.push_back(line);
+      if (static_cast<int>(tail.size()) > lines) tail.pop_front();
+    }
+    out << "==> " << path << " <==\n";
+    for (const auto& l : tail) out << l << "\n";
+  }
+  if (!any) {
+    throw NoInputError("no output of stage " + stage + " (job " + job + ") yet: " +
+                       files.output(stage, job, false) + " does not exist (the job may still be pending)");
+  }
+}
+
+}  // namespace pcdino::sbatch

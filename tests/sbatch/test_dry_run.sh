@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `pcdino submit --dry-run` (issue #7): the checked-in example for the workshop's configuration
+# (sbatch/examples/workshop.dry-run.sh) is what the program prints today, it parses as bash, and a dry
+# run writes nothing and needs no Slurm.
+source "$(dirname "$0")/../lib/assert.sh"
+: "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
+EX="$PCDINO_SOURCE_DIR/sbatch/examples"
+W="$PCDINO_BUILD_DIR/test-work/dry_run"
+rm -rf "$W" && mkdir -p "$W"
+
+run env PATH=/usr/bin/nonexistent "$PCDINO_BIN" submit "$EX/workshop.yaml" --dry-run --program /opt/pcdino/bin/pcdino
+assert_rc 0 "dry run without Slurm on PATH"
+if [ "$OUT" = "$(cat "$EX/workshop.dry-run.sh")" ]; then pass "workshop.dry-run.sh is current"; else
+  fail "sbatch/examples/workshop.dry-run.sh differs from the program's output; regenerate it with
+  pcdino submit sbatch/examples/workshop.yaml --dry-run --program /opt/pcdino/bin/pcdino >sbatch/examples/workshop.dry-run.sh
+$(diff <(echo "$OUT") "$EX/workshop.dry-run.sh" | head -20)"
+fi
+run bash -n "$EX/workshop.dry-run.sh"
+assert_rc 0 "the example parses as bash"
+assert_eq "$(grep -c '^#SBATCH --dependency' "$EX/workshop.dry-run.sh")" 0 "dependencies are on the command line"
+assert_eq "$(grep -c 'sbatch --parsable --dependency=afterok:\$' "$EX/workshop.dry-run.sh")" 4 \
+  "four stages wait for others"
+
+run "$PCDINO_BIN" submit "$EX/workshop.yaml" --dry-run --output-dir "$W/out" --stages knn,plots
+assert_rc 0 "dry run of two stages"
+assert_contains "$OUT" "plots=\$(sbatch --parsable --dependency=afterok:\$knn" "plots wait for kNN"
+assert_contains "$OUT" "knn=\$(sbatch --parsable $W/out/workshop/logs/knn.sbatch)" \
+  "kNN waits for nothing outside the submission"
+[ ! -e "$W/out" ] && pass "a dry run writes nothing" || fail "a dry run wrote $W/out"
+finish

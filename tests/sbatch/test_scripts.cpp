@@ -1,0 +1,218 @@
+// The batch scripts and submission plans of `pcdino submit` (issue #7), checked without a cluster: the
+// dependency graph, what a configuration change re-runs, the #SBATCH lines, and that bash parses every
+// script rendered.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "pcdino/core/config.hpp"
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/process.hpp"
+#include "pcdino/sbatch/scripts.hpp"
+
+namespace pcdino::sbatch {
+namespace {
+
+PipelineConfig example(const std::string& extra = "") {
+  return parse_config(
+      "meta:\n  name_of_run: run1\n  output_dir: /fsx/out\n  dataset_dir: /fsx/data\n" + extra, "test.yaml");
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  return ("\n" + text + "\n").find("\n" + line + "\n") != std::string::npos;
+}
+
+std::vector<Stage> stages_of(const std::vector<PlannedJob>& jobs) {
+  std::vector<Stage> s;
+  for (const auto& j : jobs) s.push_back(j.stage);
+  return s;
+}
+
+TEST(Stages, ParsedInSubmissionOrder) {
+  EXPECT_EQ(parse_stages("plots,meanstd", "--stages"), (std::vector<Stage>{"meanstd", "plots"}));
+  EXPECT_EQ(parse_stages("all", "--stages").size(), 6u);
+  try {
+    parse_stages("train,knnn", "--stages");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--stages train,knnn: 'knnn' is not a stage"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Stages, HashesChangeForTheStagesAKeyAffects) {
+  const auto base = stage_config_hashes(example());
+  EXPECT_EQ(base.size(), 6u);
+  EXPECT_EQ(stage_config_hashes(example()), base) << "deterministic";
+
+  const auto changed = [&](const std::string& extra) {
+    const auto h = stage_config_hashes(example(extra));
+    std::vector<Stage> differ;
+    for (const auto& stage : all_stages()) {
+      if (h.at(stage) != base.at(stage)) differ.push_back(stage);
+    }
+    return differ;
+  };
+  EXPECT_EQ(changed("downstream_analyses:\n  kNN:\n    global:\n      n_neighbors: [3]\n"),
+            (std::vector<Stage>{"knn", "plots"}));
+  EXPECT_EQ(changed("train_scDINO:\n  hyperparameters:\n    lr: 0.001\n"),
+            (std::vector<Stage>{"train", "extract", "knn", "plots"}));
+  EXPECT_EQ(changed("train_scDINO:\n  fraction_for_mean_std_calc: 0.5\n"),
+            (std::vector<Stage>{"meanstd", "train", "extract", "knn", "plots"}));
+  EXPECT_EQ(changed("downstream_analyses:\n  umap_eval:\n    min_dist: 0.1\n"),
+            (std::vector<Stage>{"plots"}));
+  EXPECT_EQ(changed("  seed: 7\n").size(), 6u) << "the split changes every stage";
+  EXPECT_TRUE(changed("slurm:\n  partition: gpu\n  cpus_per_task: 4\n").empty());
+  // Where the run lives does not change what it computes.
+  EXPECT_EQ(
+      stage_config_hashes(parse_config(
+          "meta:\n  name_of_run: other\n  output_dir: /elsewhere\n  dataset_dir: /fsx/data\n", "t.yaml")),
+      base);
+}
+
+TEST(Plan, FullChainWaitsOnWhatEachStageReads) {
+  const auto jobs = plan_jobs({}, {});
+  ASSERT_EQ(stages_of(jobs), all_stages());
+  std::map<Stage, std::vector<Stage>> after;
+  for (const auto& j : jobs) after[j.stage] = j.after;
+  EXPECT_TRUE(after["meanstd"].empty());
+  EXPECT_EQ(after["train"], std::vector<Stage>{"meanstd"});
+  EXPECT_EQ(after["extract"], std::vector<Stage>{"train"});
+  EXPECT_TRUE(after["labels"].empty()) << "labels run beside the model stages";
+  EXPECT_EQ(after["knn"], (std::vector<Stage>{"extract", "labels"}));
+  EXPECT_EQ(after["plots"], std::vector<Stage>{"knn"});
+}
+
+TEST(Plan, ResumeSkipsCompleteStagesButNotThoseAfterAResubmittedOne) {
+  auto jobs = plan_jobs({}, {"meanstd", "train", "extract", "labels"});
+  EXPECT_EQ(stages_of(jobs), (std::vector<Stage>{"knn", "plots"}));
+  EXPECT_TRUE(jobs[0].after.empty()) << "complete stages are not waited for";
+  EXPECT_EQ(jobs[1].after, std::vector<Stage>{"knn"});
+  // train did not finish: extract, knn and plots would read outputs about to change.
+  jobs = plan_jobs({}, {"meanstd", "extract", "labels", "knn", "plots"});
+  EXPECT_EQ(stages_of(jobs), (std::vector<Stage>{"train", "extract", "knn", "plots"}));
+  EXPECT_TRUE(plan_jobs({}, {"meanstd", "train", "extract", "labels", "knn", "plots"}).empty());
+  EXPECT_EQ(stages_of(plan_jobs({"knn", "plots"}, {})), (std::vector<Stage>{"knn", "plots"}));
+}
+
+TEST(Plan, SbatchArgumentsChainWithAfterok) {
+  const PlannedJob knn{"knn", {"extract", "labels"}};
+  EXPECT_EQ(sbatch_arguments(knn, {{"extract", "12"}, {"labels", "13"}}),
+            (std::vector<std::string>{"sbatch", "--parsable", "--dependency=afterok:12:13",
+                                      "--kill-on-invalid-dep=yes"}));
+  EXPECT_EQ(sbatch_arguments({"meanstd", {}}, {}), (std::vector<std::string>{"sbatch", "--parsable"}));
+}
+
+TEST(Script, TrainingAsksForNodesGpusAndRequeue) {
+  const auto c = example(
+      "train_scDINO:\n  nnodes: 2\n  num_gpus: 8\nslurm:\n  partition: p5\n  cpus_per_task: 12\n  mem: '0'\n"
+      "  time_limit: {train: '2-00:00:00'}\n");
+  const std::string s = render_script(c, "train", {"/opt/pcdino/bin/pcdino"}, "0123456789abcdef");
+  for (const char* line :
+       {"#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=8", "#SBATCH --gpus-per-node=8",
+        "#SBATCH --cpus-per-task=12", "#SBATCH --mem=0", "#SBATCH --time=2-00:00:00",
+        "#SBATCH --partition=p5", "#SBATCH --exclusive", "#SBATCH --requeue", "#SBATCH --signal=USR1@120",
+        "#SBATCH --open-mode=append", "#SBATCH --output=/fsx/out/run1/logs/train_out_%j.out",
+        "#SBATCH --error=/fsx/out/run1/logs/train_err_%j.err",
+        "srun --mpi=pmix --kill-on-bad-exit=1 /opt/pcdino/bin/pcdino train --config "
+        "/fsx/out/run1/logs/submitted_pipeline.yaml --threads 12",
+        "  scontrol requeue \"${SLURM_JOB_ID}\""}) {
+    EXPECT_TRUE(has_line(s, line)) << "missing: " << line << "\n" << s;
+  }
+  EXPECT_NE(s.find("0123456789abcdef"), std::string::npos) << "the marker records the configuration hash";
+}
+
+TEST(Script, CpuClusterAndCpuStages) {
+  const auto c = example(
+      "train_scDINO:\n  nnodes: 2\n  num_gpus: 1\nslurm:\n  gpus: false\n  exclusive: false\n"
+      "  cpu_tasks: 3\n  requeue: false\n  launcher: mpirun\n");
+  const std::string train = render_script(c, "train", {"/p/pcdino"}, "h");
+  EXPECT_EQ(train.find("--gpus-per-node"), std::string::npos);
+  EXPECT_EQ(train.find("--exclusive"), std::string::npos);
+  EXPECT_TRUE(has_line(train, "#SBATCH --no-requeue"));
+  EXPECT_TRUE(has_line(
+      train, "mpirun --bind-to none /p/pcdino train --config /fsx/out/run1/logs/submitted_pipeline.yaml"));
+  const std::string meanstd = render_script(c, "meanstd", {"/p/pcdino"}, "h");
+  EXPECT_TRUE(has_line(meanstd, "#SBATCH --ntasks=3"));
+  const std::string plots = render_script(example(), "plots", {"/p/pcdino"}, "h");
+  EXPECT_TRUE(has_line(plots, "#SBATCH --ntasks=1"));
+  EXPECT_EQ(plots.find("--exclusive"), std::string::npos) << "only the GPU stages take whole nodes";
+  EXPECT_EQ(plots.find("--threads"), std::string::npos) << "cpus_per_task unset: the stage chooses";
+}
+
+TEST(Script, EnvironmentExportedOnlyWithoutTheSpankPlugin) {
+  const auto c =
+      example("slurm:\n  environment: {FI_PROVIDER: efa, NCCL_SOCKET_IFNAME: \"^docker,lo veth\"}\n");
+  const std::string s = render_script(c, "train", {"/p/pcdino"}, "h");
+  EXPECT_TRUE(has_line(s, "  export FI_PROVIDER=efa"));
+  EXPECT_TRUE(has_line(s, "  export NCCL_SOCKET_IFNAME='^docker,lo veth'"));
+  EXPECT_NE(s.find("grep -qs spank_pcdino"), std::string::npos);
+  EXPECT_EQ(render_script(c, "labels", {"/p/pcdino"}, "h").find("export"), std::string::npos);
+}
+
+TEST(Script, EveryStageParsesAsBash) {
+  const auto c = example("slurm:\n  environment: {A: \"it's $HOME\"}\n");
+  for (const auto& stage : all_stages()) {
+    const ProcessResult r =
+        run_process({"bash", "-n", "-c", render_script(c, stage, {"/path with space/pcdino"}, "h")});
+    EXPECT_EQ(r.exit_code, 0) << stage << ": " << r.err;
+  }
+}
+
+TEST(Process, CapturesOutputErrorsAndExitCode) {
+  const ProcessResult r = run_process({"sh", "-c", "echo out; echo err >&2; exit 3"});
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err, "err\n");
+  EXPECT_EQ(r.exit_code, 3);
+  try {
+    run_process({"/nonexistent/sbatch"}, "install slurm-client");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUnavailable);
+    EXPECT_NE(std::string(e.what()).find("install slurm-client"), std::string::npos);
+  }
+}
+
+TEST(Process, ShellQuoteRoundTrips) {
+  for (const std::string text : {"plain", "with space", "it's", "$HOME `x` \"q\"", "^docker,lo"}) {
+    const ProcessResult r = run_process({"sh", "-c", "printf %s " + shell_quote(text)});
+    EXPECT_EQ(r.out, text);
+  }
+}
+
+TEST(SlurmConfig, BadValuesNameTheKey) {
+  const auto error_of = [](const std::string& yaml) {
+    try {
+      parse_config(yaml, "p.yaml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("slurm:\n  time_limit: {trian: '1:00:00'}\n")
+                .find("p.yaml:2:15: slurm.time_limit: 'trian' is not a stage"),
+            std::string::npos);
+  EXPECT_NE(error_of("slurm:\n  time_limit: {train: soon}\n").find("expected a Slurm time"),
+            std::string::npos);
+  EXPECT_NE(error_of("slurm:\n  partition: 'gpu; rm'\n").find("slurm.partition: expected one word"),
+            std::string::npos);
+  EXPECT_NE(error_of("slurm:\n  environment: {'1X': a}\n").find("'1X' is not an environment variable name"),
+            std::string::npos);
+  EXPECT_NE(error_of("slurm:\n  launcher: ssh\n").find("expected one of srun, mpirun"), std::string::npos);
+  EXPECT_NE(error_of("slurm:\n  mem: lots\n").find("slurm.mem"), std::string::npos);
+}
+
+TEST(SlurmConfig, DumpReadsBack) {
+  const auto c = example(
+      "slurm:\n  partition: gpu\n  gpus: false\n  time_limit: {train: '10:00'}\n"
+      "  environment: {FI_PROVIDER: efa}\n");
+  const auto back = parse_config(dump_config(c), "dump.yaml");
+  EXPECT_EQ(back.slurm.partition, "gpu");
+  EXPECT_FALSE(back.slurm.gpus);
+  EXPECT_EQ(back.slurm.time_limit, c.slurm.time_limit);
+  EXPECT_EQ(back.slurm.environment, c.slurm.environment);
+  EXPECT_EQ(dump_config(back), dump_config(c));
+}
+
+}  // namespace
+}  // namespace pcdino::sbatch
