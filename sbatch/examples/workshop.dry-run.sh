@@ -17,6 +17,7 @@
 
 set -uo pipefail
 rm -f /fsx/output/workshop/logs/meanstd.complete  # this stage is complete again only when this job succeeds
+started=$(date +%s)
 echo "pcdino: stage meanstd, job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1))) on ${SLURM_JOB_NODELIST} at $(date -Is)" >&2
 
 srun --mpi=pmix --kill-on-bad-exit=1 /opt/pcdino/bin/pcdino meanstd --config /fsx/output/workshop/logs/submitted_pipeline.yaml --threads 8
@@ -25,8 +26,8 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage meanstd failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "meanstd", "config_hash": "e0853d16e55f158f", "job_id": "%s", "finished": "%s"}\n' \
-  "${SLURM_JOB_ID}" "$(date -Is)" >/fsx/output/workshop/logs/meanstd.complete.tmp && mv -f /fsx/output/workshop/logs/meanstd.complete.tmp /fsx/output/workshop/logs/meanstd.complete
+printf '{"stage": "meanstd", "config_hash": "e0853d16e55f158f", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+  "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/meanstd.complete.tmp && mv -f /fsx/output/workshop/logs/meanstd.complete.tmp /fsx/output/workshop/logs/meanstd.complete
 
 # ---- /fsx/output/workshop/logs/train.sbatch ----
 #!/bin/bash
@@ -49,6 +50,7 @@ printf '{"stage": "meanstd", "config_hash": "e0853d16e55f158f", "job_id": "%s", 
 
 set -uo pipefail
 rm -f /fsx/output/workshop/logs/train.complete  # this stage is complete again only when this job succeeds
+started=$(date +%s)
 echo "pcdino: stage train, job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1))) on ${SLURM_JOB_NODELIST} at $(date -Is)" >&2
 
 # The accelerator environment: spank_pcdino.so sets it in every task when the cluster loads it;
@@ -74,8 +76,8 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage train failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "train", "config_hash": "097a1e5fd37f45b0", "job_id": "%s", "finished": "%s"}\n' \
-  "${SLURM_JOB_ID}" "$(date -Is)" >/fsx/output/workshop/logs/train.complete.tmp && mv -f /fsx/output/workshop/logs/train.complete.tmp /fsx/output/workshop/logs/train.complete
+printf '{"stage": "train", "config_hash": "097a1e5fd37f45b0", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+  "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/train.complete.tmp && mv -f /fsx/output/workshop/logs/train.complete.tmp /fsx/output/workshop/logs/train.complete
 
 # ---- /fsx/output/workshop/logs/extract.sbatch ----
 #!/bin/bash
@@ -97,6 +99,7 @@ printf '{"stage": "train", "config_hash": "097a1e5fd37f45b0", "job_id": "%s", "f
 
 set -uo pipefail
 rm -f /fsx/output/workshop/logs/extract.complete  # this stage is complete again only when this job succeeds
+started=$(date +%s)
 echo "pcdino: stage extract, job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1))) on ${SLURM_JOB_NODELIST} at $(date -Is)" >&2
 
 # The accelerator environment: spank_pcdino.so sets it in every task when the cluster loads it;
@@ -115,8 +118,8 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage extract failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "extract", "config_hash": "0b91f0dc51df1a38", "job_id": "%s", "finished": "%s"}\n' \
-  "${SLURM_JOB_ID}" "$(date -Is)" >/fsx/output/workshop/logs/extract.complete.tmp && mv -f /fsx/output/workshop/logs/extract.complete.tmp /fsx/output/workshop/logs/extract.complete
+printf '{"stage": "extract", "config_hash": "0b91f0dc51df1a38", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+  "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/extract.complete.tmp && mv -f /fsx/output/workshop/logs/extract.complete.tmp /fsx/output/workshop/logs/extract.complete
 
 # ---- /fsx/output/workshop/logs/labels.sbatch ----
 #!/bin/bash
@@ -136,6 +139,7 @@ printf '{"stage": "extract", "config_hash": "0b91f0dc51df1a38", "job_id": "%s", 
 
 set -uo pipefail
 rm -f /fsx/output/workshop/logs/labels.complete  # this stage is complete again only when this job succeeds
+started=$(date +%s)
 echo "pcdino: stage labels, job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1))) on ${SLURM_JOB_NODELIST} at $(date -Is)" >&2
 
 srun --mpi=pmix --kill-on-bad-exit=1 /opt/pcdino/bin/pcdino labels --config /fsx/output/workshop/logs/submitted_pipeline.yaml
@@ -144,8 +148,8 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage labels failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "labels", "config_hash": "7aef5c489f93af00", "job_id": "%s", "finished": "%s"}\n' \
-  "${SLURM_JOB_ID}" "$(date -Is)" >/fsx/output/workshop/logs/labels.complete.tmp && mv -f /fsx/output/workshop/logs/labels.complete.tmp /fsx/output/workshop/logs/labels.complete
+printf '{"stage": "labels", "config_hash": "7aef5c489f93af00", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+  "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/labels.complete.tmp && mv -f /fsx/output/workshop/logs/labels.complete.tmp /fsx/output/workshop/logs/labels.complete
 
 # ---- /fsx/output/workshop/logs/knn.sbatch ----
 #!/bin/bash
@@ -165,6 +169,7 @@ printf '{"stage": "labels", "config_hash": "7aef5c489f93af00", "job_id": "%s", "
 
 set -uo pipefail
 rm -f /fsx/output/workshop/logs/knn.complete  # this stage is complete again only when this job succeeds
+started=$(date +%s)
 echo "pcdino: stage knn, job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1))) on ${SLURM_JOB_NODELIST} at $(date -Is)" >&2
 
 srun --mpi=pmix --kill-on-bad-exit=1 /opt/pcdino/bin/pcdino knn --config /fsx/output/workshop/logs/submitted_pipeline.yaml --threads 8
@@ -173,8 +178,8 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage knn failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "knn", "config_hash": "e6ac0cc6c3989f51", "job_id": "%s", "finished": "%s"}\n' \
-  "${SLURM_JOB_ID}" "$(date -Is)" >/fsx/output/workshop/logs/knn.complete.tmp && mv -f /fsx/output/workshop/logs/knn.complete.tmp /fsx/output/workshop/logs/knn.complete
+printf '{"stage": "knn", "config_hash": "e6ac0cc6c3989f51", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+  "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/knn.complete.tmp && mv -f /fsx/output/workshop/logs/knn.complete.tmp /fsx/output/workshop/logs/knn.complete
 
 # ---- /fsx/output/workshop/logs/plots.sbatch ----
 #!/bin/bash
@@ -194,6 +199,7 @@ printf '{"stage": "knn", "config_hash": "e6ac0cc6c3989f51", "job_id": "%s", "fin
 
 set -uo pipefail
 rm -f /fsx/output/workshop/logs/plots.complete  # this stage is complete again only when this job succeeds
+started=$(date +%s)
 echo "pcdino: stage plots, job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1))) on ${SLURM_JOB_NODELIST} at $(date -Is)" >&2
 
 srun --mpi=pmix --kill-on-bad-exit=1 /opt/pcdino/bin/pcdino plots --config /fsx/output/workshop/logs/submitted_pipeline.yaml
@@ -202,8 +208,8 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage plots failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "plots", "config_hash": "9dbaf8f80e1686fe", "job_id": "%s", "finished": "%s"}\n' \
-  "${SLURM_JOB_ID}" "$(date -Is)" >/fsx/output/workshop/logs/plots.complete.tmp && mv -f /fsx/output/workshop/logs/plots.complete.tmp /fsx/output/workshop/logs/plots.complete
+printf '{"stage": "plots", "config_hash": "9dbaf8f80e1686fe", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+  "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/plots.complete.tmp && mv -f /fsx/output/workshop/logs/plots.complete.tmp /fsx/output/workshop/logs/plots.complete
 
 # ---- sbatch commands ----
 meanstd=$(sbatch --parsable /fsx/output/workshop/logs/meanstd.sbatch)

@@ -174,6 +174,7 @@ std::string render_script(const PipelineConfig& config, const Stage& stage, cons
   o << "\nset -uo pipefail\n";
   const std::string marker = shell_quote(files.marker(stage));
   o << "rm -f " << marker << "  # this stage is complete again only when this job succeeds\n";
+  o << "started=$(date +%s)\n";
   o << "echo \"pcdino: stage " << stage << ", job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1)))"
     << " on ${SLURM_JOB_NODELIST} at $(date -Is)\" >&2\n";
 
@@ -218,8 +219,8 @@ std::string render_script(const PipelineConfig& config, const Stage& stage, cons
        "  exit \"$rc\"\n"
        "fi\n";
   o << "printf '{\"stage\": \"" << stage << "\", \"config_hash\": \"" << config_hash
-    << "\", \"job_id\": \"%s\", \"finished\": \"%s\"}\\n' \\\n"
-       "  \"${SLURM_JOB_ID}\" \"$(date -Is)\" >"
+    << "\", \"job_id\": \"%s\", \"finished\": \"%s\", \"seconds\": %d}\\n' \\\n"
+       "  \"${SLURM_JOB_ID}\" \"$(date -Is)\" \"$(($(date +%s) - started))\" >"
     << marker << ".tmp && mv -f " << marker << ".tmp " << marker << "\n";
   return o.str();
 }

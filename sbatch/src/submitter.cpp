@@ -70,6 +70,19 @@ std::set<Stage> complete_stages(const RunFiles& files, const std::map<Stage, std
   return complete;
 }
 
+// The run time a completion marker records, as Slurm writes it (HH:MM:SS), or "".
+std::string marker_elapsed(const std::string& path) {
+  std::ifstream in(path);
+  try {
+    const json marker = json::parse(in);
+    if (!marker.contains("seconds")) return "";
+    const long s = marker["seconds"].get<long>();
+    return fmt::format("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+  } catch (const json::exception&) {
+    return "";
+  }
+}
+
 // "Key=Value Key=Value ..." of `scontrol show job -o`; values hold no spaces except the last keys'.
 std::map<std::string, std::string> parse_scontrol(const std::string& line) {
   std::map<std::string, std::string> fields;
@@ -145,7 +158,11 @@ StageStatus query_job(const RunFiles& files, const Stage& stage, const std::stri
     } catch (const Error&) {
       // No sacct on this machine.
     }
-    if (st.state.empty()) st.state = complete.count(stage) != 0 ? "COMPLETE" : "UNKNOWN";
+    if (st.state.empty() && complete.count(stage) != 0) {
+      st.state = "COMPLETE";
+      st.elapsed = marker_elapsed(files.marker(stage));
+    }
+    if (st.state.empty()) st.state = "UNKNOWN";
   }
   if (is_failure(st.state)) st.error = last_error_line(files.output(stage, job_id, true));
   return st;

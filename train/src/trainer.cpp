@@ -302,6 +302,16 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
       loss_sum += l;
       ++loss_count;
       ++iterations_this_run;
+      // Progress within an epoch every 10 iterations, as DINO's MetricLogger (print_freq 10).
+      if (writer && (it + 1) % 10 == 0 && it + 1 < niter) {
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+        const double per_step = elapsed / static_cast<double>(it + 1 - first_iter);
+        const double remaining = static_cast<double>((epochs - epoch) * niter - it - 1);
+        spdlog::info("epoch {}/{} iteration {}/{}: loss {:.4f} {:.1f} images/s ETA {:.0f} s", epoch + 1,
+                     epochs, it + 1, niter, loss_sum / static_cast<double>(loss_count),
+                     static_cast<double>(global_batch) / per_step, remaining * per_step);
+      }
       bool stop = stop_requested.load() ||
                   (rt.stop_after_iterations > 0 && iterations_this_run >= rt.stop_after_iterations);
       // Slurm signals every task, not at the same instant: all ranks stop after the same iteration.
