@@ -1,14 +1,7 @@
 #include "pcdino/pipelines/plots.hpp"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -17,6 +10,7 @@
 
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
+#include "pcdino/core/process.hpp"
 #include "pcdino/pipelines/features.hpp"
 #include "pcdino/pipelines/umap.hpp"
 
@@ -149,32 +143,11 @@ std::vector<EpochRow> read_training_log(const std::string& path) {
 
 void run_gnuplot(const std::string& gnuplot, const std::string& dir, const std::string& script) {
   const std::string script_file = (fs::path(dir) / ".plot.gp").string();
-  const std::string errors_file = (fs::path(dir) / ".plot.err").string();
   write_file_atomic(script_file, script);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, errors_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> argv = {const_cast<char*>(gnuplot.c_str()), const_cast<char*>(script_file.c_str()),
-                             nullptr};
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, gnuplot.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    throw Error(ExitCode::kUnavailable,
-                "cannot run '" + gnuplot + "' (" + std::strerror(rc) +
-                    "): the plots stage needs gnuplot (Debian: apt install gnuplot-nox)");
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  const std::string errors = read_file(errors_file, "gnuplot's messages");
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw Error(ExitCode::kSoftware, "gnuplot failed on " + script_file + ": " + errors);
-  }
+  const ProcessResult r =
+      run_process({gnuplot, script_file}, "the plots stage needs gnuplot (Debian: apt install gnuplot-nox)");
+  if (r.exit_code != 0) throw Error(ExitCode::kSoftware, "gnuplot failed on " + script_file + ": " + r.err);
   fs::remove(script_file);
-  fs::remove(errors_file);
 }
 
 PlotsReport run_plots_stage(const PipelineConfig& config, const PlotsOptions& options) {
