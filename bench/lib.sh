@@ -55,6 +55,7 @@ train_scDINO:
   fraction_for_mean_std_calc: 1.0
   epochs: 2
   batch_size_per_gpu: $3
+  num_workers: 1
   hyperparameters:
     arch: vit_tiny
     patch_size: 4

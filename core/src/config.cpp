@@ -320,6 +320,16 @@ std::function<std::string(const std::array<double, 2>&)> scale_pair() {
     return v[0] > 0 && v[0] <= v[1] && v[1] <= 1 ? "" : std::string("expected 0 < low <= high <= 1");
   };
 }
+// A flag pcdino has no implementation for: only `supported` is accepted, so that a set key never does
+// nothing.
+std::function<std::string(const bool&)> not_implemented_unless(bool supported) {
+  return [supported](const bool& v) {
+    return v == supported ? std::string()
+                          : std::string("not implemented in pcdino (only ") + (supported ? "true" : "false") +
+                                " is supported)";
+  };
+}
+
 std::function<std::string(const std::string&)> one_of(std::vector<std::string> allowed) {
   return [allowed](const std::string& v) {
     for (const auto& a : allowed) {
@@ -392,7 +402,7 @@ void read_train(Reader& r, const YAML::Node& root, TrainConfig& t) {
   r.read<int>(h, hp, "out_dim", d.out_dim, at_least(1));
   r.read<bool>(h, hp, "norm_last_layer", d.norm_last_layer);
   r.read<double>(h, hp, "momentum_teacher", d.momentum_teacher, in_range(0, false, 1, false));
-  r.read<bool>(h, hp, "use_bn_in_head", d.use_bn_in_head);
+  r.read<bool>(h, hp, "use_bn_in_head", d.use_bn_in_head, not_implemented_unless(false));
   r.read<double>(h, hp, "warmup_teacher_temp", d.warmup_teacher_temp, positive());
   r.read<double>(h, hp, "teacher_temp", d.teacher_temp, positive());
   r.read<int>(h, hp, "warmup_teacher_temp_epochs", d.warmup_teacher_temp_epochs, at_least(0));
@@ -404,13 +414,27 @@ void read_train(Reader& r, const YAML::Node& root, TrainConfig& t) {
   r.read<double>(h, hp, "lr", d.lr, positive());
   r.read<int>(h, hp, "warmup_epochs", d.warmup_epochs, at_least(0));
   r.read<double>(h, hp, "min_lr", d.min_lr, non_negative());
-  r.read<std::string>(h, hp, "optimizer", d.optimizer, one_of({"adamw", "sgd", "lars"}));
+  r.read<std::string>(h, hp, "optimizer", d.optimizer, [](const std::string& v) {
+    if (v == "adamw") return std::string();
+    if (v == "sgd" || v == "lars") {
+      return std::string("not implemented: pcdino trains with 'adamw' (DINO's default) only");
+    }
+    return std::string("expected 'adamw'");
+  });
   r.read<double>(h, hp, "drop_path_rate", d.drop_path_rate, in_range(0, false, 1, true));
   r.read<std::array<double, 2>>(h, hp, "global_crops_scale", d.global_crops_scale, scale_pair());
   r.read<int>(h, hp, "local_crops_number", d.local_crops_number, at_least(0));
   r.read<std::array<double, 2>>(h, hp, "local_crops_scale", d.local_crops_scale, scale_pair());
   r.read<int>(h, hp, "global_crops_size", d.global_crops_size, at_least(1));
   r.read<int>(h, hp, "local_crops_size", d.local_crops_size, at_least(1));
+  r.read<bool>(h, hp, "scale_augmentation_to_crop", d.scale_augmentation_to_crop);
+  bool vflip = d.vflip == 1;
+  const bool vflip_given = h.IsDefined() && h.IsMap() && h["vflip"].IsDefined() && !h["vflip"].IsNull();
+  r.read<bool>(h, hp, "vflip", vflip);
+  if (vflip_given) d.vflip = vflip ? 1 : 0;
+  r.read<int>(h, hp, "depth", d.depth, at_least(0));
+  r.read<int>(h, hp, "online_knn_every", d.online_knn_every, at_least(0));
+  r.read<int>(h, hp, "online_knn_images", d.online_knn_images, at_least(10));
 }
 
 void read_downstream(Reader& r, const YAML::Node& root, DownstreamConfig& d) {
@@ -670,6 +694,16 @@ std::string dump_config(const PipelineConfig& c) {
       << number(d.local_crops_scale[0]) << number(d.local_crops_scale[1]) << YAML::EndSeq;
   out << YAML::Key << "global_crops_size" << YAML::Value << d.global_crops_size;
   out << YAML::Key << "local_crops_size" << YAML::Value << d.local_crops_size;
+  out << YAML::Key << "scale_augmentation_to_crop" << YAML::Value << d.scale_augmentation_to_crop;
+  out << YAML::Key << "vflip" << YAML::Value;
+  if (d.vflip < 0) {
+    out << YAML::Null;
+  } else {
+    out << (d.vflip == 1);
+  }
+  out << YAML::Key << "depth" << YAML::Value << d.depth;
+  out << YAML::Key << "online_knn_every" << YAML::Value << d.online_knn_every;
+  out << YAML::Key << "online_knn_images" << YAML::Value << d.online_knn_images;
   out << YAML::EndMap << YAML::EndMap;
 
   const DownstreamConfig& ds = c.downstream;

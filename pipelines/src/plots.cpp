@@ -1,9 +1,12 @@
 #include "pcdino/pipelines/plots.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -119,24 +122,63 @@ struct EpochRow {
   double loss, lr;
 };
 
-std::vector<EpochRow> read_training_log(const std::string& path) {
+// Calls `record` with each non-blank line of the JSON-lines file `path`; a line that is not JSON or that
+// `record` cannot use (a json::exception) is a DataError naming the file, the line and `what` it should be.
+void for_each_json_line(const std::string& path, const std::string& what,
+                        const std::function<void(const json&)>& record) {
   std::ifstream in(path);
-  std::vector<EpochRow> rows;
   std::string line;
   int number = 0;
   while (std::getline(in, line)) {
     ++number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
-      const json j = json::parse(line);
-      rows.push_back(
-          {j.at("epoch").get<int>(), j.at("train_loss").get<double>(), j.at("train_lr").get<double>()});
+      record(json::parse(line));
     } catch (const json::exception& e) {
-      throw DataError(path + ":" + std::to_string(number) +
-                      ": not a training log line with epoch, train_loss and train_lr (" + e.what() + ")");
+      throw DataError(path + ":" + std::to_string(number) + ": not " + what + " (" + e.what() + ")");
     }
   }
+}
+
+std::vector<EpochRow> read_training_log(const std::string& path) {
+  std::vector<EpochRow> rows;
+  for_each_json_line(path, "a training log line with epoch, train_loss and train_lr", [&rows](const json& j) {
+    rows.push_back(
+        {j.at("epoch").get<int>(), j.at("train_loss").get<double>(), j.at("train_lr").get<double>()});
+  });
   return rows;
+}
+
+// The trainer's metrics.jsonl (beside log.txt): one "iteration" record every 10 iterations and one "epoch"
+// record per epoch, both with the online kNN's top-1 when it ran, and a "start" record with the untrained
+// teacher's.
+struct IterationRow {
+  long iteration;
+  double loss, lr, momentum, entropy, kl;
+};
+struct KnnPoint {
+  long iteration;  // the last iteration of the epoch
+  double top1;
+};
+struct TrainingMetrics {
+  std::vector<IterationRow> iterations;
+  std::vector<KnnPoint> online_knn;
+};
+
+TrainingMetrics read_metrics(const std::string& path) {
+  TrainingMetrics m;
+  for_each_json_line(path, "a training metrics record", [&m](const json& j) {
+    const std::string record = j.value("record", "");
+    if (record == "iteration") {
+      m.iterations.push_back({j.at("iteration").get<long>(), j.at("loss").get<double>(),
+                              j.at("lr").get<double>(), j.at("momentum").get<double>(),
+                              j.at("teacher_entropy").get<double>(), j.at("kl").get<double>()});
+    } else if ((record == "epoch" || record == "start") && j.contains("online_knn_top1")) {
+      m.online_knn.push_back(
+          {m.iterations.empty() ? 0 : m.iterations.back().iteration, j.at("online_knn_top1").get<double>()});
+    }
+  });
+  return m;
 }
 
 }  // namespace
@@ -227,17 +269,64 @@ PlotsReport run_plots_stage(const PipelineConfig& config, const PlotsOptions& op
              plot,
          1100, 800);
 
-  // Training curves.
+  // Training curves: per logged iteration from metrics.jsonl, else per epoch from log.txt.
   std::vector<EpochRow> epochs;
   if (fs::exists(log_file)) epochs = read_training_log(log_file);
-  if (!epochs.empty()) {
+  const std::string metrics_file = (fs::path(log_file).parent_path() / "metrics.jsonl").string();
+  TrainingMetrics metrics;
+  if (fs::exists(metrics_file)) metrics = read_metrics(metrics_file);
+  const std::string title = gp_string("DINO training: " + config.meta.name_of_run);
+  if (!metrics.iterations.empty()) {
+    std::string rows;
+    for (const auto& r : metrics.iterations) {
+      rows += std::to_string(r.iteration) + " " + fixed(r.loss, 6) + " " + fmt::format("{:.6e}", r.lr) + " " +
+              fixed(r.momentum, 6) + " " + fixed(r.entropy, 6) + " " + fixed(r.kl, 6) + "\n";
+    }
+    write_file_atomic((fs::path(report.directory) / "training.dat").string(), rows);
+    render("training",
+           "cd " + gp_string(report.directory) + "\nset multiplot layout 2,1 title " + title +
+               "\nset grid\nset key top right\nset xlabel 'iteration'\n"
+               "set ylabel 'train loss'\n"
+               "plot 'training.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'train loss (mean of 10 "
+               "iterations)'\n"
+               "set ylabel 'learning rate'\nset y2label 'teacher momentum'\nset ytics nomirror\nset y2tics\n"
+               "set format y '%.1e'\n"
+               "plot 'training.dat' using 1:3 with lines lw 2 lc rgb '#ff7f0e' title 'learning rate' axes "
+               "x1y1, \\\n"
+               "     'training.dat' using 1:4 with lines lw 2 dt 2 lc rgb '#2ca02c' title 'teacher momentum' "
+               "axes x1y2\nunset multiplot",
+           900, 800);
+    const double uniform = std::log(static_cast<double>(config.train.hyperparameters.out_dim));
+    std::string knn_rows;
+    for (const auto& k : metrics.online_knn)
+      knn_rows += std::to_string(k.iteration) + " " + fixed(k.top1, 4) + "\n";
+    std::string body =
+        "cd " + gp_string(report.directory) + "\nset multiplot layout " + (knn_rows.empty() ? "2" : "3") +
+        ",1 title " + gp_string("Collapse check (DINO paper, sec. 5.3): " + config.meta.name_of_run) +
+        "\nset grid\nset key top right\nset xlabel 'iteration'\n"
+        "set ylabel 'nats'\n"
+        "plot 'training.dat' using 1:5 with lines lw 2 lc rgb '#9467bd' title 'teacher entropy h(P_t)', "
+        "\\\n     " +
+        fixed(uniform, 4) +
+        " with lines dt 2 lc rgb '#7f7f7f' title 'ln(out_dim): uniform collapse', \\\n"
+        "     0 with lines dt 3 lc rgb '#d62728' title '0: one-hot collapse'\n"
+        "set ylabel 'nats'\n"
+        "plot 'training.dat' using 1:6 with lines lw 2 lc rgb '#8c564b' title 'KL(P_t || P_s): 0 when "
+        "collapsed'\n";
+    if (!knn_rows.empty()) {
+      write_file_atomic((fs::path(report.directory) / "online_knn.dat").string(), knn_rows);
+      body +=
+          "set ylabel 'top-1 %'\nplot 'online_knn.dat' using 1:2 with linespoints pt 7 lw 2 lc rgb "
+          "'#17becf' title 'online kNN top-1 (held-out subset)'\n";
+    }
+    render("diagnostics", body + "unset multiplot", 900, knn_rows.empty() ? 800 : 1100);
+  } else if (!epochs.empty()) {
     std::string rows;
     for (const auto& r : epochs)
       rows += std::to_string(r.epoch) + " " + fixed(r.loss, 6) + " " + std::to_string(r.lr) + "\n";
     write_file_atomic((fs::path(report.directory) / "training.dat").string(), rows);
     render("training",
-           "cd " + gp_string(report.directory) + "\nset title " +
-               gp_string("DINO training: " + config.meta.name_of_run) + "\nset xlabel 'epoch'\n" +
+           "cd " + gp_string(report.directory) + "\nset title " + title + "\nset xlabel 'epoch'\n" +
                std::string(epochs.size() <= 30 ? "set xtics 1\n" : "") +
                "set ylabel 'train loss'\nset y2label 'learning rate'\n"
                "set ytics nomirror\nset y2tics\nset format y2 '%.1e'\nset grid\nset key top right\n"
@@ -245,8 +334,12 @@ PlotsReport run_plots_stage(const PipelineConfig& config, const PlotsOptions& op
                "axes x1y1, \\\n"
                "     'training.dat' using 1:3 with lines lw 2 dt 2 lc rgb '#ff7f0e' title 'learning rate' "
                "axes x1y2");
-  } else {
-    report.skipped.push_back("training curves: no epochs in " + log_file);
+  }
+  if (metrics.iterations.empty() && epochs.empty()) {
+    report.skipped.push_back("training curves: no epochs in " + log_file + " and no iterations in " +
+                             metrics_file);
+  } else if (metrics.iterations.empty()) {
+    report.skipped.push_back("collapse diagnostics: no iteration records in " + metrics_file);
   }
 
   // kNN accuracy and the confusion matrix.
@@ -339,7 +432,13 @@ PlotsReport run_plots_stage(const PipelineConfig& config, const PlotsOptions& op
   html << "</table>\n";
   const std::pair<const char*, const char*> figures[] = {
       {"umap", "UMAP of the held-out images' CLS features, coloured by class."},
-      {"training", "Training loss and learning rate per epoch (log.txt)."},
+      {"training",
+       "Training loss, learning rate and teacher momentum per logged iteration (metrics.jsonl; "
+       "per epoch from log.txt for runs without it)."},
+      {"diagnostics",
+       "The collapse check: the teacher's output entropy and the teacher-student KL per logged "
+       "iteration, and the online kNN top-1 when it ran. Uniform collapse: entropy at "
+       "ln(out_dim), KL 0; one-hot collapse: entropy 0, KL 0; learning: KL above 0."},
       {"knn_accuracy", "Weighted kNN accuracy against k."},
       {"confusion_matrix", "Confusion matrix of the best k: rows are true classes, columns predictions."}};
   for (const auto& [name, caption] : figures) {

@@ -3,7 +3,7 @@
 # ---- /fsx/output/workshop/logs/meanstd.sbatch ----
 #!/bin/bash
 # pcdino pipeline 'workshop', stage meanstd: per-channel mean and std of the dataset.
-# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash e0853d16e55f158f.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash da60dcc4bacee1e8.
 #SBATCH --job-name=workshop-meanstd
 #SBATCH --output=/fsx/output/workshop/logs/meanstd_out_%j.out
 #SBATCH --error=/fsx/output/workshop/logs/meanstd_err_%j.err
@@ -26,13 +26,13 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage meanstd failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "meanstd", "config_hash": "e0853d16e55f158f", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+printf '{"stage": "meanstd", "config_hash": "da60dcc4bacee1e8", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
   "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/meanstd.complete.tmp && mv -f /fsx/output/workshop/logs/meanstd.complete.tmp /fsx/output/workshop/logs/meanstd.complete
 
 # ---- /fsx/output/workshop/logs/train.sbatch ----
 #!/bin/bash
 # pcdino pipeline 'workshop', stage train: DINO pretraining of the ViT.
-# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 097a1e5fd37f45b0.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 2bda389523cf8705.
 #SBATCH --job-name=workshop-train
 #SBATCH --output=/fsx/output/workshop/logs/train_out_%j.out
 #SBATCH --error=/fsx/output/workshop/logs/train_err_%j.err
@@ -76,13 +76,13 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage train failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "train", "config_hash": "097a1e5fd37f45b0", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+printf '{"stage": "train", "config_hash": "2bda389523cf8705", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
   "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/train.complete.tmp && mv -f /fsx/output/workshop/logs/train.complete.tmp /fsx/output/workshop/logs/train.complete
 
 # ---- /fsx/output/workshop/logs/extract.sbatch ----
 #!/bin/bash
 # pcdino pipeline 'workshop', stage extract: CLS features of the held-out images.
-# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 0b91f0dc51df1a38.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 1f3f33f6aad36718.
 #SBATCH --job-name=workshop-extract
 #SBATCH --output=/fsx/output/workshop/logs/extract_out_%j.out
 #SBATCH --error=/fsx/output/workshop/logs/extract_err_%j.err
@@ -118,13 +118,13 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage extract failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "extract", "config_hash": "0b91f0dc51df1a38", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+printf '{"stage": "extract", "config_hash": "1f3f33f6aad36718", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
   "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/extract.complete.tmp && mv -f /fsx/output/workshop/logs/extract.complete.tmp /fsx/output/workshop/logs/extract.complete
 
 # ---- /fsx/output/workshop/logs/labels.sbatch ----
 #!/bin/bash
 # pcdino pipeline 'workshop', stage labels: class labels of the held-out images.
-# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 7aef5c489f93af00.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash dcb36cc7d9efe809.
 #SBATCH --job-name=workshop-labels
 #SBATCH --output=/fsx/output/workshop/logs/labels_out_%j.out
 #SBATCH --error=/fsx/output/workshop/logs/labels_err_%j.err
@@ -148,13 +148,13 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage labels failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "labels", "config_hash": "7aef5c489f93af00", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+printf '{"stage": "labels", "config_hash": "dcb36cc7d9efe809", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
   "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/labels.complete.tmp && mv -f /fsx/output/workshop/logs/labels.complete.tmp /fsx/output/workshop/logs/labels.complete
 
 # ---- /fsx/output/workshop/logs/knn.sbatch ----
 #!/bin/bash
 # pcdino pipeline 'workshop', stage knn: weighted kNN evaluation of the CLS features.
-# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash e6ac0cc6c3989f51.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 3eae02058abbb325.
 #SBATCH --job-name=workshop-knn
 #SBATCH --output=/fsx/output/workshop/logs/knn_out_%j.out
 #SBATCH --error=/fsx/output/workshop/logs/knn_err_%j.err
@@ -178,13 +178,13 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage knn failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "knn", "config_hash": "e6ac0cc6c3989f51", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+printf '{"stage": "knn", "config_hash": "3eae02058abbb325", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
   "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/knn.complete.tmp && mv -f /fsx/output/workshop/logs/knn.complete.tmp /fsx/output/workshop/logs/knn.complete
 
 # ---- /fsx/output/workshop/logs/plots.sbatch ----
 #!/bin/bash
 # pcdino pipeline 'workshop', stage plots: UMAP, training curves, kNN plots and index.html.
-# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 9dbaf8f80e1686fe.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 1b4d55b82fc3f1e2.
 #SBATCH --job-name=workshop-plots
 #SBATCH --output=/fsx/output/workshop/logs/plots_out_%j.out
 #SBATCH --error=/fsx/output/workshop/logs/plots_err_%j.err
@@ -208,7 +208,7 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage plots failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "plots", "config_hash": "9dbaf8f80e1686fe", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+printf '{"stage": "plots", "config_hash": "1b4d55b82fc3f1e2", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
   "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/plots.complete.tmp && mv -f /fsx/output/workshop/logs/plots.complete.tmp /fsx/output/workshop/logs/plots.complete
 
 # ---- sbatch commands ----

@@ -70,4 +70,18 @@ assert_contains "$ERR" "'knnn' is not a stage" "the unknown stage is named"
 run "$PCDINO_BIN" logs /dev/null
 assert_rc 64 "logs needs a stage"
 
+# A key pcdino reads but does not implement stops the stage with exit 78 (configuration) naming the key,
+# before any work; the same keys at the values pcdino implements pass that point.
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+printf 'meta:\n  dataset_dir: "%s/none"\n  output_dir: "%s"\n' "$W" "$W" >"$W/p.yaml"
+for setting in optimizer=sgd optimizer=lars use_bn_in_head=true; do
+  run "$PCDINO_BIN" train -c "$W/p.yaml" --set "train_scDINO.hyperparameters.$setting"
+  assert_rc 78 "train with $setting"
+  assert_contains "$ERR" "train_scDINO.hyperparameters.${setting%%=*}: not implemented" "the key of $setting is named"
+done
+run "$PCDINO_BIN" train -c "$W/p.yaml" --set train_scDINO.hyperparameters.optimizer=adamw \
+  --set train_scDINO.hyperparameters.use_bn_in_head=false
+assert_rc 66 "implemented values get past the configuration (to the missing dataset)"
+
 finish

@@ -191,6 +191,50 @@ TEST(Config, DumpReadsBackEqual) {
   EXPECT_EQ(b.meta.channel_dict, a.meta.channel_dict);
 }
 
+// A key pcdino reads but does not implement is refused with its path, never silently ignored.
+TEST(Config, UnimplementedOptionsAreRefused) {
+  for (const char* optimizer : {"sgd", "lars"}) {
+    const std::string e =
+        error_of(std::string("train_scDINO:\n  hyperparameters:\n    optimizer: ") + optimizer + "\n");
+    EXPECT_NE(e.find("pipeline.yaml:3:16: train_scDINO.hyperparameters.optimizer: not implemented"),
+              std::string::npos)
+        << e;
+  }
+  const std::string e = error_of("train_scDINO:\n  hyperparameters:\n    use_bn_in_head: true\n");
+  EXPECT_NE(e.find("train_scDINO.hyperparameters.use_bn_in_head: not implemented"), std::string::npos) << e;
+  EXPECT_NO_THROW(parse_config(
+      "train_scDINO:\n  hyperparameters:\n    optimizer: adamw\n    use_bn_in_head: false\n", "p.yaml"));
+}
+
+// pcdino's own keys: defaults that keep the reference's behaviour, and the dump keeps an unset vflip unset.
+TEST(Config, PcdinoTrainingKeys) {
+  const DinoHyperparameters d = parse_config("", "p.yaml").train.hyperparameters;
+  EXPECT_TRUE(d.scale_augmentation_to_crop);
+  EXPECT_EQ(d.vflip, -1);
+  EXPECT_EQ(d.depth, 0);
+  EXPECT_EQ(d.online_knn_every, 0);
+  const PipelineConfig set = parse_config(
+      "train_scDINO:\n  hyperparameters:\n    vflip: false\n    depth: 4\n    online_knn_every: 2\n"
+      "    scale_augmentation_to_crop: false\n",
+      "p.yaml");
+  EXPECT_EQ(set.train.hyperparameters.vflip, 0);
+  EXPECT_EQ(set.train.hyperparameters.depth, 4);
+  EXPECT_EQ(set.train.hyperparameters.online_knn_every, 2);
+  EXPECT_FALSE(set.train.hyperparameters.scale_augmentation_to_crop);
+  for (const PipelineConfig& c : {parse_config("", "p.yaml"), set}) {
+    const PipelineConfig back = parse_config(dump_config(c), "dump.yaml");
+    EXPECT_EQ(back.train.hyperparameters.vflip, c.train.hyperparameters.vflip);
+    EXPECT_EQ(back.train.hyperparameters.depth, c.train.hyperparameters.depth);
+    EXPECT_EQ(back.train.hyperparameters.scale_augmentation_to_crop,
+              c.train.hyperparameters.scale_augmentation_to_crop);
+  }
+  EXPECT_EQ(parse_config("", "p.yaml", {parse_override("train_scDINO.hyperparameters.vflip=true")})
+                .train.hyperparameters.vflip,
+            1);
+  const std::string e = error_of("train_scDINO:\n  hyperparameters:\n    depth: -1\n");
+  EXPECT_NE(e.find("train_scDINO.hyperparameters.depth"), std::string::npos) << e;
+}
+
 TEST(Config, MissingFileIsNoInput) {
   EXPECT_THROW(load_config("/nonexistent/pipeline.yaml"), NoInputError);
   test::TempDir dir;

@@ -18,6 +18,7 @@ train_scDINO:
   fraction_for_mean_std_calc: 1.0
   epochs: ${EPOCHS:-1}
   batch_size_per_gpu: ${BATCH:-8}
+  num_workers: 1
   hyperparameters:
     arch: vit_tiny
     patch_size: 4

@@ -27,8 +27,19 @@ RUN="$W/out/tail"
 
 run "$PCDINO_BIN" meanstd -c "$W/pipeline.yaml" --threads 1
 assert_rc 0 "meanstd"
-run "$PCDINO_BIN" train -c "$W/pipeline.yaml" --threads 1
+run "$PCDINO_BIN" train -c "$W/pipeline.yaml" --threads 1 --set train_scDINO.hyperparameters.online_knn_every=1
 assert_rc 0 "train one epoch"
+run /usr/bin/python3 - "$RUN/scDINO_ViTs/dino_vit/metrics.jsonl" <<'PY'
+import json, math, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+kinds = [r["record"] for r in records]
+assert kinds[0] == "start" and kinds[-1] == "epoch" and "iteration" in kinds, kinds
+for r in records[1:]:
+    assert 0 <= r["teacher_entropy"] <= math.log(64) + 1e-6, r  # out_dim 64
+    assert abs(r["loss"] - r["teacher_entropy"] - r["kl"]) < 1e-6 and r["kl"] >= -1e-6, r
+assert 0 <= records[0]["online_knn_top1"] <= 100 and 0 <= records[-1]["online_knn_top1"] <= 100
+PY
+assert_rc 0 "metrics.jsonl: the untrained online kNN, iteration records, the epoch's entropy, KL and kNN ($OUT)"
 
 run "$PCDINO_BIN" extract --help
 assert_rc 0 "pcdino extract --help runs pcdino-extract"
@@ -67,7 +78,7 @@ assert_rc 0 "knn.json holds every k, the split sizes and the confusion matrix ($
 
 run "$PCDINO_BIN" plots -c "$W/pipeline.yaml"
 assert_rc 0 "plots"
-for plot in umap training knn_accuracy confusion_matrix; do
+for plot in umap training diagnostics knn_accuracy confusion_matrix; do
   [ "$(head -c 4 "$RUN/plots/$plot.png" | od -An -c | tr -d ' ')" = "211PNG" ] || fail "$plot.png is not a PNG"
   grep -q "<svg" "$RUN/plots/$plot.svg" || fail "$plot.svg is not an SVG"
   grep -q "src=\"$plot.png\"" "$RUN/plots/index.html" || fail "index.html does not show $plot.png"

@@ -27,4 +27,9 @@ assert_contains "$OUT" "plots=\$(sbatch --parsable --dependency=afterok:\$knn" "
 assert_contains "$OUT" "knn=\$(sbatch --parsable $W/out/workshop/logs/knn.sbatch)" \
   "kNN waits for nothing outside the submission"
 [ ! -e "$W/out" ] && pass "a dry run writes nothing" || fail "a dry run wrote $W/out"
+# Every example pipeline is one pcdino accepts (a dry run reads and checks the whole configuration).
+for example in "$EX"/*.yaml; do
+  run "$PCDINO_BIN" submit "$example" --dry-run --output-dir "$W/examples"
+  assert_rc 0 "$(basename "$example") is a valid pipeline"
+done
 finish

@@ -18,6 +18,17 @@ Image ramp_image(int channels, int h, int w) {
   return img;
 }
 
+// Crops of the whole image (area fraction 1: the central crop, all of a square image), global ones of
+// `global_size` px, `locals` local ones of `global_size` / 2.
+MultiCropOptions whole_image_crops(int global_size, int locals) {
+  MultiCropOptions o;
+  o.global_crops_size = global_size;
+  o.local_crops_size = global_size / 2;
+  o.local_crops_number = locals;
+  o.global_crops_scale = {1.0, 1.0};
+  return o;
+}
+
 TEST(Augment, CropBoxesRespectScaleRatioAndBounds) {
   std::mt19937 rng(1);
   int fallbacks = 0;
@@ -64,11 +75,7 @@ TEST(Augment, CropsHaveTheConfiguredSizesAndRange) {
 }
 
 TEST(Augment, NormalisationUsesTheMeanStdFile) {
-  MultiCropOptions o;
-  o.global_crops_size = 8;
-  o.local_crops_size = 4;
-  o.local_crops_number = 1;
-  o.global_crops_scale = {1.0, 1.0};
+  MultiCropOptions o = whole_image_crops(8, 1);
   Image flat = ramp_image(2, 8, 8);
   std::fill(flat.data.begin(), flat.data.begin() + 64, 0.0f);  // channel 0 all zero: every op keeps it zero
   o.mean = {0.25, 0.0};
@@ -92,6 +99,84 @@ TEST(Augment, SameSeedSameCropsOtherSeedOtherCrops) {
   EXPECT_NE(a[0].data, c[0].data);
   EXPECT_NE(sample_seed(40, 3, 17), sample_seed(40, 3, 18));
   EXPECT_NE(sample_seed(40, 3, 17), sample_seed(41, 3, 17));
+}
+
+// Total variation along rows over the sum of the values: 2 (W - 1) / W for a 0/a checkerboard whatever a
+// (the brightness factor), less once blurred. Flips keep it.
+double roughness(const Image& img) {
+  double tv = 0, sum = 0;
+  for (int y = 0; y < img.height; ++y) {
+    for (int x = 0; x < img.width; ++x) {
+      const float v = img.data[static_cast<std::size_t>(y * img.width + x)];
+      sum += v;
+      if (x + 1 < img.width) tv += std::abs(v - img.data[static_cast<std::size_t>(y * img.width + x + 1)]);
+    }
+  }
+  return tv / sum;
+}
+
+Image checkerboard(int size) {
+  Image img;
+  img.channels = 1;
+  img.height = img.width = size;
+  img.data.resize(static_cast<std::size_t>(size) * size);
+  for (int y = 0; y < size; ++y)
+    for (int x = 0; x < size; ++x)
+      img.data[static_cast<std::size_t>(y * size + x)] = (x + y) % 2 ? 1.0F : 0.0F;
+  return img;
+}
+
+// The first global crop is always blurred. Its whole image (scale 1) at the image's own size: sigma
+// U(0.1, 1.5) x 28/224 leaves a 28-px checkerboard as it is, the reference's pixel sigma smooths it.
+TEST(Augment, BlurScalesWithTheCropSize) {
+  MultiCropOptions o = whole_image_crops(28, 0);
+  const Image board = checkerboard(28);
+  const double sharp = 2.0 * 27 / 28;
+  int smoothed = 0;
+  for (std::uint64_t seed = 0; seed < 10; ++seed) {
+    o.scale_augmentation_to_crop = true;
+    EXPECT_NEAR(roughness(multi_crop(board, o, seed)[0]), sharp, 1e-5) << "seed " << seed;
+    o.scale_augmentation_to_crop = false;
+    if (roughness(multi_crop(board, o, seed)[0]) < 0.9 * sharp) ++smoothed;
+  }
+  EXPECT_GE(smoothed, 7);  // sigma < ~0.3 px (about 1 draw in 7) hardly blurs
+
+  // At the reference's crop sizes the rule changes nothing.
+  o.global_crops_size = kReferenceGlobalCropSize;
+  o.local_crops_size = kReferenceLocalCropSize;
+  o.local_crops_number = 1;
+  o.global_crops_scale = {0.4, 1.0};
+  const Image big = ramp_image(1, 240, 240);
+  for (std::uint64_t seed = 0; seed < 3; ++seed) {
+    o.scale_augmentation_to_crop = true;
+    const auto scaled = multi_crop(big, o, seed);
+    o.scale_augmentation_to_crop = false;
+    const auto reference = multi_crop(big, o, seed);
+    for (std::size_t i = 0; i < scaled.size(); ++i) EXPECT_EQ(scaled[i].data, reference[i].data) << i;
+  }
+}
+
+// Top half bright, bottom half dark: only a vertical flip puts the bright rows at the bottom.
+TEST(Augment, VerticalFlipOnlyWhenAsked) {
+  MultiCropOptions o = whole_image_crops(16, 0);
+  Image img = checkerboard(16);
+  for (int i = 0; i < 16 * 16; ++i) img.data[static_cast<std::size_t>(i)] = i < 8 * 16 ? 1.0F : 0.0F;
+  const auto flipped = [&](std::uint64_t seed) {
+    const Image crop = multi_crop(img, o, seed)[0];  // the first global crop: never solarised
+    double top = 0, bottom = 0;
+    for (int i = 0; i < 16 * 16; ++i) (i < 8 * 16 ? top : bottom) += crop.data[static_cast<std::size_t>(i)];
+    return bottom > top;
+  };
+  int with = 0, without = 0;
+  for (std::uint64_t seed = 0; seed < 40; ++seed) {
+    o.vflip = true;
+    with += flipped(seed) ? 1 : 0;
+    o.vflip = false;
+    without += flipped(seed) ? 1 : 0;
+  }
+  EXPECT_EQ(without, 0);
+  EXPECT_GE(with, 8);  // p 0.5 of 40 draws
+  EXPECT_LE(with, 32);
 }
 
 }  // namespace

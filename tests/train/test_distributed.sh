@@ -57,4 +57,36 @@ for key in ("student", "teacher", "center"):
 sys.exit(0 if ok else 1)
 PY
 assert_rc 0 "2 ranks x batch 4 == 1 rank x batch 8 ($OUT)"
+
+# Kill and resume with 2 ranks: stopped in the middle of the first of 2 epochs (12 iterations each) and
+# resumed, the run ends bit for bit where the uninterrupted one ends, with drop path on (random draws on
+# every rank) and every rank's generator state in the checkpoint.
+two_ranks() {  # two_ranks MODEL_DIR [pcdino-train args...]
+  local dir=$1
+  shift
+  run mpirun --oversubscribe --bind-to none -np 2 "$PCDINO_BIN" train -c "$W/pipeline.yaml" --threads 1 \
+    --device cpu --model-dir "$W/$dir" --set train_scDINO.batch_size_per_gpu=4 --set train_scDINO.epochs=2 \
+    --set train_scDINO.hyperparameters.drop_path_rate=0.3 --fusion-threshold-mb 1 "$@"
+}
+two_ranks whole
+assert_rc 0 "2 ranks, 2 epochs uninterrupted"
+two_ranks parts --stop-after-iterations 5
+assert_rc 75 "2 ranks stopped after 5 iterations (checkpointed, exit 75 for a requeue)"
+two_ranks parts
+assert_rc 0 "2 ranks resumed"
+assert_contains "$ERR" "resuming from" "the second run resumes"
+run /usr/bin/python3 - "$W" <<'PY'
+import sys, torch
+w = sys.argv[1]
+whole, parts = (torch.load(f"{w}/{d}/checkpoint.pth", map_location="cpu") for d in ("whole", "parts"))
+assert len(parts["rank_rng_states"]) == 2, "one generator state per rank"
+ok = whole["epoch"] == parts["epoch"] == 2
+for key in ("student", "teacher"):
+    same = all(torch.equal(whole[key][k], parts[key][k]) for k in whole[key])
+    print(f"{key}: bit-identical {same}")
+    ok = ok and same
+ok = ok and torch.equal(whole["dino_loss"]["center"], parts["dino_loss"]["center"])
+sys.exit(0 if ok else 1)
+PY
+assert_rc 0 "killed and resumed == uninterrupted, 2 ranks ($OUT)"
 finish

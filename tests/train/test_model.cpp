@@ -56,6 +56,21 @@ TEST(Vit, PositionalEmbeddingInterpolation) {
   EXPECT_EQ(vit->interpolate_pos_encoding(8 * 3, 32, 12).size(1), 1 + 8 * 3) << "rows x cols grid";
 }
 
+TEST(Vit, DepthFromTheConfiguration) {
+  DinoHyperparameters h;
+  h.arch = "vit_tiny";
+  h.patch_size = 7;
+  h.global_crops_size = 28;
+  EXPECT_EQ(VitOptions::from_config(h, 1).depth, 12);  // the preset's
+  h.depth = 4;
+  h.drop_path_rate = 0.25;
+  const VitOptions o = VitOptions::from_config(h, 1);
+  EXPECT_EQ(o.depth, 4);
+  EXPECT_EQ(o.embed_dim, 192);
+  EXPECT_DOUBLE_EQ(o.drop_path_rate, 0.25);
+  EXPECT_EQ(VisionTransformer(o)->blocks->size(), 4U);
+}
+
 TEST(Vit, ParameterNamesAndCountMatchTheReference) {
   VisionTransformer vit(VitOptions::preset("vit_small", 16, 3, 224));
   std::set<std::string> names;
@@ -141,6 +156,39 @@ TEST(DinoLoss, EqualsAnIndependentComputation) {
     const double batch_mean = teacher.select(1, k).mean().item<double>();
     EXPECT_NEAR(loss.center[0][k].item<double>(), 0.9 * c[k] + 0.1 * batch_mean, 1e-12);
   }
+}
+
+// h(P_t) and KL(P_t || P_s) on fixed outputs, by hand: a 2-dimensional output, centre 0, teacher
+// temperature 0.5, student temperature 0.1, one image, 3 crops.
+TEST(DinoLoss, TeacherEntropyAndKlByHand) {
+  DinoLoss loss(2, 3, 0.5, 0.5, 0, 1, 0.1, 0.9);
+  // Teacher logits / 0.5: view 0 (0, 0) -> uniform; view 1 (ln 3 / 2, 0) -> (3/4, 1/4).
+  const auto teacher = torch::tensor({{0.0, 0.0}, {std::log(3.0) / 2, 0.0}}, torch::kFloat64);
+  // Student logits / 0.1: view 0 (ln 3, 0) -> (3/4, 1/4); views 1 and 2 (0, 0) -> uniform.
+  const auto student = torch::tensor({{std::log(3.0) / 10, 0.0}, {0.0, 0.0}, {0.0, 0.0}}, torch::kFloat64);
+  const double value = loss(student, teacher, 0).item<double>();
+  const double h_uniform = std::log(2.0);
+  const double h_34 = -(0.75 * std::log(0.75) + 0.25 * std::log(0.25));  // 0.5623
+  EXPECT_NEAR(loss.teacher_entropy.item<double>(), (h_uniform + h_34) / 2, 1e-6);
+  // Pairs (teacher view, student view): (0, 1), (0, 2): KL(uniform || uniform) = 0; (1, 0): KL((3/4, 1/4)
+  // || (3/4, 1/4)) = 0; (1, 2): KL((3/4, 1/4) || uniform) = ln 2 - h_34.
+  const double kl = (0 + 0 + 0 + (std::log(2.0) - h_34)) / 4;
+  const double entropy_mean_over_pairs = (2 * h_uniform + 2 * h_34) / 4;
+  EXPECT_NEAR(value, entropy_mean_over_pairs + kl, 1e-9);
+  EXPECT_NEAR(value - loss.teacher_entropy.item<double>(), kl, 1e-6);
+
+  // The two collapses: a teacher whose outputs are all equal (uniform after centring) has h = ln 2;
+  // one whose first dimension dominates has h near 0. The KL of a student that matches is 0 in both.
+  DinoLoss uniform(2, 3, 0.5, 0.5, 0, 1, 0.1, 0.9);
+  uniform(torch::zeros({3, 2}, torch::kFloat64), torch::zeros({2, 2}, torch::kFloat64), 0);
+  EXPECT_NEAR(uniform.teacher_entropy.item<double>(), std::log(2.0), 1e-6);
+  DinoLoss one_hot(2, 3, 0.5, 0.5, 0, 1, 0.1, 0.9);
+  const auto peaked = torch::tensor({{20.0, 0.0}, {20.0, 0.0}}, torch::kFloat64);
+  const double peaked_loss =
+      one_hot(torch::tensor({{20.0, 0.0}, {20.0, 0.0}, {20.0, 0.0}}, torch::kFloat64), peaked, 0)
+          .item<double>();
+  EXPECT_LT(one_hot.teacher_entropy.item<double>(), 1e-6);
+  EXPECT_LT(peaked_loss - one_hot.teacher_entropy.item<double>(), 1e-6);
 }
 
 TEST(Schedules, EndPoints) {

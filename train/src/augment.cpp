@@ -38,8 +38,11 @@ Image crop_and_resize(const Image& src, const CropBox& box, int size) {
   return out;
 }
 
-void augment(Image& img, double blur_p, double solarize_p, std::mt19937& rng) {
-  const bool hflip = chance(rng, 0.5), vflip = chance(rng, 0.5);
+// `pixel_scale`: crop size / the reference's (scale_augmentation_to_crop), applied to the blur's sigma and
+// kernel, which the reference gives in pixels of a 224/96-px crop.
+void augment(Image& img, double blur_p, double solarize_p, double pixel_scale, bool vflip_allowed,
+             std::mt19937& rng) {
+  const bool hflip = chance(rng, 0.5), vflip = vflip_allowed && chance(rng, 0.5);
   for (int c = 0; c < img.channels; ++c) {
     cv::Mat p = plane(img, c);
     if (hflip) cv::flip(p, p, 1);
@@ -55,10 +58,11 @@ void augment(Image& img, double blur_p, double solarize_p, std::mt19937& rng) {
     }
   }
   if (chance(rng, blur_p)) {
-    const double sigma = uniform(rng, 0.1, 1.5);
-    for (int c = 0; c < img.channels; ++c) {
+    const double sigma = uniform(rng, 0.1, 1.5) * pixel_scale;
+    const int kernel = 2 * static_cast<int>(std::lround(2.0 * pixel_scale)) + 1;  // scDINO's 5x5 at scale 1
+    for (int c = 0; kernel > 1 && c < img.channels; ++c) {
       cv::Mat p = plane(img, c);
-      cv::GaussianBlur(p, p, cv::Size(5, 5), sigma, sigma, cv::BORDER_REFLECT_101);
+      cv::GaussianBlur(p, p, cv::Size(kernel, kernel), sigma, sigma, cv::BORDER_REFLECT_101);
     }
   }
   if (chance(rng, solarize_p)) {
@@ -85,12 +89,20 @@ float gray_of(const float* r, const float* g, const float* b, std::size_t i) {
   return 0.2989F * r[i] + 0.587F * g[i] + 0.114F * b[i];
 }
 
-void augment_rgb(Image& img, double blur_p, double solarize_p, std::mt19937& rng) {
+void augment_rgb(Image& img, double blur_p, double solarize_p, double pixel_scale, bool vflip,
+                 std::mt19937& rng) {
   // DINO resizes PIL images, whose 8-bit values clip the bicubic overshoot; do the same.
   for (float& v : img.data) v = std::min(1.0F, std::max(0.0F, v));
+  if (vflip && chance(rng, 0.5)) {  // not in DINO's pipeline: only when `vflip` asks for it
+    for (int c = 0; c < img.channels; ++c) {
+      cv::Mat p = plane(img, c);
+      cv::flip(p, p, 0);
+    }
+  }
   flip_and_color_jitter(img, rng);
   if (chance(rng, blur_p)) {
-    const double sigma = uniform(rng, 0.1, 2.0);  // DINO's GaussianBlur(radius_min=0.1, radius_max=2.0)
+    // DINO's GaussianBlur(radius_min=0.1, radius_max=2.0), in pixels of its 224/96-px crops.
+    const double sigma = uniform(rng, 0.1, 2.0) * pixel_scale;
     for (int c = 0; c < img.channels; ++c) {
       cv::Mat p = plane(img, c);
       cv::GaussianBlur(p, p, cv::Size(0, 0), sigma, sigma, cv::BORDER_REFLECT_101);
@@ -269,12 +281,24 @@ std::vector<Image> multi_crop(const Image& image, const MultiCropOptions& o, std
   if (o.rgb) require_rgb(image);
   std::mt19937 rng(static_cast<std::mt19937::result_type>(seed ^ (seed >> 32)));
   const std::array<double, 2> ratio = {3.0 / 4.0, 4.0 / 3.0};
+  const auto pixel_scale = [&o](int size, int reference) {
+    return o.scale_augmentation_to_crop ? static_cast<double>(size) / reference : 1.0;
+  };
+  const double global_scale = pixel_scale(o.global_crops_size, kReferenceGlobalCropSize);
+  const double local_scale = pixel_scale(o.local_crops_size, kReferenceLocalCropSize);
+  const auto apply = [&o, &rng](Image& crop, double blur_p, double solarize_p, double scale) {
+    if (o.rgb) {
+      augment_rgb(crop, blur_p, solarize_p, scale, o.vflip, rng);
+    } else {
+      augment(crop, blur_p, solarize_p, scale, o.vflip, rng);
+    }
+  };
   std::vector<Image> crops;
   for (int g = 0; g < 2; ++g) {
     Image crop = crop_and_resize(
         image, random_resized_crop_box(image.height, image.width, o.global_crops_scale, ratio, rng),
         o.global_crops_size);
-    (o.rgb ? augment_rgb : augment)(crop, g == 0 ? 1.0 : 0.1, g == 0 ? 0.0 : 0.2, rng);
+    apply(crop, g == 0 ? 1.0 : 0.1, g == 0 ? 0.0 : 0.2, global_scale);
     normalize(crop, o);
     crops.push_back(std::move(crop));
   }
@@ -282,7 +306,7 @@ std::vector<Image> multi_crop(const Image& image, const MultiCropOptions& o, std
     Image crop = crop_and_resize(
         image, random_resized_crop_box(image.height, image.width, o.local_crops_scale, ratio, rng),
         o.local_crops_size);
-    (o.rgb ? augment_rgb : augment)(crop, 0.5, 0.0, rng);
+    apply(crop, 0.5, 0.0, local_scale);
     normalize(crop, o);
     crops.push_back(std::move(crop));
   }

@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 
 #include "pcdino/core/error.hpp"
@@ -92,6 +93,13 @@ void save_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCr
   if (device.is_cuda()) {  // drop path draws on the GPU's generator
     top.insert("cuda_rng_state", at::globalContext().defaultGenerator(device).get_state());
   }
+  for (const auto& [key, states] : {std::pair{"rank_rng_states", &state.rank_rng_states},
+                                    std::pair{"rank_cuda_rng_states", &state.rank_cuda_rng_states}}) {
+    if (states->empty()) continue;
+    c10::List<torch::Tensor> list;
+    for (const auto& t : *states) list.push_back(t);
+    top.insert(key, list);
+  }
   c10::Dict<std::string, std::string> args;
   for (const auto& [k, v] : state.args) args.insert(k, v);
   top.insert("args", args);
@@ -100,7 +108,8 @@ void save_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCr
 }
 
 CheckpointState load_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCropWrapper& teacher,
-                                torch::optim::Optimizer& optimizer, DinoLoss& loss) {
+                                torch::optim::Optimizer& optimizer, DinoLoss& loss, int rank,
+                                int world_size) {
   const auto top = read_top(path);
   copy_into(*student, tensor_dict(top, "student", path), "module.", path);
   copy_into(*teacher, tensor_dict(top, "teacher", path), "", path);
@@ -113,11 +122,22 @@ CheckpointState load_checkpoint(const std::string& path, MultiCropWrapper& stude
     archive.load_from(in, device);  // the AdamW moments where the parameters are
     optimizer.load(archive);
     loss.center = top.at("dino_loss").toGenericDict().at("center").toTensor().to(device, false, true);
+    // This rank's state from the per-rank list when it was written by a world of this size.
+    const auto state_of = [&](const char* per_rank, const char* single) -> std::optional<torch::Tensor> {
+      if (world_size > 1 && top.contains(per_rank)) {
+        const auto list = top.at(per_rank).toTensorList();
+        if (static_cast<int>(list.size()) == world_size) return list.get(static_cast<std::size_t>(rank));
+      }
+      if (top.contains(single)) return top.at(single).toTensor();
+      return std::nullopt;
+    };
     at::Generator generator = at::detail::getDefaultCPUGenerator();
-    generator.set_state(top.at("rng_state").toTensor());
-    if (device.is_cuda() && top.contains("cuda_rng_state")) {
-      at::Generator cuda_generator = at::globalContext().defaultGenerator(device);
-      cuda_generator.set_state(top.at("cuda_rng_state").toTensor());
+    if (const auto cpu = state_of("rank_rng_states", "rng_state")) generator.set_state(*cpu);
+    if (device.is_cuda()) {
+      if (const auto gpu = state_of("rank_cuda_rng_states", "cuda_rng_state")) {
+        at::Generator cuda_generator = at::globalContext().defaultGenerator(device);
+        cuda_generator.set_state(*gpu);
+      }
     }
     CheckpointState state;
     state.epoch = static_cast<int>(top.at("epoch").toInt());

@@ -79,8 +79,13 @@ torch::Tensor DinoLoss::operator()(const torch::Tensor& student_output, const to
                                    int world_size) {
   const auto student = (student_output / student_temp_).chunk(ncrops_);
   const double temp = teacher_temperature(epoch);
-  const auto teacher =
-      F::softmax((teacher_output - center) / temp, F::SoftmaxFuncOptions(-1)).detach().chunk(2);
+  const auto teacher_logits = ((teacher_output - center) / temp).detach();
+  const auto teacher_probs = F::softmax(teacher_logits, F::SoftmaxFuncOptions(-1));
+  const auto teacher = teacher_probs.chunk(2);
+  teacher_entropy = -(teacher_probs * F::log_softmax(teacher_logits, F::LogSoftmaxFuncOptions(-1)))
+                         .sum(-1)
+                         .mean()
+                         .to(torch::kFloat32);
   torch::Tensor total = torch::zeros({}, student_output.options());
   int terms = 0;
   for (std::size_t iq = 0; iq < teacher.size(); ++iq) {

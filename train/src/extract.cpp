@@ -17,6 +17,7 @@
 #include "pcdino/pipelines/labels.hpp"
 #include "pcdino/train/checkpoint.hpp"
 #include "pcdino/train/device.hpp"
+#include "pcdino/train/process.hpp"
 #include "pcdino/train/vit.hpp"
 
 namespace pcdino::train {
@@ -101,6 +102,7 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
                                 const ExtractOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   if (options.threads > 0) torch::set_num_threads(options.threads);
+  share_blas_threads(world.local_size());
   const auto& cls = config.downstream.compute_cls_features;
   const fs::path run_dir(config.run_dir());
   ExtractReport report;
@@ -113,8 +115,7 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
   } else if (options.random_init) {
     torch::manual_seed(config.meta.seed);
     const auto& h = config.train.hyperparameters;
-    model.vit = VisionTransformer(
-        VitOptions::preset(h.arch, h.patch_size, static_cast<int>(ms.mean.size()), h.global_crops_size));
+    model.vit = VisionTransformer(VitOptions::from_config(h, static_cast<int>(ms.mean.size())));
     model.arch = h.arch;
   } else {
     report.checkpoint =
@@ -164,7 +165,7 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
         }
         return torch::stack(items);
       },
-      options.loader_threads, 4);
+      options.loader_threads > 0 ? options.loader_threads : std::max(1, cls.num_workers), 4);
   std::vector<float> local;
   int64_t dim = model.vit ? model.vit->options.embed_dim : 0;
   {

@@ -38,7 +38,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads", options.threads, "LibTorch intra-op threads per rank (0: LibTorch's default)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--loader-threads", options.loader_threads, "Decoding threads per rank")
+  app.add_option(
+         "--loader-threads", options.loader_threads,
+         "Decoding threads per rank (0: downstream_analyses.compute_cls_features.num_workers, at least 1)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--output", options.output, "Features file (default {run_dir}/CLS_features/features.h5)");

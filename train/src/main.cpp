@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
   pcdino::cli::add_config_options(&app, config);
   app.add_option("--threads", rt.threads, "LibTorch intra-op threads (0: LibTorch's default)")
       ->capture_default_str();
-  app.add_option("--loader-threads", rt.loader_threads, "Decoding and augmentation threads")
+  app.add_option("--loader-threads", rt.loader_threads,
+                 "Decoding and augmentation threads (0: train_scDINO.num_workers, at least 1)")
       ->capture_default_str();
   app.add_option("--limit-images", rt.limit_images,
                  "Train on the first N images of the training split (0: all)")
@@ -44,6 +45,11 @@ int main(int argc, char** argv) {
   app.add_option("--comm-timeout", rt.comm_timeout_seconds,
                  "With several ranks: seconds without progress (a dead or hung peer) before this rank ends "
                  "with exit code 74 so that the job ends (0: wait forever)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--stop-after-iterations", rt.stop_after_iterations,
+                 "Checkpoint and stop (exit 75, as on SIGTERM) after this many iterations of this run; 0: "
+                 "train to the end")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-resume", no_resume, "Start from scratch even if checkpoint.pth exists");

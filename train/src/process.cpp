@@ -1,8 +1,11 @@
 #include "pcdino/train/process.hpp"
 
+#include <dlfcn.h>
 #include <malloc.h>
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace pcdino::train {
@@ -32,6 +35,19 @@ void prefer_passive_openmp_threads(char** argv) {
 }
 
 }  // namespace
+
+int share_blas_threads(int local_ranks) {
+  if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr || std::getenv("GOTO_NUM_THREADS") != nullptr) return 0;
+  using SetThreads = void (*)(int);
+  auto* set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (set == nullptr) return 0;  // not OpenBLAS (MKL, the reference BLAS): its own settings apply
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int available = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  const int threads = std::max(1, available / std::max(1, local_ranks));
+  set(threads);
+  return threads;
+}
 
 void tune_process(char** argv) {
   prefer_passive_openmp_threads(argv);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "pcdino/core/dataset.hpp"
 #include "pcdino/core/error.hpp"
@@ -23,6 +24,8 @@
 #include "pcdino/train/comm.hpp"
 #include "pcdino/train/device.hpp"
 #include "pcdino/train/fusion.hpp"
+#include "pcdino/train/online_knn.hpp"
+#include "pcdino/train/process.hpp"
 #include "pcdino/train/schedules.hpp"
 
 namespace pcdino::train {
@@ -86,6 +89,9 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   const DinoHyperparameters& h = c.train.hyperparameters;
   if (rt.threads > 0) torch::set_num_threads(rt.threads);
   const int ranks = world ? world->size() : 1, rank = world ? world->rank() : 0;
+  if (const int blas = share_blas_threads(world ? world->local_size() : 1); blas > 0 && ranks > 1) {
+    spdlog::info("OpenBLAS threads: {} ({} rank(s) on this machine)", blas, world->local_size());
+  }
   const bool writer = rank == 0;  // one rank writes checkpoints and logs
   const torch::Device device = select_device(rt.device, world ? world->local_rank() : rt.local_rank);
   const auto amp = h.use_fp16 ? autocast_dtype(device, rt.amp_dtype) : std::nullopt;
@@ -109,9 +115,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
                       std::to_string(train.size()) + " images)");
   }
 
-  VitOptions vo =
-      VitOptions::preset(h.arch, h.patch_size, static_cast<int>(ms.mean.size()), h.global_crops_size);
-  vo.drop_path_rate = h.drop_path_rate;
+  const VitOptions vo = VitOptions::from_config(h, static_cast<int>(ms.mean.size()));
   MultiCropWrapper student(VisionTransformer(vo), DinoHead(vo.embed_dim, h.out_dim, h.norm_last_layer));
   VitOptions to = vo;
   to.drop_path_rate = 0;
@@ -191,7 +195,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
                 {"local_crops_number", std::to_string(h.local_crops_number)}};
   if (rt.resume && fs::exists(checkpoint)) {
     const auto args = state.args;
-    state = load_checkpoint(checkpoint, student, teacher, optimizer, loss);
+    state = load_checkpoint(checkpoint, student, teacher, optimizer, loss, rank, ranks);
     state.args = args;
     spdlog::info("resuming from {} at epoch {} iteration {}", checkpoint, state.epoch, state.iteration);
   }
@@ -231,11 +235,53 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   crops.mean = ms.mean;
   crops.std = ms.std;
   crops.rgb = c.meta.images_are_RGB;
+  crops.scale_augmentation_to_crop = h.scale_augmentation_to_crop;
+  crops.vflip = h.vflip < 0 ? !crops.rgb : h.vflip == 1;  // the pipeline's reference by default
   if (crops.rgb && ms.mean.size() != 3) {
     throw ConfigError(c.source + ": meta.images_are_RGB is set but the selected channels are " +
                       std::to_string(ms.mean.size()) + " (the mean/std file); DINO's RGB pipeline needs 3");
   }
   const ImageTransform transform{c.selected_channels(), c.meta.center_crop};
+
+  // --loader-threads, else train_scDINO.num_workers (DataLoader's workers; 0, loading in the training
+  // process, is one thread here).
+  const int loader_threads = rt.loader_threads > 0 ? rt.loader_threads : std::max(1, c.train.num_workers);
+  std::unique_ptr<OnlineKnn> online_knn;
+  const std::string metrics_file = (fs::path(report.output_dir) / "metrics.jsonl").string();
+  if (writer && h.online_knn_every > 0) {
+    online_knn = std::make_unique<OnlineKnn>(ds, c, transform, ms, h.online_knn_images);
+    if (state.epoch == 0 && state.iteration == 0) {  // the untrained teacher: the level to beat
+      const double top1 = online_knn->top1(teacher->backbone, device);
+      spdlog::info("online kNN top-1 before training {:.2f}% ({} held-out images, k {}, T {})", top1,
+                   online_knn->images(), OnlineKnn::kK, OnlineKnn::kTemperature);
+      append_line(metrics_file, nlohmann::json{{"record", "start"}, {"online_knn_top1", top1}}.dump());
+    }
+  }
+
+  // Several ranks: every rank's generator states into `state` on the writer (each rank's drop path draws
+  // its own), so that a resumed run continues every rank's random stream. Called by all ranks together.
+  const auto gather_generator_states = [&] {
+    if (ranks <= 1) return;
+    const auto to_bytes = [](const torch::Tensor& t) {
+      const auto c = t.contiguous();
+      return std::string(static_cast<const char*>(c.data_ptr()), static_cast<std::size_t>(c.numel()));
+    };
+    const auto to_tensor = [](const std::string& bytes) {
+      return torch::from_blob(const_cast<char*>(bytes.data()), {static_cast<int64_t>(bytes.size())},
+                              torch::kUInt8)
+          .clone();
+    };
+    const auto cpu = world->gather(to_bytes(at::detail::getDefaultCPUGenerator().get_state()));
+    const auto gpu =
+        world->gather(device.is_cuda() ? to_bytes(at::globalContext().defaultGenerator(device).get_state())
+                                       : std::string());
+    state.rank_rng_states.clear();
+    state.rank_cuda_rng_states.clear();
+    for (std::size_t r = 0; r < cpu.size(); ++r) {
+      state.rank_rng_states.push_back(to_tensor(cpu[r]));
+      if (device.is_cuda()) state.rank_cuda_rng_states.push_back(to_tensor(gpu[r]));
+    }
+  };
 
   long long iterations_this_run = 0;
   double seconds_this_run = 0;
@@ -252,9 +298,13 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
                                          static_cast<std::size_t>(rank)]]);
           return make_batch(ds, indices, transform, crops, c.meta.seed, epoch, device.is_cuda());
         },
-        rt.loader_threads, 4);
+        loader_threads, 4);
     double loss_sum = 0;
     std::size_t loss_count = 0;
+    // The collapse diagnostics, summed on the device and read at the logging points only.
+    torch::Tensor entropy_sum = torch::zeros({}, torch::TensorOptions().device(device));
+    double window_loss = 0, window_entropy_start = 0;
+    std::size_t window_count = 0;
     StepPhases phases;
     double lr = 0, wd = 0, momentum = 0;
     const auto epoch_start = std::chrono::steady_clock::now();
@@ -281,6 +331,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
         const auto student_out = student->forward(crops_batch);
         value = loss(student_out, teacher_out, epoch, allreduce_sum, ranks);
       }
+      entropy_sum.add_(loss.teacher_entropy);
       const double l = value.item<double>();
       lap(phases.forward);
       if (!std::isfinite(l)) {
@@ -302,7 +353,28 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
       loss_sum += l;
       ++loss_count;
       ++iterations_this_run;
-      // Progress within an epoch every 10 iterations, as DINO's MetricLogger (print_freq 10).
+      window_loss += l;
+      ++window_count;
+      // One record every 10 iterations (DINO's MetricLogger print_freq) over those iterations.
+      if (writer && ((it + 1) % 10 == 0 || it + 1 == niter)) {
+        const double entropy_total = entropy_sum.item<double>();
+        const double window_entropy =
+            (entropy_total - window_entropy_start) / static_cast<double>(window_count);
+        const double mean_loss = window_loss / static_cast<double>(window_count);
+        append_line(metrics_file, nlohmann::json{{"record", "iteration"},
+                                                 {"epoch", epoch},
+                                                 {"iteration", global_it + 1},
+                                                 {"loss", mean_loss},
+                                                 {"teacher_entropy", window_entropy},
+                                                 {"kl", mean_loss - window_entropy},
+                                                 {"lr", lr},
+                                                 {"wd", wd},
+                                                 {"momentum", momentum}}
+                                      .dump());
+        window_entropy_start = entropy_total;
+        window_loss = 0;
+        window_count = 0;
+      }
       if (writer && (it + 1) % 10 == 0 && it + 1 < niter) {
         const double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
@@ -323,6 +395,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
         state.epoch = epoch;
         state.iteration = static_cast<int>(it + 1);
         if (state.iteration == static_cast<int>(niter)) state.epoch = epoch + 1, state.iteration = 0;
+        gather_generator_states();
         if (writer) save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
         spdlog::warn("stopped at epoch {} iteration {}: checkpoint written to {}; resubmit to resume", epoch,
                      it + 1, checkpoint);
@@ -336,9 +409,12 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     seconds_this_run += seconds;
     state.epoch = epoch + 1;
     state.iteration = 0;
-    if (ranks > 1) {  // the epoch's mean loss over all ranks, as MetricLogger.synchronize_between_processes
+    double entropy_epoch = entropy_sum.item<double>();
+    if (ranks > 1) {  // the epoch's means over all ranks, as MetricLogger.synchronize_between_processes
       loss_sum = world->allreduce_sum(loss_sum) / ranks;
+      entropy_epoch = world->allreduce_sum(entropy_epoch) / ranks;
     }
+    gather_generator_states();
     if (writer) save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
     if (watchdog) watchdog->progress("the end of epoch " + std::to_string(epoch + 1));  // after the write
     if (writer && c.train.saveckp_freq > 0 && epoch % c.train.saveckp_freq == 0) {
@@ -349,28 +425,39 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     }
     const double steps = static_cast<double>(std::max<std::size_t>(loss_count, 1));
     report.last_epoch_loss = loss_count > 0 ? loss_sum / static_cast<double>(loss_count) : 0;
+    entropy_epoch /= steps;
+    const double kl_epoch = report.last_epoch_loss - entropy_epoch;
+    std::optional<double> knn_top1;
+    if (online_knn && ((epoch + 1) % h.online_knn_every == 0 || epoch + 1 == epochs)) {
+      knn_top1 = online_knn->top1(teacher->backbone, device);
+      spdlog::info("epoch {}/{}: online kNN top-1 {:.2f}% ({} held-out images, k {}, T {})", epoch + 1,
+                   epochs, *knn_top1, online_knn->images(), OnlineKnn::kK, OnlineKnn::kTemperature);
+    }
     const double images_per_second = static_cast<double>(loss_count * global_batch) / std::max(seconds, 1e-9);
     const double eta = (epochs - epoch - 1) * seconds;
     if (writer) {
-      append_line(
-          (fs::path(report.output_dir) / "log.txt").string(),
-          nlohmann::json{
-              {"train_loss", report.last_epoch_loss}, {"train_lr", lr}, {"train_wd", wd}, {"epoch", epoch}}
-              .dump());
-      append_line((fs::path(report.output_dir) / "metrics.jsonl").string(),
-                  nlohmann::json{{"epoch", epoch},
-                                 {"loss", report.last_epoch_loss},
-                                 {"lr", lr},
-                                 {"wd", wd},
-                                 {"momentum", momentum},
-                                 {"images_per_second", images_per_second},
-                                 {"seconds_per_step",
-                                  {{"data_wait", phases.data / steps},
-                                   {"forward", phases.forward / steps},
-                                   {"backward", phases.backward / steps},
-                                   {"update", phases.update / steps}}},
-                                 {"eta_seconds", eta}}
-                      .dump());
+      nlohmann::json log_line{
+          {"train_loss", report.last_epoch_loss},   {"train_lr", lr},       {"train_wd", wd},
+          {"train_teacher_entropy", entropy_epoch}, {"train_kl", kl_epoch}, {"epoch", epoch}};
+      if (knn_top1) log_line["online_knn_top1"] = *knn_top1;
+      append_line((fs::path(report.output_dir) / "log.txt").string(), log_line.dump());
+      nlohmann::json epoch_record{{"record", "epoch"},
+                                  {"epoch", epoch},
+                                  {"loss", report.last_epoch_loss},
+                                  {"teacher_entropy", entropy_epoch},
+                                  {"kl", kl_epoch},
+                                  {"lr", lr},
+                                  {"wd", wd},
+                                  {"momentum", momentum},
+                                  {"images_per_second", images_per_second},
+                                  {"seconds_per_step",
+                                   {{"data_wait", phases.data / steps},
+                                    {"forward", phases.forward / steps},
+                                    {"backward", phases.backward / steps},
+                                    {"update", phases.update / steps}}},
+                                  {"eta_seconds", eta}};
+      if (knn_top1) epoch_record["online_knn_top1"] = *knn_top1;
+      append_line(metrics_file, epoch_record.dump());
     }
     spdlog::info(
         "epoch {}/{}: seconds per step: data wait {:.3f}, forward {:.3f}, backward {:.3f}, update {:.3f}",
@@ -378,6 +465,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
         phases.update / steps);
     spdlog::info("epoch {}/{}: loss {:.4f} lr {:.3g} wd {:.3g} momentum {:.5f} {:.1f} images/s ETA {:.0f} s",
                  epoch + 1, epochs, report.last_epoch_loss, lr, wd, momentum, images_per_second, eta);
+    spdlog::info("epoch {}/{}: teacher entropy {:.4f} nats (uniform: {:.4f}), teacher-student KL {:.4f}",
+                 epoch + 1, epochs, entropy_epoch, std::log(static_cast<double>(h.out_dim)), kl_epoch);
   }
   report.epochs_done = state.epoch;
   report.images_per_second = static_cast<double>(iterations_this_run) * static_cast<double>(global_batch) /

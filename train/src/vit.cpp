@@ -25,6 +25,13 @@ VitOptions VitOptions::preset(const std::string& arch, int patch_size, int in_ch
   return o;
 }
 
+VitOptions VitOptions::from_config(const DinoHyperparameters& h, int in_channels) {
+  VitOptions o = preset(h.arch, h.patch_size, in_channels, h.global_crops_size);
+  if (h.depth > 0) o.depth = h.depth;
+  o.drop_path_rate = h.drop_path_rate;
+  return o;
+}
+
 torch::Tensor trunc_normal_(torch::Tensor tensor, double mean, double std, double a, double b) {
   torch::NoGradGuard no_grad;
   const auto norm_cdf = [](double x) { return (1.0 + std::erf(x / std::sqrt(2.0))) / 2.0; };

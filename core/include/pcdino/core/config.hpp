@@ -59,6 +59,23 @@ struct DinoHyperparameters {
   std::array<double, 2> local_crops_scale = {0.05, 0.4};
   int global_crops_size = 224;  ///< pixels; small images train far faster at small crop sizes
   int local_crops_size = 96;    ///< pixels
+
+  // pcdino's own keys (not in main_dino.py), each defaulting to the reference's behaviour.
+
+  /// Scale every augmentation parameter given in pixels (the Gaussian blur's sigma and kernel) by
+  /// crop size / the reference's crop size (224 px global, 96 px local), so that a 28-px crop is blurred
+  /// as much relative to its size as DINO blurs a 224-px one. Crops of 224/96 px are unchanged; false keeps
+  /// the reference's pixel values at every crop size.
+  bool scale_augmentation_to_crop = true;
+  /// Vertical flip with p 0.5: -1 = the pipeline's reference (scDINO's channel-wise pipeline flips, DINO's
+  /// RGB pipeline does not), 0 = never, 1 = always offered. Written `vflip: true|false|null`.
+  int vflip = -1;
+  /// Transformer blocks of the ViT; 0 = the arch's (12). Fewer blocks train faster on CPUs.
+  int depth = 0;
+  /// Every this many epochs (and after the last), a kNN top-1 of the teacher's CLS features on a fixed
+  /// subset of the held-out split, logged as `online_knn_top1`; 0 = never.
+  int online_knn_every = 0;
+  int online_knn_images = 2000;  ///< held-out images of the online kNN (bank 80%, queries 20%)
 };
 
 /// `train_scDINO:` the mean/std and pretraining stages.

@@ -6,7 +6,10 @@
 // Writes into {run_dir}/plots/:
 //   umap.png/.svg                 2-D UMAP of the CLS features coloured by class, with a legend
 //   umap.csv                      its coordinates: x, y, class, path
-//   training.png/.svg             training loss and learning rate per epoch (from log.txt), if a log exists
+//   training.png/.svg             training loss, learning rate and teacher momentum per logged iteration
+//                                 (metrics.jsonl beside log.txt; per epoch from log.txt without it)
+//   diagnostics.png/.svg          teacher entropy and teacher-student KL per logged iteration, and the
+//                                 online kNN top-1 per epoch when it ran (metrics.jsonl)
 //   knn_accuracy.png/.svg         kNN top-1 and top-5 against k (from kNN/knn.json), if it exists
 //   confusion_matrix.png/.svg     of the best k (from kNN/knn.json)
 //   index.html                    every plot and the key numbers, readable from disk with no server

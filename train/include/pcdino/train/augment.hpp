@@ -23,6 +23,11 @@ struct CropBox {
 CropBox random_resized_crop_box(int height, int width, std::array<double, 2> scale,
                                 std::array<double, 2> ratio, std::mt19937& rng);
 
+/// The crop sizes DINO and scDINO always train at (main_dino.py): the reference for augmentation
+/// parameters given in pixels.
+inline constexpr int kReferenceGlobalCropSize = 224;
+inline constexpr int kReferenceLocalCropSize = 96;
+
 /// Options of the multi-crop (main_dino.py's names).
 struct MultiCropOptions {
   std::array<double, 2> global_crops_scale = {0.4, 1.0};
@@ -33,6 +38,9 @@ struct MultiCropOptions {
   std::vector<double> mean;     ///< per-channel normalisation (the mean/std stage's file); empty = none
   std::vector<double> std;
   bool rgb = false;  ///< DINO's RGB pipeline (meta.images_are_RGB) instead of scDINO's channel-wise one
+  /// Blur sigma and kernel (pixels at 224/96-px crops) times crop size / kReference*CropSize.
+  bool scale_augmentation_to_crop = true;
+  bool vflip = true;  ///< vertical flip p 0.5 (scDINO's; DINO's RGB pipeline has none: set false there)
 };
 
 // The colour operations of torchvision's ColorJitter and RandomGrayscale on a [3, H, W] image in [0, 1],
@@ -54,14 +62,17 @@ void to_grayscale(Image& rgb);
 /// U(0.6, 1.4), U(0.8, 1.2) and a hue shift U(-0.1, 0.1); grayscale p 0.2.
 void flip_and_color_jitter(Image& rgb, std::mt19937& rng);
 
-/// Crops of one image, each [C, size, size]: 2 global crops (random resized crop, bicubic; horizontal and
-/// vertical flip p 0.5; per-channel brightness factor U(0.5, 1.25) with p 0.8, clamped to [0, 1];
-/// Gaussian blur 5x5 with sigma U(0.1, 1.5), p 1.0 on the first and 0.1 on the second; solarisation
-/// (x > 0.5 -> 1 - x) p 0.2 on the second), then `local_crops_number` local crops (same, blur p 0.5, no
-/// solarisation), then normalisation. `seed` fixes every random choice, so a sample's crops do not depend
-/// on which thread makes them. With `rgb`, DINO's RGB pipeline (main_dino.py's DataAugmentationDINO)
-/// instead: flip_and_color_jitter() in place of the flips and brightness, Gaussian blur with sigma
-/// U(0.1, 2.0) (kernel from sigma) at the same probabilities, solarisation at 128/255.
+/// Crops of one image, each [C, size, size]: 2 global crops (random resized crop, bicubic; horizontal
+/// flip p 0.5 and, with `vflip`, vertical flip p 0.5; per-channel brightness factor U(0.5, 1.25) with p 0.8,
+/// clamped to [0, 1]; Gaussian blur 5x5 with sigma U(0.1, 1.5) (both times s, below), p 1.0 on the first and
+/// 0.1 on the second; solarisation (x > 0.5 -> 1 - x) p 0.2 on the second), then `local_crops_number` local
+/// crops (same, blur p 0.5, no solarisation), then normalisation. `seed` fixes every random choice, so a
+/// sample's crops do not depend on which thread makes them. With `rgb`, DINO's RGB pipeline (main_dino.py's
+/// DataAugmentationDINO) instead: flip_and_color_jitter() in place of the flips and brightness, Gaussian blur
+/// with sigma U(0.1, 2.0) (kernel from sigma) at the same probabilities, solarisation at 128/255, and a
+/// vertical flip p 0.5 before them only with `vflip`. With `scale_augmentation_to_crop`, s = crop size / 224
+/// (global) or / 96 (local) scales the blur's sigma, and scDINO's 5x5 kernel to 2 round(2 s) + 1 pixels (none
+/// below s = 0.25); s = 1 at the reference's sizes, so 224/96-px runs are unchanged.
 /// Throws std::invalid_argument if mean/std do not match the channels, or `rgb` and not 3 channels.
 std::vector<Image> multi_crop(const Image& image, const MultiCropOptions& options, std::uint64_t seed);
 

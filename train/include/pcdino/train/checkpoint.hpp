@@ -5,7 +5,10 @@
 //    "optimizer": uint8 tensor (LibTorch's own archive of the AdamW state: exact resume in C++),
 //    "epoch": epochs finished, "iteration": iterations done in the next epoch (0 at an epoch's end),
 //    "dino_loss": {"center": [1, out_dim]}, "rng_state": the CPU generator's state,
-//    "cuda_rng_state": the GPU's (trained on a GPU), "args": {key: value}}
+//    "cuda_rng_state": the GPU's (trained on a GPU), "args": {key: value},
+//    "rank_rng_states": [each rank's CPU generator state], "rank_cuda_rng_states": [each rank's GPU
+//    generator state] (several ranks: drop path draws differ by rank, so a resumed multi-rank run needs
+//    every rank's)}
 // Tensors are stored on the host whatever device trained them; loading puts them on the modules' device.
 #pragma once
 
@@ -22,6 +25,10 @@ struct CheckpointState {
   int epoch = 0;      ///< epochs finished
   int iteration = 0;  ///< iterations of epoch `epoch` already done (a checkpoint taken on a signal)
   std::map<std::string, std::string> args;
+  /// Several ranks: every rank's generator states in rank order (uint8 tensors, as Generator::get_state
+  /// gives them), gathered to the writer before save_checkpoint(); empty with one rank. The GPU's are
+  /// empty when training on CPUs.
+  std::vector<torch::Tensor> rank_rng_states, rank_cuda_rng_states;
 };
 
 /// Writes the checkpoint to `path` atomically (temporary file, then rename). Throws CantCreateError.
@@ -29,10 +36,13 @@ void save_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCr
                      torch::optim::Optimizer& optimizer, const DinoLoss& loss, const CheckpointState& state);
 
 /// Reads `path` into the given modules, optimizer and loss centre (the modules must have the
-/// checkpoint's architecture) and restores the CPU generator. Throws NoInputError if it cannot be read,
-/// DataError naming the file and the first mismatching parameter otherwise.
+/// checkpoint's architecture) and restores the generators: rank `rank`'s states when the checkpoint
+/// holds one per rank of a world of `world_size`, else (one rank, an older checkpoint or another world
+/// size) the single "rng_state" / "cuda_rng_state". Throws NoInputError if it cannot be read, DataError
+/// naming the file and the first mismatching parameter otherwise.
 CheckpointState load_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCropWrapper& teacher,
-                                torch::optim::Optimizer& optimizer, DinoLoss& loss);
+                                torch::optim::Optimizer& optimizer, DinoLoss& loss, int rank = 0,
+                                int world_size = 1);
 
 /// A checkpoint's "epoch", "iteration" and "args" (written by any version of pcdino; a reference
 /// checkpoint without them gives epoch -1 and no args). Throws NoInputError if the file cannot be read,

@@ -59,6 +59,13 @@ class DinoLoss {
                            int world_size = 1);
 
   torch::Tensor center;  ///< [1, out_dim]
+  /// Of the last call, detached and on the outputs' device (no host sync): the mean entropy in nats of
+  /// the teacher's centred, sharpened distributions over its 2B outputs, h(P_t). The cross-entropy the
+  /// loss averages is h(P_t) + KL(P_t || P_s) for every pair, so loss - teacher_entropy is the mean
+  /// teacher-student KL. Together they are the DINO paper's collapse check (Caron et al. 2021, sec. 5.3,
+  /// fig. 7): collapse to a uniform output drives h(P_t) to ln(out_dim), to one dimension drives it to 0,
+  /// and either drives the KL to 0; a learning run keeps the KL above 0 with h(P_t) in between.
+  torch::Tensor teacher_entropy;
   double teacher_temperature(int epoch) const;
 
  private:

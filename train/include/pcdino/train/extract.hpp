@@ -19,7 +19,7 @@ struct ExtractOptions {
   bool random_init = false;     ///< embed with a randomly initialised ViT of train_scDINO's arch (a baseline)
   bool raw_pixels = false;      ///< no model: the normalised pixels are the features (a baseline)
   int threads = 0;              ///< LibTorch intra-op threads per rank (0: LibTorch's default)
-  int loader_threads = 1;       ///< decoding threads per rank
+  int loader_threads = 0;       ///< decoding threads per rank; 0 = compute_cls_features.num_workers
   std::string output;           ///< "" = {run_dir}/CLS_features/features.h5
   bool write_csv = true;        ///< also the workshop's CSV files beside the HDF5 file
   std::string device = "auto";  ///< auto, cpu, cuda (the GPU of this local rank), cuda:N

@@ -17,7 +17,7 @@ namespace pcdino::train {
 
 struct TrainRuntime {
   int threads = 0;             ///< LibTorch intra-op threads (0: LibTorch's default)
-  int loader_threads = 1;      ///< decoding/augmentation threads
+  int loader_threads = 0;      ///< decoding/augmentation threads; 0 = train_scDINO.num_workers
   bool resume = true;          ///< continue from checkpoint.pth in the output folder if there is one
   long long limit_images = 0;  ///< train on the first N images of the training split (0: all)
   long long stop_after_iterations =

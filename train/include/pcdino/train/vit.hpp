@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "pcdino/core/config.hpp"
+
 namespace pcdino::train {
 
 /// Architecture of a ViT; the presets follow vision_transformer.py (vit_tiny 192/12/3, vit_small
@@ -24,6 +26,9 @@ struct VitOptions {
 
   /// "vit_tiny", "vit_small" or "vit_base"; throws std::invalid_argument naming the value otherwise.
   static VitOptions preset(const std::string& arch, int patch_size, int in_channels, int image_size);
+  /// The student's backbone of a pipeline: preset(arch, patch_size, in_channels, global_crops_size) with
+  /// `depth` (when > 0) and drop_path_rate from the hyperparameters.
+  static VitOptions from_config(const DinoHyperparameters& h, int in_channels);
 };
 
 /// Stochastic depth (Huang et al. 2016): in training, each sample's residual branch is dropped with
