@@ -11,8 +11,8 @@ namespace pcdino::train {
 void tune_process(char** argv);
 
 /// OpenBLAS starts one thread per core in every process, so `local_ranks` ranks on one machine run
-/// local_ranks x cores BLAS threads on its cores (with 2 ranks on 2 cores, 4 GEMM threads and the
-/// loaders: training at ~1/3 of the rate, measured in bench/RESULTS.md). Gives OpenBLAS this rank's
+/// local_ranks x cores BLAS threads on its cores (two training processes on 2 cores, 2 OpenBLAS threads
+/// each: ~27 images/s each against ~95 with one each, bench/RESULTS.md). Gives OpenBLAS this rank's
 /// share, max(1, cores in this process's affinity mask / local_ranks), through openblas_set_num_threads
 /// when the loaded BLAS is OpenBLAS and the user set neither OPENBLAS_NUM_THREADS nor GOTO_NUM_THREADS.
 /// Returns the threads set, 0 when it set none.
