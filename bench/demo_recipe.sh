@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One training recipe at the demo's budget, judged by kNN: `pcdino train` (one process, THREADS
-# LibTorch threads, the demo's global batch: its 2 ranks x 16) on the demo's data (1,000 Fashion-MNIST images per
+# LibTorch threads, the demo's global batch: its 2 ranks x batch_size_per_gpu) on the demo's data (1,000 Fashion-MNIST images per
 # class from each split), then `pcdino extract` of the teacher and `pcdino knn` on the held-out split,
 # beside the same network untrained. Every recipe starts from sbatch/examples/demo.yaml; the arguments
 # change it (`--set key=value`, as `pcdino train` takes them).
@@ -27,10 +27,11 @@ if [ ! -d "$data" ]; then
   mv "$data.tmp" "$data"
 fi
 run="$NAME-s$SEED"
+per_rank=$(sed -n 's/^  batch_size_per_gpu: \([0-9]*\).*/\1/p' "$ROOT/sbatch/examples/demo.yaml")
 config="$W/$run.yaml"
 sed -e "s|^  output_dir: \"\"|  output_dir: \"$W/out\"|" -e "s|^  dataset_dir: \"\"|  dataset_dir: \"$data\"|" \
   -e "s|^  name_of_run: demo|  name_of_run: $run|" -e "s|^  seed: 40|  seed: $SEED|" \
-  -e "s|^  nnodes: 2 .*|  nnodes: 1|" -e "s|^  batch_size_per_gpu: 16|  batch_size_per_gpu: 32|" \
+  -e "s|^  nnodes: 2 .*|  nnodes: 1|" -e "s|^  batch_size_per_gpu: $per_rank|  batch_size_per_gpu: $((2 * per_rank))|" \
   "$ROOT/sbatch/examples/demo.yaml" >"$config"
 rundir="$W/out/$run"
 rm -rf "$rundir"

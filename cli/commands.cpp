@@ -46,6 +46,7 @@ void add_all_commands(CLI::App& app) {
   add_downstream_commands(app);
 
   add_pipeline_commands(app);
+  add_config_command(app);
 
   add_cluster_commands(app);
   add_ami_commands(app);

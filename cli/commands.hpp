@@ -29,6 +29,9 @@ void add_cluster_commands(CLI::App& app);
 /// `pcdino submit|resume|status|logs|cancel` (cli/pipeline.cpp).
 void add_pipeline_commands(CLI::App& app);
 
+/// `pcdino config [FILE] [--schema]` (cli/config.cpp).
+void add_config_command(CLI::App& app);
+
 /// Registers every subcommand of `pcdino` on `app`.
 void add_all_commands(CLI::App& app);
 

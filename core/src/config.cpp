@@ -5,15 +5,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
+#include "pcdino/core/stages.hpp"
 
 namespace pcdino {
 namespace {
@@ -26,12 +27,24 @@ std::vector<std::string> split_path(const std::string& path) {
   return parts;
 }
 
-// Reads typed values out of the YAML tree, remembering which keys the schema knows so that the rest can
-// be reported as unknown, and saying where a bad value came from.
+std::string join(const std::string& a, const std::string& b) {
+  return a.empty() ? b : a + "." + b;
+}
+
+// Reads typed values out of the YAML tree by key path, saying where a bad value came from. `keys` are
+// the schema's paths: everything else in the tree is an unknown key.
 class Reader {
  public:
-  Reader(std::string file, std::vector<ConfigOverride> overrides)
-      : file_(std::move(file)), overrides_(std::move(overrides)) {}
+  Reader(std::string file, std::vector<ConfigOverride> overrides, const std::vector<std::string>& keys)
+      : file_(std::move(file)), overrides_(std::move(overrides)) {
+    for (const auto& path : keys) {
+      leaves_.insert(path);
+      for (auto dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1)) {
+        known_.insert(path.substr(0, dot));
+      }
+      known_.insert(path);
+    }
+  }
 
   // "file:line:col: path" or "--set path=value: path".
   std::string where(const YAML::Node& node, const std::string& path) const {
@@ -47,28 +60,28 @@ class Reader {
     throw ConfigError(where(node, path) + ": " + what);
   }
 
-  // The sub-map `key` of `parent` (an undefined node if absent). Marks the section as known.
-  YAML::Node section(const YAML::Node& parent, const std::string& parent_path, const std::string& key) {
-    const std::string path = join(parent_path, key);
-    known_.insert(path);
-    if (!parent.IsDefined() || !parent.IsMap()) return YAML::Node();
-    // A missing key yields an invalid node in yaml-cpp; hand out an undefined-but-valid one instead.
-    const YAML::Node node = parent[key];
-    if (!node.IsDefined() || node.IsNull()) return YAML::Node();
-    if (!node.IsMap()) fail(node, path, "expected a mapping of keys");
+  // The node at `path` below `root`; a null node when it or a section above it is absent or null.
+  // A section that is not a mapping is an error.
+  YAML::Node find(const YAML::Node& root, const std::string& path) const {
+    YAML::Node node = root;
+    std::string walked;
+    for (const auto& part : split_path(path)) {
+      if (!walked.empty() && !node.IsMap()) fail(node, walked, "expected a mapping of keys");
+      walked = join(walked, part);
+      // A missing key yields an invalid node in yaml-cpp; hand out an undefined-but-valid one instead.
+      const YAML::Node child = std::as_const(node)[part];
+      if (!child.IsDefined() || child.IsNull()) return YAML::Node();
+      node.reset(child);
+    }
     return node;
   }
 
-  // Reads `key` of `parent` into `out` if present (leaves the default otherwise); `check` validates it.
+  // Reads `path` into `out` if present (leaves the default otherwise); `check` validates it.
   template <class T>
-  void read(const YAML::Node& parent, const std::string& parent_path, const std::string& key, T& out,
-            const std::function<std::string(const T&)>& check = nullptr) {
-    const std::string path = join(parent_path, key);
-    known_.insert(path);
-    leaves_.insert(path);
-    if (!parent.IsDefined() || !parent.IsMap()) return;
-    const YAML::Node node = parent[key];
-    if (!node.IsDefined() || node.IsNull()) return;
+  void read(const YAML::Node& root, const std::string& path, T& out,
+            const std::function<std::string(const T&)>& check) const {
+    const YAML::Node node = find(root, path);
+    if (node.IsNull()) return;
     T value = convert<T>(node, path);
     if (check) {
       const std::string problem = check(value);
@@ -77,13 +90,7 @@ class Reader {
     out = std::move(value);
   }
 
-  // Marks `path` as a key the schema reads itself (its value is not checked for unknown keys).
-  void mark_leaf(const std::string& path) {
-    known_.insert(path);
-    leaves_.insert(path);
-  }
-
-  // Every key in the tree that the schema did not read is an error.
+  // Every key in the tree that the schema does not know is an error.
   void reject_unknown(const YAML::Node& node, const std::string& path) const {
     if (!node.IsMap() || leaves_.count(path) != 0) return;
     for (const auto& kv : node) {
@@ -96,7 +103,8 @@ class Reader {
     }
   }
 
-  static std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
+  template <class T>
+  T convert(const YAML::Node& node, const std::string& path) const;
 
  private:
   static std::string render(const YAML::Node& node) {
@@ -136,13 +144,10 @@ class Reader {
     return row[b.size()];
   }
 
-  template <class T>
-  T convert(const YAML::Node& node, const std::string& path) const;
-
   std::string file_;
   std::vector<ConfigOverride> overrides_;
-  std::set<std::string> known_;
-  std::set<std::string> leaves_;
+  std::set<std::string> known_;   // every key path and every section above one
+  std::set<std::string> leaves_;  // the key paths (a mapping value below one is the key's own)
 };
 
 template <>
@@ -296,248 +301,442 @@ std::vector<int> parse_combination(const Reader& reader, const YAML::Node& node,
   return channels;
 }
 
-std::function<std::string(const int&)> at_least(int low) {
-  return [low](const int& v) { return v >= low ? "" : "expected an integer >= " + std::to_string(low); };
-}
-std::function<std::string(const double&)> in_range(double low, bool low_open, double high, bool high_open) {
-  return [=](const double& v) {
-    const bool ok = (low_open ? v > low : v >= low) && (high_open ? v < high : v <= high);
-    if (ok) return std::string();
-    std::ostringstream msg;
-    msg << "expected a number in " << (low_open ? "(" : "[") << low << ", " << high
-        << (high_open ? ")" : "]");
-    return msg.str();
-  };
-}
-std::function<std::string(const double&)> positive() {
-  return [](const double& v) { return v > 0 ? "" : std::string("expected a number > 0"); };
-}
-std::function<std::string(const double&)> non_negative() {
-  return [](const double& v) { return v >= 0 ? "" : std::string("expected a number >= 0"); };
-}
-std::function<std::string(const std::array<double, 2>&)> scale_pair() {
-  return [](const std::array<double, 2>& v) {
-    return v[0] > 0 && v[0] <= v[1] && v[1] <= 1 ? "" : std::string("expected 0 < low <= high <= 1");
-  };
-}
-// A flag pcdino has no implementation for: only `supported` is accepted, so that a set key never does
-// nothing.
-std::function<std::string(const bool&)> not_implemented_unless(bool supported) {
-  return [supported](const bool& v) {
-    return v == supported ? std::string()
-                          : std::string("not implemented in pcdino (only ") + (supported ? "true" : "false") +
-                                " is supported)";
-  };
-}
-
-std::function<std::string(const std::string&)> one_of(std::vector<std::string> allowed) {
-  return [allowed](const std::string& v) {
-    for (const auto& a : allowed) {
-      if (v == a) return std::string();
-    }
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    return "expected one of " + list;
-  };
-}
-
-void read_meta(Reader& r, const YAML::Node& root, MetaConfig& m) {
-  const YAML::Node s = r.section(root, "", "meta");
-  const std::string p = "meta";
-  r.read<std::string>(s, p, "name_of_run", m.name_of_run, [](const std::string& v) {
-    return !v.empty() && v.find('/') == std::string::npos
-               ? ""
-               : std::string("expected a non-empty name without '/'");
-  });
-  r.read<std::string>(s, p, "output_dir", m.output_dir);
-  r.read<std::string>(s, p, "dataset_dir", m.dataset_dir);
-  r.read<int>(s, p, "folder_depth_for_labels", m.folder_depth_for_labels, at_least(0));
-  r.read<double>(s, p, "train_datasetsplit_fraction", m.train_datasetsplit_fraction,
-                 in_range(0, true, 1, false));
-  r.read<std::uint32_t>(s, p, "seed", m.seed);
-  r.read<bool>(s, p, "images_are_RGB", m.images_are_RGB);
-  r.read<std::map<int, std::string>>(s, p, "channel_dict", m.channel_dict);
-  r.read<int>(s, p, "center_crop", m.center_crop, at_least(0));
-  r.read<bool>(s, p, "skip_corrupt", m.skip_corrupt);
-
+template <>
+std::vector<std::vector<int>> Reader::convert<std::vector<std::vector<int>>>(const YAML::Node& node,
+                                                                             const std::string& path) const {
   // Each element is one combination: "01234" (scDINO's form), "0,1,10" or [0, 1, 10]; a bare string is
   // a single combination.
-  const std::string key = "selected_channel_combination_per_run";
-  const std::string path = p + "." + key;
-  r.mark_leaf(path);
-  if (!s.IsDefined() || !s.IsMap() || !s[key].IsDefined() || s[key].IsNull()) return;
-  const YAML::Node node = s[key];
   std::vector<std::vector<int>> combos;
   if (node.IsScalar()) {
-    combos.push_back(parse_combination(r, node, path));
+    combos.push_back(parse_combination(*this, node, path));
   } else if (node.IsSequence()) {
     for (std::size_t i = 0; i < node.size(); ++i) {
-      combos.push_back(parse_combination(r, node[i], path + "[" + std::to_string(i) + "]"));
+      combos.push_back(parse_combination(*this, node[i], path + "[" + std::to_string(i) + "]"));
     }
   } else {
-    r.fail(node, path, "expected a list of channel combinations like [\"01234\", \"0\"]");
+    fail(node, path, "expected a list of channel combinations like [\"01234\", \"0\"]");
   }
-  m.selected_channel_combination_per_run = combos;
+  return combos;
 }
 
-void read_train(Reader& r, const YAML::Node& root, TrainConfig& t) {
-  const YAML::Node s = r.section(root, "", "train_scDINO");
-  const std::string p = "train_scDINO";
-  r.read<std::string>(s, p, "dino_vit_name", t.dino_vit_name);
-  r.read<double>(s, p, "fraction_for_mean_std_calc", t.fraction_for_mean_std_calc,
-                 in_range(0, true, 1, false));
-  r.read<int>(s, p, "epochs", t.epochs, at_least(1));
-  r.read<int>(s, p, "saveckp_freq", t.saveckp_freq, at_least(1));
-  r.read<int>(s, p, "nnodes", t.nnodes, at_least(1));
-  r.read<int>(s, p, "num_gpus", t.num_gpus, at_least(0));
-  r.read<int>(s, p, "batch_size_per_gpu", t.batch_size_per_gpu, at_least(1));
-  r.read<int>(s, p, "num_workers", t.num_workers, at_least(0));
-  r.read<std::string>(s, p, "dist_url", t.dist_url);
-
-  const YAML::Node h = r.section(s, p, "hyperparameters");
-  const std::string hp = p + ".hyperparameters";
-  DinoHyperparameters& d = t.hyperparameters;
-  r.read<std::string>(h, hp, "arch", d.arch, one_of({"vit_tiny", "vit_small", "vit_base"}));
-  r.read<int>(h, hp, "patch_size", d.patch_size, at_least(1));
-  r.read<int>(h, hp, "out_dim", d.out_dim, at_least(1));
-  r.read<bool>(h, hp, "norm_last_layer", d.norm_last_layer);
-  r.read<double>(h, hp, "momentum_teacher", d.momentum_teacher, in_range(0, false, 1, false));
-  r.read<bool>(h, hp, "use_bn_in_head", d.use_bn_in_head, not_implemented_unless(false));
-  r.read<double>(h, hp, "warmup_teacher_temp", d.warmup_teacher_temp, positive());
-  r.read<double>(h, hp, "teacher_temp", d.teacher_temp, positive());
-  r.read<int>(h, hp, "warmup_teacher_temp_epochs", d.warmup_teacher_temp_epochs, at_least(0));
-  r.read<bool>(h, hp, "use_fp16", d.use_fp16);
-  r.read<double>(h, hp, "weight_decay", d.weight_decay, non_negative());
-  r.read<double>(h, hp, "weight_decay_end", d.weight_decay_end, non_negative());
-  r.read<double>(h, hp, "clip_grad", d.clip_grad, non_negative());
-  r.read<int>(h, hp, "freeze_last_layer", d.freeze_last_layer, at_least(0));
-  r.read<double>(h, hp, "lr", d.lr, positive());
-  r.read<int>(h, hp, "warmup_epochs", d.warmup_epochs, at_least(0));
-  r.read<double>(h, hp, "min_lr", d.min_lr, non_negative());
-  r.read<std::string>(h, hp, "optimizer", d.optimizer, [](const std::string& v) {
-    if (v == "adamw") return std::string();
-    if (v == "sgd" || v == "lars") {
-      return std::string("not implemented: pcdino trains with 'adamw' (DINO's default) only");
-    }
-    return std::string("expected 'adamw'");
-  });
-  r.read<double>(h, hp, "drop_path_rate", d.drop_path_rate, in_range(0, false, 1, true));
-  r.read<std::array<double, 2>>(h, hp, "global_crops_scale", d.global_crops_scale, scale_pair());
-  r.read<int>(h, hp, "local_crops_number", d.local_crops_number, at_least(0));
-  r.read<std::array<double, 2>>(h, hp, "local_crops_scale", d.local_crops_scale, scale_pair());
-  r.read<int>(h, hp, "global_crops_size", d.global_crops_size, at_least(1));
-  r.read<int>(h, hp, "local_crops_size", d.local_crops_size, at_least(1));
-  r.read<bool>(h, hp, "scale_augmentation_to_crop", d.scale_augmentation_to_crop);
-  bool vflip = d.vflip == 1;
-  const bool vflip_given = h.IsDefined() && h.IsMap() && h["vflip"].IsDefined() && !h["vflip"].IsNull();
-  r.read<bool>(h, hp, "vflip", vflip);
-  if (vflip_given) d.vflip = vflip ? 1 : 0;
-  r.read<int>(h, hp, "depth", d.depth, at_least(0));
-  r.read<int>(h, hp, "online_knn_every", d.online_knn_every, at_least(0));
-  r.read<int>(h, hp, "online_knn_images", d.online_knn_images, at_least(10));
+template <>
+std::optional<bool> Reader::convert<std::optional<bool>>(const YAML::Node& node,
+                                                         const std::string& path) const {
+  return convert<bool>(node, path);  // null never gets here: an absent or null key keeps "unset"
 }
 
-void read_downstream(Reader& r, const YAML::Node& root, DownstreamConfig& d) {
-  const YAML::Node s = r.section(root, "", "downstream_analyses");
-  const std::string p = "downstream_analyses";
+// --- Checks: what a key accepts beyond its type, as a rule for the schema's table and a test. ---
 
-  const YAML::Node c = r.section(s, p, "compute_cls_features");
-  const std::string cp = p + ".compute_cls_features";
-  auto& cls = d.compute_cls_features;
-  r.read<bool>(c, cp, "normalize", cls.normalize);
-  r.read<int>(c, cp, "num_gpus", cls.num_gpus, at_least(0));
-  r.read<int>(c, cp, "batch_size_per_gpu", cls.batch_size_per_gpu, at_least(1));
-  r.read<int>(c, cp, "num_workers", cls.num_workers, at_least(0));
-  r.read<std::string>(c, cp, "checkpoint_key", cls.checkpoint_key, one_of({"teacher", "student"}));
-  r.read<bool>(c, cp, "resize", cls.resize);
-  r.read<int>(c, cp, "resize_length", cls.resize_length, at_least(1));
-  r.read<bool>(c, cp, "use_weighted_sampler", cls.use_weighted_sampler);
+template <class T>
+struct Check {
+  std::string rule;                           // "> 0", "one of srun, mpirun"
+  std::function<std::string(const T&)> test;  // "" when the value is accepted, else what was expected
+};
 
-  const YAML::Node a = r.section(s, p, "attention_visualisation");
-  const std::string ap = p + ".attention_visualisation";
-  auto& att = d.attention_visualisation;
-  r.read<int>(a, ap, "num_images_per_class", att.num_images_per_class, at_least(0));
-  r.read<bool>(a, ap, "resize_attention_image", att.resize_attention_image);
-  r.read<int>(a, ap, "image_size", att.image_size, at_least(1));
-
-  const YAML::Node k = r.section(r.section(s, p, "kNN"), p + ".kNN", "global");
-  const std::string kp = p + ".kNN.global";
-  r.read<std::vector<int>>(k, kp, "n_neighbors", d.knn.n_neighbors, [](const std::vector<int>& v) {
-    if (v.empty()) return std::string("expected at least one k");
-    for (int x : v) {
-      if (x < 1) return std::string("expected every k >= 1");
-    }
-    return std::string();
-  });
-  r.read<double>(k, kp, "temperature", d.knn.temperature, positive());
-
-  const YAML::Node u = r.section(s, p, "umap_eval");
-  const std::string up = p + ".umap_eval";
-  auto& umap = d.umap_eval;
-  r.read<int>(u, up, "n_neighbors", umap.n_neighbors, at_least(2));
-  r.read<double>(u, up, "min_dist", umap.min_dist, non_negative());
-  r.read<int>(u, up, "n_components", umap.n_components, at_least(1));
-  r.read<std::string>(u, up, "metric", umap.metric, one_of({"euclidean", "cosine"}));
-  r.read<double>(u, up, "spread", umap.spread, positive());
-  r.read<int>(u, up, "epochs", umap.epochs, at_least(1));
-  r.read<bool>(u, up, "topometry_plots", umap.topometry_plots);
-  r.read<int>(u, up, "random_state", umap.random_state, at_least(0));
+Check<int> at_least(int low) {
+  return {">= " + std::to_string(low),
+          [low](const int& v) { return v >= low ? "" : "expected an integer >= " + std::to_string(low); }};
 }
-
+Check<double> in_range(double low, bool low_open, double high, bool high_open) {
+  const std::string rule = fmt::format("{}{}, {}{}", low_open ? "(" : "[", low, high, high_open ? ")" : "]");
+  return {rule, [=](const double& v) {
+            const bool ok = (low_open ? v > low : v >= low) && (high_open ? v < high : v <= high);
+            return ok ? std::string() : "expected a number in " + rule;
+          }};
+}
+Check<double> positive() {
+  return {"> 0", [](const double& v) { return v > 0 ? "" : std::string("expected a number > 0"); }};
+}
+Check<double> non_negative() {
+  return {">= 0", [](const double& v) { return v >= 0 ? "" : std::string("expected a number >= 0"); }};
+}
+Check<std::array<double, 2>> scale_pair() {
+  return {"0 < low <= high <= 1", [](const std::array<double, 2>& v) {
+            return v[0] > 0 && v[0] <= v[1] && v[1] <= 1 ? "" : std::string("expected 0 < low <= high <= 1");
+          }};
+}
+Check<std::string> one_of(const std::vector<std::string>& allowed) {
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  return {"one of " + list, [allowed, list](const std::string& v) {
+            return std::find(allowed.begin(), allowed.end(), v) != allowed.end() ? ""
+                                                                                 : "expected one of " + list;
+          }};
+}
+// A key pcdino has no implementation for: only `supported` (the reference's default) is accepted, so that
+// a key that is set never does nothing. `what` says what is missing.
+template <class T>
+Check<T> only(T supported, const std::string& shown, const std::string& what) {
+  return {"only " + shown + " (" + what + ")", [=](const T& v) {
+            return v == supported
+                       ? std::string()
+                       : "not implemented in pcdino (" + what + "): only " + shown + " is accepted";
+          }};
+}
 // A value that goes into an #SBATCH line: one word, no quotes or comment signs.
-std::function<std::string(const std::string&)> sbatch_word() {
-  return [](const std::string& v) {
-    return v.find_first_of(" \t\r\n'\"\\#$`") == std::string::npos
-               ? ""
-               : std::string("expected one word without spaces, quotes, '#', '$' or '`'");
-  };
+Check<std::string> sbatch_word() {
+  return {"one word", [](const std::string& v) {
+            return v.find_first_of(" \t\r\n'\"\\#$`") == std::string::npos
+                       ? ""
+                       : std::string("expected one word without spaces, quotes, '#', '$' or '`'");
+          }};
 }
 
-void read_slurm(Reader& r, const YAML::Node& root, SlurmConfig& s) {
-  const YAML::Node n = r.section(root, "", "slurm");
-  const std::string p = "slurm";
-  r.read<std::string>(n, p, "partition", s.partition, sbatch_word());
-  r.read<std::string>(n, p, "account", s.account, sbatch_word());
-  r.read<std::string>(n, p, "qos", s.qos, sbatch_word());
-  r.read<std::string>(n, p, "constraint", s.constraint, sbatch_word());
-  r.read<bool>(n, p, "gpus", s.gpus);
-  r.read<bool>(n, p, "exclusive", s.exclusive);
-  r.read<int>(n, p, "cpus_per_task", s.cpus_per_task, at_least(0));
-  r.read<std::string>(n, p, "mem", s.mem, [](const std::string& v) {
-    static const std::regex size("[0-9]+[KMGT]?");
-    return v.empty() || std::regex_match(v, size) ? "" : std::string("expected a size like 0, 64G or 500M");
-  });
-  r.read<int>(n, p, "cpu_tasks", s.cpu_tasks, at_least(1));
-  r.read<std::string>(n, p, "launcher", s.launcher, one_of({"srun", "mpirun"}));
-  r.read<std::string>(n, p, "mpi", s.mpi, sbatch_word());
-  r.read<bool>(n, p, "requeue", s.requeue);
-  r.read<int>(n, p, "signal_seconds", s.signal_seconds, at_least(0));
-  r.read<std::map<std::string, std::string>>(
-      n, p, "time_limit", s.time_limit, [](const std::map<std::string, std::string>& v) {
-        // Slurm's --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
-        static const std::regex time("([0-9]+-)?[0-9]+(:[0-9]+){0,2}|UNLIMITED");
-        for (const auto& [stage, limit] : v) {
-          if (std::find_if(kPipelineStages.begin(), kPipelineStages.end(),
-                           [&](const char* name) { return stage == name; }) == kPipelineStages.end()) {
-            return "'" + stage + "' is not a stage (meanstd, train, extract, labels, knn, plots)";
-          }
-          if (!std::regex_match(limit, time)) {
-            return "expected a Slurm time like 30:00, 04:00:00 or 2-00:00:00 for " + stage;
-          }
-        }
-        return std::string();
-      });
-  r.read<std::map<std::string, std::string>>(n, p, "environment", s.environment,
-                                             [](const std::map<std::string, std::string>& v) {
-                                               static const std::regex name("[A-Za-z_][A-Za-z0-9_]*");
-                                               for (const auto& [key, value] : v) {
-                                                 if (!std::regex_match(key, name))
-                                                   return "'" + key + "' is not an environment variable name";
-                                                 if (value.find_first_of("\r\n") != std::string::npos)
-                                                   return "the value of " + key + " spans lines";
-                                               }
-                                               return std::string();
-                                             });
+// --- Emitting a value as the dump writes it. ---
+
+void emit(YAML::Emitter& out, const std::string& v) {
+  out << YAML::DoubleQuoted << v;
+}
+void emit(YAML::Emitter& out, int v) {
+  out << v;
+}
+void emit(YAML::Emitter& out, std::uint32_t v) {
+  out << v;
+}
+void emit(YAML::Emitter& out, double v) {
+  out << fmt::format("{}", v);  // the shortest text that reads back to the same double: 0.35
+}
+void emit(YAML::Emitter& out, bool v) {
+  out << v;
+}
+void emit(YAML::Emitter& out, const std::optional<bool>& v) {
+  if (v) {
+    out << *v;
+  } else {
+    out << YAML::Null;
+  }
+}
+void emit(YAML::Emitter& out, const std::array<double, 2>& v) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (double x : v) emit(out, x);
+  out << YAML::EndSeq;
+}
+void emit(YAML::Emitter& out, const std::vector<int>& v) {
+  out << YAML::Flow << v;
+}
+void emit(YAML::Emitter& out, const std::vector<std::vector<int>>& v) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (const auto& combo : v) out << YAML::Flow << combo;
+  out << YAML::EndSeq;
+}
+void emit(YAML::Emitter& out, const std::map<int, std::string>& v) {
+  out << YAML::Flow << YAML::BeginMap;
+  for (const auto& [index, name] : v) out << YAML::Key << index << YAML::Value << YAML::DoubleQuoted << name;
+  out << YAML::EndMap;
+}
+void emit(YAML::Emitter& out, const std::map<std::string, std::string>& v) {
+  out << YAML::Flow << YAML::BeginMap;
+  for (const auto& [name, value] : v) out << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << value;
+  out << YAML::EndMap;
+}
+
+// The type column of the schema's table.
+template <class T>
+constexpr const char* type_name() {
+  if constexpr (std::is_same_v<T, std::string>) return "string";
+  if constexpr (std::is_same_v<T, int> || std::is_same_v<T, std::uint32_t>) return "integer";
+  if constexpr (std::is_same_v<T, double>) return "number";
+  if constexpr (std::is_same_v<T, bool>) return "bool";
+  if constexpr (std::is_same_v<T, std::optional<bool>>) return "bool or null";
+  if constexpr (std::is_same_v<T, std::array<double, 2>>) return "[low, high]";
+  if constexpr (std::is_same_v<T, std::vector<int>>) return "list of integers";
+  if constexpr (std::is_same_v<T, std::vector<std::vector<int>>>) return "list of channel combinations";
+  if constexpr (std::is_same_v<T, std::map<int, std::string>>) return "{index: name}";
+  if constexpr (std::is_same_v<T, std::map<std::string, std::string>>) return "{name: value}";
+}
+
+// --- The schema: each key once. ---
+
+struct Entry {
+  ConfigKey info;  // default_value filled in from a default PipelineConfig
+  std::function<void(const Reader&, const YAML::Node&, PipelineConfig&)> read;
+  std::function<void(YAML::Emitter&, const PipelineConfig&)> write;
+};
+
+template <class T>
+Entry key(const char* path, T& (*member)(PipelineConfig&), Check<T> check, const char* doc,
+          bool locates = false) {
+  Entry e;
+  e.info = {path, type_name<T>(), check.rule, "", doc, locates};
+  e.read = [path = std::string(path), member, test = check.test](const Reader& r, const YAML::Node& root,
+                                                                 PipelineConfig& c) {
+    r.read<T>(root, path, member(c), test);
+  };
+  // The member function hands out a mutable reference; writing only reads through it.
+  e.write = [member](YAML::Emitter& out, const PipelineConfig& c) {
+    emit(out, member(const_cast<PipelineConfig&>(c)));
+  };
+  return e;
+}
+
+// The member a key reads, as a function pointer the table can hold.
+#define PCDINO_MEMBER(expr)          \
+  +[](PipelineConfig & c) -> auto& { \
+    return c.expr;                   \
+  }
+
+std::vector<Entry> make_schema() {
+  // DINO's main_dino.py and scDINO's pipeline file define the keys and defaults of `meta`, `train_scDINO`
+  // and `downstream_analyses`; the keys marked "pcdino" and the `slurm` section are this project's.
+  const Check<std::string> any_string;
+  const Check<bool> any_bool;
+  std::vector<Entry> keys = {
+      key("meta.name_of_run", PCDINO_MEMBER(meta.name_of_run),
+          {"no '/'",
+           [](const std::string& v) {
+             return !v.empty() && v.find('/') == std::string::npos
+                        ? ""
+                        : std::string("expected a non-empty name without '/'");
+           }},
+          "the run's folder under output_dir: every stage writes into {output_dir}/{name_of_run}/", true),
+      key("meta.output_dir", PCDINO_MEMBER(meta.output_dir), any_string, "where runs' folders are made", true),
+      key("meta.dataset_dir", PCDINO_MEMBER(meta.dataset_dir), any_string,
+          "the images: class folders (`{class}/{image}.tif`) or a packed dataset (pack.json)"),
+      key("meta.folder_depth_for_labels", PCDINO_MEMBER(meta.folder_depth_for_labels), at_least(0),
+          "which folder names an image's class: 0 its parent, 1 the one above, ..."),
+      key("meta.train_datasetsplit_fraction", PCDINO_MEMBER(meta.train_datasetsplit_fraction),
+          in_range(0, true, 1, false), "share of the images that training sees; the rest is held out for kNN"),
+      key("meta.seed", PCDINO_MEMBER(meta.seed), {},
+          "seed of the split (numpy's permutation), the initial weights and the augmentations"),
+      key("meta.images_are_RGB", PCDINO_MEMBER(meta.images_are_RGB), any_bool,
+          "3-channel photographs: DINO's colour augmentations instead of scDINO's per-channel brightness"),
+      key("meta.channel_dict", PCDINO_MEMBER(meta.channel_dict), {},
+          "channel index -> name (no '_' or '/': names become parts of file names)"),
+      key("meta.selected_channel_combination_per_run", PCDINO_MEMBER(meta.selected_channel_combination_per_run),
+          {}, "channel combinations (\"01234\", \"0,1,10\" or [0, 1]); stages use the first; empty = all"),
+      key("meta.center_crop", PCDINO_MEMBER(meta.center_crop), at_least(0),
+          "side in pixels of a centre crop taken from every image first; 0 = none"),
+      key("meta.skip_corrupt", PCDINO_MEMBER(meta.skip_corrupt), any_bool,
+          "skip unreadable images (listed in a report) instead of failing"),
+
+      key("train_scDINO.dino_vit_name", PCDINO_MEMBER(train.dino_vit_name), any_string,
+          "the model's folder: scDINO_ViTs/{dino_vit_name}/ holds checkpoints and logs"),
+      key("train_scDINO.fraction_for_mean_std_calc", PCDINO_MEMBER(train.fraction_for_mean_std_calc),
+          in_range(0, true, 1, false), "share of the training images sampled for the mean/std stage"),
+      key("train_scDINO.epochs", PCDINO_MEMBER(train.epochs), at_least(1), "training epochs"),
+      key("train_scDINO.saveckp_freq", PCDINO_MEMBER(train.saveckp_freq), at_least(1),
+          "keep checkpoint{epoch:04}.pth every this many epochs (checkpoint.pth is written every epoch)"),
+      key("train_scDINO.nnodes", PCDINO_MEMBER(train.nnodes), at_least(1), "nodes of the training job"),
+      key("train_scDINO.num_gpus", PCDINO_MEMBER(train.num_gpus), at_least(0),
+          "GPUs (ranks) per training node; ranks per node when slurm.gpus is false"),
+      key("train_scDINO.batch_size_per_gpu", PCDINO_MEMBER(train.batch_size_per_gpu), at_least(1),
+          "images per rank and step; the learning rate scales with the global batch"),
+      key("train_scDINO.num_workers", PCDINO_MEMBER(train.num_workers), at_least(0),
+          "loader threads per rank (--loader-threads overrides)"),
+      key("train_scDINO.dist_url", PCDINO_MEMBER(train.dist_url),
+          only<std::string>("env://", "env://", "ranks come from the launcher's environment"),
+          "how ranks find each other"),
+
+      key("train_scDINO.hyperparameters.arch", PCDINO_MEMBER(train.hyperparameters.arch),
+          one_of({"vit_tiny", "vit_small", "vit_base"}), "the ViT (DINO's vision_transformer.py)"),
+      key("train_scDINO.hyperparameters.patch_size", PCDINO_MEMBER(train.hyperparameters.patch_size),
+          at_least(1), "side of a patch in pixels"),
+      key("train_scDINO.hyperparameters.out_dim", PCDINO_MEMBER(train.hyperparameters.out_dim), at_least(1),
+          "dimension of the DINO head's output (prototypes)"),
+      key("train_scDINO.hyperparameters.norm_last_layer", PCDINO_MEMBER(train.hyperparameters.norm_last_layer),
+          any_bool, "weight-normalise the head's last layer with its norm fixed at 1"),
+      key("train_scDINO.hyperparameters.momentum_teacher",
+          PCDINO_MEMBER(train.hyperparameters.momentum_teacher), in_range(0, false, 1, false),
+          "start of the teacher's EMA momentum, raised to 1 on a cosine"),
+      key("train_scDINO.hyperparameters.use_bn_in_head", PCDINO_MEMBER(train.hyperparameters.use_bn_in_head),
+          only(false, "false", "no batch norm in the head"), "batch norm in the DINO head's MLP"),
+      key("train_scDINO.hyperparameters.warmup_teacher_temp",
+          PCDINO_MEMBER(train.hyperparameters.warmup_teacher_temp), positive(),
+          "teacher temperature at the start of its warm-up"),
+      key("train_scDINO.hyperparameters.teacher_temp", PCDINO_MEMBER(train.hyperparameters.teacher_temp),
+          positive(), "teacher temperature after the warm-up"),
+      key("train_scDINO.hyperparameters.warmup_teacher_temp_epochs",
+          PCDINO_MEMBER(train.hyperparameters.warmup_teacher_temp_epochs), at_least(0),
+          "epochs of the teacher temperature's linear warm-up"),
+      key("train_scDINO.hyperparameters.use_fp16", PCDINO_MEMBER(train.hyperparameters.use_fp16), any_bool,
+          "mixed precision on GPUs (bfloat16 from compute capability 8.0, else float16 with loss scaling)"),
+      key("train_scDINO.hyperparameters.weight_decay", PCDINO_MEMBER(train.hyperparameters.weight_decay),
+          non_negative(), "AdamW weight decay at the start, cosine to weight_decay_end"),
+      key("train_scDINO.hyperparameters.weight_decay_end",
+          PCDINO_MEMBER(train.hyperparameters.weight_decay_end), non_negative(), "weight decay at the end"),
+      key("train_scDINO.hyperparameters.clip_grad", PCDINO_MEMBER(train.hyperparameters.clip_grad),
+          non_negative(), "per-parameter gradient norm clip; 0 = none"),
+      key("train_scDINO.hyperparameters.freeze_last_layer",
+          PCDINO_MEMBER(train.hyperparameters.freeze_last_layer), at_least(0),
+          "epochs in which the head's last layer is not updated"),
+      key("train_scDINO.hyperparameters.lr", PCDINO_MEMBER(train.hyperparameters.lr), positive(),
+          "peak learning rate at a global batch of 256 (scaled linearly with the global batch)"),
+      key("train_scDINO.hyperparameters.warmup_epochs", PCDINO_MEMBER(train.hyperparameters.warmup_epochs),
+          at_least(0), "epochs of the learning rate's linear warm-up"),
+      key("train_scDINO.hyperparameters.min_lr", PCDINO_MEMBER(train.hyperparameters.min_lr), non_negative(),
+          "learning rate at the end of the cosine"),
+      key("train_scDINO.hyperparameters.optimizer", PCDINO_MEMBER(train.hyperparameters.optimizer),
+          only<std::string>("adamw", "adamw", "sgd and lars: pcdino trains with AdamW, DINO's default"),
+          "the optimiser"),
+      key("train_scDINO.hyperparameters.drop_path_rate", PCDINO_MEMBER(train.hyperparameters.drop_path_rate),
+          in_range(0, false, 1, true), "stochastic depth of the student"),
+      key("train_scDINO.hyperparameters.global_crops_scale",
+          PCDINO_MEMBER(train.hyperparameters.global_crops_scale), scale_pair(),
+          "area share of the image a global crop takes"),
+      key("train_scDINO.hyperparameters.local_crops_number",
+          PCDINO_MEMBER(train.hyperparameters.local_crops_number), at_least(0), "local crops per image"),
+      key("train_scDINO.hyperparameters.local_crops_scale",
+          PCDINO_MEMBER(train.hyperparameters.local_crops_scale), scale_pair(),
+          "area share of the image a local crop takes"),
+      key("train_scDINO.hyperparameters.global_crops_size",
+          PCDINO_MEMBER(train.hyperparameters.global_crops_size), at_least(1),
+          "pcdino: side of a global crop in pixels (DINO: 224)"),
+      key("train_scDINO.hyperparameters.local_crops_size", PCDINO_MEMBER(train.hyperparameters.local_crops_size),
+          at_least(1), "pcdino: side of a local crop in pixels (DINO: 96)"),
+      key("train_scDINO.hyperparameters.scale_augmentation_to_crop",
+          PCDINO_MEMBER(train.hyperparameters.scale_augmentation_to_crop), any_bool,
+          "pcdino: multiply augmentation parameters given in pixels (the blur's sigma and kernel) by crop "
+          "size / 224 (global) or / 96 (local), so small crops are blurred as much, relative to their size, "
+          "as DINO's; nothing changes at 224/96 px"),
+      key("train_scDINO.hyperparameters.vflip", PCDINO_MEMBER(train.hyperparameters.vflip), {},
+          "pcdino: vertical flips with p 0.5; null = the pipeline's reference (scDINO's channel-wise "
+          "pipeline flips, DINO's RGB pipeline does not); false for images with an up and a down"),
+      key("train_scDINO.hyperparameters.depth", PCDINO_MEMBER(train.hyperparameters.depth), at_least(0),
+          "pcdino: transformer blocks; 0 = the arch's 12 (fewer train more steps per hour on CPUs)"),
+      key("train_scDINO.hyperparameters.online_knn_every",
+          PCDINO_MEMBER(train.hyperparameters.online_knn_every), at_least(0),
+          "pcdino: every N epochs (and before the first, after the last) DINO's weighted kNN (k 20, T 0.07) on "
+          "the teacher's CLS features of online_knn_images held-out images; 0 = off"),
+      key("train_scDINO.hyperparameters.online_knn_images",
+          PCDINO_MEMBER(train.hyperparameters.online_knn_images), at_least(10),
+          "pcdino: held-out images of the online kNN (80% bank, 20% queries)"),
+
+      key("downstream_analyses.compute_cls_features.normalize",
+          PCDINO_MEMBER(downstream.compute_cls_features.normalize), any_bool,
+          "L2-normalise the CLS features before writing them"),
+      key("downstream_analyses.compute_cls_features.num_gpus",
+          PCDINO_MEMBER(downstream.compute_cls_features.num_gpus), at_least(0),
+          "GPUs (ranks) of the feature job; ranks when slurm.gpus is false"),
+      key("downstream_analyses.compute_cls_features.batch_size_per_gpu",
+          PCDINO_MEMBER(downstream.compute_cls_features.batch_size_per_gpu), at_least(1), "images per forward"),
+      key("downstream_analyses.compute_cls_features.num_workers",
+          PCDINO_MEMBER(downstream.compute_cls_features.num_workers), at_least(0),
+          "loader threads per rank (--loader-threads overrides)"),
+      key("downstream_analyses.compute_cls_features.checkpoint_key",
+          PCDINO_MEMBER(downstream.compute_cls_features.checkpoint_key), one_of({"teacher", "student"}),
+          "which network of the checkpoint embeds"),
+      key("downstream_analyses.compute_cls_features.resize", PCDINO_MEMBER(downstream.compute_cls_features.resize),
+          any_bool, "resize images to resize_length before embedding"),
+      key("downstream_analyses.compute_cls_features.resize_length",
+          PCDINO_MEMBER(downstream.compute_cls_features.resize_length), at_least(1), "side in pixels"),
+      key("downstream_analyses.compute_cls_features.use_weighted_sampler",
+          PCDINO_MEMBER(downstream.compute_cls_features.use_weighted_sampler),
+          only(false, "false", "features embed every held-out image once"), "class-balanced sampling"),
+      key("downstream_analyses.attention_visualisation.num_images_per_class",
+          PCDINO_MEMBER(downstream.attention_visualisation.num_images_per_class),
+          only(1, "1", "no attention-map stage yet"), "attention maps drawn per class"),
+      key("downstream_analyses.attention_visualisation.resize_attention_image",
+          PCDINO_MEMBER(downstream.attention_visualisation.resize_attention_image),
+          only(true, "true", "no attention-map stage yet"), "resize the image behind the attention map"),
+      key("downstream_analyses.attention_visualisation.image_size",
+          PCDINO_MEMBER(downstream.attention_visualisation.image_size),
+          only(480, "480", "no attention-map stage yet"), "side of the attention map's image"),
+      key("downstream_analyses.kNN.global.n_neighbors", PCDINO_MEMBER(downstream.knn.n_neighbors),
+          {"every k >= 1",
+           [](const std::vector<int>& v) {
+             if (v.empty()) return std::string("expected at least one k");
+             for (int x : v) {
+               if (x < 1) return std::string("expected every k >= 1");
+             }
+             return std::string();
+           }},
+          "the k of DINO's weighted kNN, each evaluated"),
+      key("downstream_analyses.kNN.global.temperature", PCDINO_MEMBER(downstream.knn.temperature), positive(),
+          "temperature T of the votes exp(similarity / T)"),
+      key("downstream_analyses.umap_eval.n_neighbors", PCDINO_MEMBER(downstream.umap_eval.n_neighbors),
+          at_least(2), "UMAP's neighbourhood size"),
+      key("downstream_analyses.umap_eval.min_dist", PCDINO_MEMBER(downstream.umap_eval.min_dist), non_negative(),
+          "UMAP's minimum distance"),
+      key("downstream_analyses.umap_eval.n_components", PCDINO_MEMBER(downstream.umap_eval.n_components),
+          at_least(1), "UMAP's output dimensions (the plots stage draws 2)"),
+      key("downstream_analyses.umap_eval.metric", PCDINO_MEMBER(downstream.umap_eval.metric),
+          one_of({"euclidean", "cosine"}), "distance of the kNN graph"),
+      key("downstream_analyses.umap_eval.spread", PCDINO_MEMBER(downstream.umap_eval.spread), positive(),
+          "UMAP's spread"),
+      key("downstream_analyses.umap_eval.epochs", PCDINO_MEMBER(downstream.umap_eval.epochs), at_least(1),
+          "UMAP's optimisation epochs"),
+      key("downstream_analyses.umap_eval.topometry_plots", PCDINO_MEMBER(downstream.umap_eval.topometry_plots),
+          only(false, "false", "no TopOMetry"), "TopOMetry's plots"),
+      key("downstream_analyses.umap_eval.random_state", PCDINO_MEMBER(downstream.umap_eval.random_state),
+          at_least(0), "seed of UMAP's layout"),
+
+      key("slurm.partition", PCDINO_MEMBER(slurm.partition), sbatch_word(), "pcdino: sbatch --partition"),
+      key("slurm.account", PCDINO_MEMBER(slurm.account), sbatch_word(), "pcdino: sbatch --account"),
+      key("slurm.qos", PCDINO_MEMBER(slurm.qos), sbatch_word(), "pcdino: sbatch --qos"),
+      key("slurm.constraint", PCDINO_MEMBER(slurm.constraint), sbatch_word(),
+          "pcdino: sbatch --constraint (e.g. an instance type's node feature)"),
+      key("slurm.gpus", PCDINO_MEMBER(slurm.gpus), any_bool,
+          "pcdino: ask for num_gpus GPUs per node (--gpus-per-node); false on CPU-only clusters"),
+      key("slurm.exclusive", PCDINO_MEMBER(slurm.exclusive), any_bool,
+          "pcdino: --exclusive for training and features, as the workshop's scripts"),
+      key("slurm.cpus_per_task", PCDINO_MEMBER(slurm.cpus_per_task), at_least(0),
+          "pcdino: --cpus-per-task, also each rank's --threads and OpenBLAS threads; 0 = Slurm's default"),
+      key("slurm.mem", PCDINO_MEMBER(slurm.mem),
+          {"a size like 64G",
+           [](const std::string& v) {
+             static const std::regex size("[0-9]+[KMGT]?");
+             return v.empty() || std::regex_match(v, size) ? ""
+                                                            : std::string("expected a size like 0, 64G or 500M");
+           }},
+          "pcdino: --mem per node (\"0\" = all of the node's memory)"),
+      key("slurm.cpu_tasks", PCDINO_MEMBER(slurm.cpu_tasks), at_least(1), "pcdino: MPI ranks of the mean/std stage"),
+      key("slurm.launcher", PCDINO_MEMBER(slurm.launcher), one_of({"srun", "mpirun"}),
+          "pcdino: srun --mpi={mpi}, or mpirun inside the allocation"),
+      key("slurm.mpi", PCDINO_MEMBER(slurm.mpi), sbatch_word(), "pcdino: srun's --mpi plugin"),
+      key("slurm.requeue", PCDINO_MEMBER(slurm.requeue), any_bool,
+          "pcdino: training checkpoints and requeues itself on preemption or its time limit"),
+      key("slurm.signal_seconds", PCDINO_MEMBER(slurm.signal_seconds), at_least(0),
+          "pcdino: SIGUSR1 this many seconds before the time limit (--signal=USR1@N)"),
+      key("slurm.time_limit", PCDINO_MEMBER(slurm.time_limit),
+          {"stage: Slurm time",
+           [](const std::map<std::string, std::string>& v) {
+             // Slurm's --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
+             static const std::regex time("([0-9]+-)?[0-9]+(:[0-9]+){0,2}|UNLIMITED");
+             for (const auto& [stage, limit] : v) {
+               const auto& stages = pipeline_stages();
+               if (std::none_of(stages.begin(), stages.end(), [&](const StageSpec& s) { return stage == s.name; })) {
+                 return "'" + stage + "' is not a stage (" + stage_names() + ")";
+               }
+               if (!std::regex_match(limit, time)) {
+                 return "expected a Slurm time like 30:00, 04:00:00 or 2-00:00:00 for " + stage;
+               }
+             }
+             return std::string();
+           }},
+          "pcdino: --time per stage, e.g. {train: \"2-00:00:00\"}"),
+      key("slurm.environment", PCDINO_MEMBER(slurm.environment),
+          {"variable names",
+           [](const std::map<std::string, std::string>& v) {
+             static const std::regex name("[A-Za-z_][A-Za-z0-9_]*");
+             for (const auto& [key, value] : v) {
+               if (!std::regex_match(key, name)) return "'" + key + "' is not an environment variable name";
+               if (value.find_first_of("\r\n") != std::string::npos) return "the value of " + key + " spans lines";
+             }
+             return std::string();
+           }},
+          "pcdino: exported in the training and feature jobs unless spank_pcdino.so is in the plugstack"),
+  };
+  const PipelineConfig defaults;
+  for (auto& e : keys) {
+    YAML::Emitter out;
+    e.write(out, defaults);
+    e.info.default_value = out.c_str();
+  }
+  return keys;
+}
+
+#undef PCDINO_MEMBER
+
+const std::vector<Entry>& schema() {
+  static const std::vector<Entry> entries = make_schema();
+  return entries;
+}
+
+const Entry& entry(const std::string& path) {
+  for (const auto& e : schema()) {
+    if (e.info.path == path) return e;
+  }
+  throw ConfigError("'" + path + "' is not a configuration key");
 }
 
 void apply_override(YAML::Node& root, const ConfigOverride& o) {
@@ -564,6 +763,40 @@ void apply_override(YAML::Node& root, const ConfigOverride& o) {
 }
 
 }  // namespace
+
+const std::vector<ConfigKey>& config_schema() {
+  static const std::vector<ConfigKey> keys = [] {
+    std::vector<ConfigKey> k;
+    for (const auto& e : schema()) k.push_back(e.info);
+    return k;
+  }();
+  return keys;
+}
+
+const ConfigKey& config_key(const std::string& path) {
+  return entry(path).info;
+}
+
+std::string config_value(const PipelineConfig& config, const std::string& path) {
+  YAML::Emitter out;
+  entry(path).write(out, config);
+  return out.c_str();
+}
+
+std::string config_schema_markdown() {
+  // A '|' inside a cell would end it.
+  const auto cell = [](const std::string& text) {
+    std::string escaped;
+    for (char ch : text) escaped += ch == '|' ? std::string("\\|") : std::string(1, ch);
+    return escaped;
+  };
+  std::string table = "| key | type | default | accepts | what it does |\n|---|---|---|---|---|\n";
+  for (const auto& k : config_schema()) {
+    table += "| `" + k.path + "` | " + cell(k.type) + " | `" + cell(k.default_value) + "` | " +
+             cell(k.allowed) + " | " + cell(k.doc) + " |\n";
+  }
+  return table;
+}
 
 std::string PipelineConfig::run_dir() const {
   std::string dir = meta.output_dir;
@@ -612,14 +845,13 @@ PipelineConfig parse_config(const std::string& yaml_text, const std::string& nam
   if (!root.IsMap()) throw ConfigError(name + ": expected a mapping with sections meta, train_scDINO, ...");
   for (const auto& o : overrides) apply_override(root, o);
 
-  Reader reader(name, overrides);
+  std::vector<std::string> paths;
+  for (const auto& k : config_schema()) paths.push_back(k.path);
+  const Reader reader(name, overrides, paths);
+  reader.reject_unknown(root, "");  // first, so that a misspelt key is named before its section's values
   PipelineConfig config;
   config.source = name;
-  read_meta(reader, root, config.meta);
-  read_train(reader, root, config.train);
-  read_downstream(reader, root, config.downstream);
-  read_slurm(reader, root, config.slurm);
-  reader.reject_unknown(root, "");
+  for (const auto& e : schema()) e.read(reader, root, config);
   return config;
 }
 
@@ -628,144 +860,24 @@ PipelineConfig load_config(const std::string& path, const std::vector<ConfigOver
 }
 
 std::string dump_config(const PipelineConfig& c) {
-  // Shortest text that reads back to the same double: 0.35, not 0.34999999999999998.
-  const auto number = [](double v) { return fmt::format("{}", v); };
   YAML::Emitter out;
   out << YAML::Comment("Effective configuration of this run (defaults filled in), written by pcdino");
   out << YAML::BeginMap;
-
-  const MetaConfig& m = c.meta;
-  out << YAML::Key << "meta" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "name_of_run" << YAML::Value << YAML::DoubleQuoted << m.name_of_run;
-  out << YAML::Key << "output_dir" << YAML::Value << YAML::DoubleQuoted << m.output_dir;
-  out << YAML::Key << "dataset_dir" << YAML::Value << YAML::DoubleQuoted << m.dataset_dir;
-  out << YAML::Key << "folder_depth_for_labels" << YAML::Value << m.folder_depth_for_labels;
-  out << YAML::Key << "train_datasetsplit_fraction" << YAML::Value << number(m.train_datasetsplit_fraction);
-  out << YAML::Key << "seed" << YAML::Value << m.seed;
-  out << YAML::Key << "images_are_RGB" << YAML::Value << m.images_are_RGB;
-  out << YAML::Key << "channel_dict" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  for (const auto& [index, name] : m.channel_dict) out << YAML::Key << index << YAML::Value << name;
-  out << YAML::EndMap;
-  out << YAML::Key << "selected_channel_combination_per_run" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (const auto& combo : m.selected_channel_combination_per_run) {
-    out << YAML::Flow << combo;
+  std::vector<std::string> open;  // the sections the emitter is inside
+  for (const auto& e : schema()) {
+    std::vector<std::string> sections = split_path(e.info.path);
+    const std::string leaf = sections.back();
+    sections.pop_back();
+    std::size_t shared = 0;
+    while (shared < open.size() && shared < sections.size() && open[shared] == sections[shared]) ++shared;
+    for (; open.size() > shared; open.pop_back()) out << YAML::EndMap;
+    for (; open.size() < sections.size(); open.push_back(sections[open.size()])) {
+      out << YAML::Key << sections[open.size()] << YAML::Value << YAML::BeginMap;
+    }
+    out << YAML::Key << leaf << YAML::Value;
+    e.write(out, c);
   }
-  out << YAML::EndSeq;
-  out << YAML::Key << "center_crop" << YAML::Value << m.center_crop;
-  out << YAML::Key << "skip_corrupt" << YAML::Value << m.skip_corrupt;
-  out << YAML::EndMap;
-
-  const TrainConfig& t = c.train;
-  out << YAML::Key << "train_scDINO" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "dino_vit_name" << YAML::Value << t.dino_vit_name;
-  out << YAML::Key << "fraction_for_mean_std_calc" << YAML::Value << number(t.fraction_for_mean_std_calc);
-  out << YAML::Key << "epochs" << YAML::Value << t.epochs;
-  out << YAML::Key << "saveckp_freq" << YAML::Value << t.saveckp_freq;
-  out << YAML::Key << "nnodes" << YAML::Value << t.nnodes;
-  out << YAML::Key << "num_gpus" << YAML::Value << t.num_gpus;
-  out << YAML::Key << "batch_size_per_gpu" << YAML::Value << t.batch_size_per_gpu;
-  out << YAML::Key << "num_workers" << YAML::Value << t.num_workers;
-  out << YAML::Key << "dist_url" << YAML::Value << t.dist_url;
-  const DinoHyperparameters& d = t.hyperparameters;
-  out << YAML::Key << "hyperparameters" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "arch" << YAML::Value << d.arch;
-  out << YAML::Key << "patch_size" << YAML::Value << d.patch_size;
-  out << YAML::Key << "out_dim" << YAML::Value << d.out_dim;
-  out << YAML::Key << "norm_last_layer" << YAML::Value << d.norm_last_layer;
-  out << YAML::Key << "momentum_teacher" << YAML::Value << number(d.momentum_teacher);
-  out << YAML::Key << "use_bn_in_head" << YAML::Value << d.use_bn_in_head;
-  out << YAML::Key << "warmup_teacher_temp" << YAML::Value << number(d.warmup_teacher_temp);
-  out << YAML::Key << "teacher_temp" << YAML::Value << number(d.teacher_temp);
-  out << YAML::Key << "warmup_teacher_temp_epochs" << YAML::Value << d.warmup_teacher_temp_epochs;
-  out << YAML::Key << "use_fp16" << YAML::Value << d.use_fp16;
-  out << YAML::Key << "weight_decay" << YAML::Value << number(d.weight_decay);
-  out << YAML::Key << "weight_decay_end" << YAML::Value << number(d.weight_decay_end);
-  out << YAML::Key << "clip_grad" << YAML::Value << number(d.clip_grad);
-  out << YAML::Key << "freeze_last_layer" << YAML::Value << d.freeze_last_layer;
-  out << YAML::Key << "lr" << YAML::Value << number(d.lr);
-  out << YAML::Key << "warmup_epochs" << YAML::Value << d.warmup_epochs;
-  out << YAML::Key << "min_lr" << YAML::Value << number(d.min_lr);
-  out << YAML::Key << "optimizer" << YAML::Value << d.optimizer;
-  out << YAML::Key << "drop_path_rate" << YAML::Value << number(d.drop_path_rate);
-  out << YAML::Key << "global_crops_scale" << YAML::Value << YAML::Flow << YAML::BeginSeq
-      << number(d.global_crops_scale[0]) << number(d.global_crops_scale[1]) << YAML::EndSeq;
-  out << YAML::Key << "local_crops_number" << YAML::Value << d.local_crops_number;
-  out << YAML::Key << "local_crops_scale" << YAML::Value << YAML::Flow << YAML::BeginSeq
-      << number(d.local_crops_scale[0]) << number(d.local_crops_scale[1]) << YAML::EndSeq;
-  out << YAML::Key << "global_crops_size" << YAML::Value << d.global_crops_size;
-  out << YAML::Key << "local_crops_size" << YAML::Value << d.local_crops_size;
-  out << YAML::Key << "scale_augmentation_to_crop" << YAML::Value << d.scale_augmentation_to_crop;
-  out << YAML::Key << "vflip" << YAML::Value;
-  if (d.vflip < 0) {
-    out << YAML::Null;
-  } else {
-    out << (d.vflip == 1);
-  }
-  out << YAML::Key << "depth" << YAML::Value << d.depth;
-  out << YAML::Key << "online_knn_every" << YAML::Value << d.online_knn_every;
-  out << YAML::Key << "online_knn_images" << YAML::Value << d.online_knn_images;
-  out << YAML::EndMap << YAML::EndMap;
-
-  const DownstreamConfig& ds = c.downstream;
-  out << YAML::Key << "downstream_analyses" << YAML::Value << YAML::BeginMap;
-  const auto& cls = ds.compute_cls_features;
-  out << YAML::Key << "compute_cls_features" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "normalize" << YAML::Value << cls.normalize;
-  out << YAML::Key << "num_gpus" << YAML::Value << cls.num_gpus;
-  out << YAML::Key << "batch_size_per_gpu" << YAML::Value << cls.batch_size_per_gpu;
-  out << YAML::Key << "num_workers" << YAML::Value << cls.num_workers;
-  out << YAML::Key << "checkpoint_key" << YAML::Value << cls.checkpoint_key;
-  out << YAML::Key << "resize" << YAML::Value << cls.resize;
-  out << YAML::Key << "resize_length" << YAML::Value << cls.resize_length;
-  out << YAML::Key << "use_weighted_sampler" << YAML::Value << cls.use_weighted_sampler;
-  out << YAML::EndMap;
-  const auto& att = ds.attention_visualisation;
-  out << YAML::Key << "attention_visualisation" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "num_images_per_class" << YAML::Value << att.num_images_per_class;
-  out << YAML::Key << "resize_attention_image" << YAML::Value << att.resize_attention_image;
-  out << YAML::Key << "image_size" << YAML::Value << att.image_size;
-  out << YAML::EndMap;
-  out << YAML::Key << "kNN" << YAML::Value << YAML::BeginMap << YAML::Key << "global" << YAML::Value
-      << YAML::BeginMap;
-  out << YAML::Key << "n_neighbors" << YAML::Value << YAML::Flow << ds.knn.n_neighbors;
-  out << YAML::Key << "temperature" << YAML::Value << number(ds.knn.temperature);
-  out << YAML::EndMap << YAML::EndMap;
-  const auto& u = ds.umap_eval;
-  out << YAML::Key << "umap_eval" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "n_neighbors" << YAML::Value << u.n_neighbors;
-  out << YAML::Key << "min_dist" << YAML::Value << number(u.min_dist);
-  out << YAML::Key << "n_components" << YAML::Value << u.n_components;
-  out << YAML::Key << "metric" << YAML::Value << u.metric;
-  out << YAML::Key << "spread" << YAML::Value << number(u.spread);
-  out << YAML::Key << "epochs" << YAML::Value << u.epochs;
-  out << YAML::Key << "topometry_plots" << YAML::Value << u.topometry_plots;
-  out << YAML::Key << "random_state" << YAML::Value << u.random_state;
-  out << YAML::EndMap << YAML::EndMap;
-
-  const SlurmConfig& sl = c.slurm;
-  out << YAML::Key << "slurm" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "partition" << YAML::Value << YAML::DoubleQuoted << sl.partition;
-  out << YAML::Key << "account" << YAML::Value << YAML::DoubleQuoted << sl.account;
-  out << YAML::Key << "qos" << YAML::Value << YAML::DoubleQuoted << sl.qos;
-  out << YAML::Key << "constraint" << YAML::Value << YAML::DoubleQuoted << sl.constraint;
-  out << YAML::Key << "gpus" << YAML::Value << sl.gpus;
-  out << YAML::Key << "exclusive" << YAML::Value << sl.exclusive;
-  out << YAML::Key << "cpus_per_task" << YAML::Value << sl.cpus_per_task;
-  out << YAML::Key << "mem" << YAML::Value << YAML::DoubleQuoted << sl.mem;
-  out << YAML::Key << "cpu_tasks" << YAML::Value << sl.cpu_tasks;
-  out << YAML::Key << "launcher" << YAML::Value << sl.launcher;
-  out << YAML::Key << "mpi" << YAML::Value << sl.mpi;
-  out << YAML::Key << "requeue" << YAML::Value << sl.requeue;
-  out << YAML::Key << "signal_seconds" << YAML::Value << sl.signal_seconds;
-  out << YAML::Key << "time_limit" << YAML::Value << YAML::BeginMap;
-  for (const auto& [stage, limit] : sl.time_limit) out << YAML::Key << stage << YAML::Value << limit;
-  out << YAML::EndMap;
-  out << YAML::Key << "environment" << YAML::Value << YAML::BeginMap;
-  for (const auto& [name, value] : sl.environment) {
-    out << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << value;
-  }
-  out << YAML::EndMap << YAML::EndMap;
-
+  for (; !open.empty(); open.pop_back()) out << YAML::EndMap;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

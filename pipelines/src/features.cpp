@@ -9,6 +9,7 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/hdf5.hpp"
+#include "pcdino/core/run_files.hpp"
 
 namespace pcdino {
 
@@ -161,8 +162,7 @@ std::string write_feature_csvs(const std::string& dir, const FeatureSet& set,
     }
     features += '\n';
   }
-  const std::string name =
-      (fs::path(dir) / ("channel" + channel_names + "_model_" + model + "_features.csv")).string();
+  const std::string name = features_csv(dir, channel_names, model);
   write_file_atomic(name, features);
   std::vector<std::string> labels;
   for (int l : set.labels) labels.push_back(set.class_names[static_cast<std::size_t>(l)]);
@@ -176,8 +176,8 @@ void write_label_csvs(const std::string& dir, const std::vector<std::string>& cl
   std::ostringstream labels, files;
   for (const auto& c : class_names) labels << csv_field(c) << '\n';
   for (const auto& p : paths) files << csv_field(p) << '\n';
-  write_file_atomic((fs::path(dir) / "class_labels.csv").string(), labels.str());
-  write_file_atomic((fs::path(dir) / "image_paths.csv").string(), files.str());
+  write_file_atomic(class_labels_csv(dir), labels.str());
+  write_file_atomic(image_paths_csv(dir), files.str());
 }
 
 }  // namespace pcdino

@@ -16,6 +16,7 @@
 
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
+#include "pcdino/core/run_files.hpp"
 #include "pcdino/core/split.hpp"
 #include "pcdino/pipelines/features.hpp"
 
@@ -141,9 +142,8 @@ std::vector<std::vector<long>> confusion_matrix(const std::vector<int>& labels,
 KnnReport run_knn_stage(const PipelineConfig& config, const KnnOptions& search,
                         const std::string& features_file) {
   const auto start = std::chrono::steady_clock::now();
-  const fs::path run_dir(config.run_dir());
-  const std::string input =
-      features_file.empty() ? (run_dir / kFeaturesDir / kFeaturesFile).string() : features_file;
+  const RunLayout layout(config);
+  const std::string input = features_file.empty() ? layout.features : features_file;
   const FeatureSet set = read_features(input);
   const std::size_t n = set.rows;
   // The workshop's split: np.random.seed(seed); np.random.shuffle(indices); the first int(0.8 N) are the
@@ -194,8 +194,7 @@ KnnReport run_knn_stage(const PipelineConfig& config, const KnnOptions& search,
   }
   report.best_k = report.result.scores[best].k;
 
-  const fs::path out = run_dir / "kNN";
-  make_directories(out.string());
+  make_directories(layout.knn_dir);
   std::string text = "Run: " + config.meta.name_of_run + "\n";
   nlohmann::json results = nlohmann::json::array();
   for (const auto& s : report.result.scores) {
@@ -205,8 +204,8 @@ KnnReport run_knn_stage(const PipelineConfig& config, const KnnOptions& search,
         {{"k", s.k}, {"T", s.temperature}, {"top1", s.top1}, {"top2", s.top2}, {"top5", s.top5}});
   }
   text += "--------------------------------------------------\n";
-  report.text_file = (out / "global_kNN.txt").string();
-  report.json_file = (out / "knn.json").string();
+  report.text_file = layout.knn_text;
+  report.json_file = layout.knn_json;
   nlohmann::json doc = {
       {"run", config.meta.name_of_run},
       {"features_file", input},

@@ -5,6 +5,7 @@
 
 #include "pcdino/core/dataset.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/run_files.hpp"
 #include "pcdino/core/split.hpp"
 #include "pcdino/pipelines/features.hpp"
 
@@ -44,7 +45,7 @@ LabelsReport run_labels_stage(const PipelineConfig& config) {
   }
   LabelsReport report;
   report.images = images.size();
-  report.directory = (std::filesystem::path(config.run_dir()) / kFeaturesDir).string();
+  report.directory = RunLayout(config).features_dir;
   write_label_csvs(report.directory, labels, paths);
   return report;
 }

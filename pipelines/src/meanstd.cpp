@@ -9,6 +9,7 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/prefetch.hpp"
+#include "pcdino/core/run_files.hpp"
 #include "pcdino/core/split.hpp"
 
 namespace pcdino {
@@ -132,15 +133,15 @@ MeanStdReport run_meanstd_stage(const PipelineConfig& config, const MpiWorld& wo
     report.values.std.push_back(std::sqrt(m.variance()));
   }
 
-  const std::string run_dir = config.run_dir();
-  report.output_file = (std::filesystem::path(run_dir) / kMeanStdFile).string();
+  const RunLayout layout(config);
+  report.output_file = layout.mean_std;
   std::string skipped_report;
   for (const auto& s : all_skipped) skipped_report += s;
   if (!skipped_report.empty()) {
     for (char ch : skipped_report) report.skipped += ch == '\n' ? 1 : 0;
-    write_file_atomic((std::filesystem::path(run_dir) / kSkippedImagesFile).string(), skipped_report);
+    write_file_atomic(layout.skipped_images, skipped_report);
   }
-  write_file_atomic((std::filesystem::path(run_dir) / kConfigDumpFile).string(), dump_config(config));
+  write_file_atomic(layout.config_dump, dump_config(config));
   write_file_atomic(report.output_file, format_mean_std(report.values));
   return report;
 }

@@ -14,6 +14,7 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/process.hpp"
+#include "pcdino/core/run_files.hpp"
 #include "pcdino/pipelines/features.hpp"
 #include "pcdino/pipelines/umap.hpp"
 
@@ -193,23 +194,19 @@ void run_gnuplot(const std::string& gnuplot, const std::string& dir, const std::
 }
 
 PlotsReport run_plots_stage(const PipelineConfig& config, const PlotsOptions& options) {
-  const fs::path run_dir(config.run_dir());
   const auto& u = config.downstream.umap_eval;
   if (u.n_components != 2) {
     throw ConfigError(config.source + ": downstream_analyses.umap_eval.n_components is " +
                       std::to_string(u.n_components) + "; the plots stage draws 2-D embeddings (use 2)");
   }
-  const std::string features_file = options.features_file.empty()
-                                        ? (run_dir / kFeaturesDir / kFeaturesFile).string()
-                                        : options.features_file;
+  const RunLayout layout(config);
+  const std::string features_file = options.features_file.empty() ? layout.features : options.features_file;
   const std::string log_file =
-      options.training_log.empty()
-          ? (run_dir / "scDINO_ViTs" / config.train.dino_vit_name / "log.txt").string()
-          : options.training_log;
-  const std::string knn_file = (run_dir / "kNN" / "knn.json").string();
+      options.training_log.empty() ? layout.model.training_log() : options.training_log;
+  const std::string knn_file = layout.knn_json;
 
   PlotsReport report;
-  report.directory = (run_dir / "plots").string();
+  report.directory = layout.plots_dir;
   make_directories(report.directory);
   const Renderer render{options.gnuplot, report.directory, &report};
 
@@ -272,7 +269,7 @@ PlotsReport run_plots_stage(const PipelineConfig& config, const PlotsOptions& op
   // Training curves: per logged iteration from metrics.jsonl, else per epoch from log.txt.
   std::vector<EpochRow> epochs;
   if (fs::exists(log_file)) epochs = read_training_log(log_file);
-  const std::string metrics_file = (fs::path(log_file).parent_path() / "metrics.jsonl").string();
+  const std::string metrics_file = ModelFiles{fs::path(log_file).parent_path().string()}.metrics();
   TrainingMetrics metrics;
   if (fs::exists(metrics_file)) metrics = read_metrics(metrics_file);
   const std::string title = gp_string("DINO training: " + config.meta.name_of_run);
@@ -448,7 +445,7 @@ PlotsReport run_plots_stage(const PipelineConfig& config, const PlotsOptions& op
   }
   for (const auto& s : report.skipped) html << "<p>Not drawn: " << html_escaped(s) << "</p>\n";
   html << "</body></html>\n";
-  report.index_html = (fs::path(report.directory) / "index.html").string();
+  report.index_html = layout.plots_index;
   write_file_atomic(report.index_html, html.str());
   return report;
 }

@@ -9,32 +9,13 @@
 
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/process.hpp"
+#include "pcdino/core/run_files.hpp"
 
 namespace pcdino::sbatch {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-const std::map<Stage, std::vector<Stage>>& dependencies() {
-  static const std::map<Stage, std::vector<Stage>> deps = {
-      {"meanstd", {}}, {"train", {"meanstd"}},         {"extract", {"train"}},
-      {"labels", {}},  {"knn", {"extract", "labels"}}, {"plots", {"knn"}},
-  };
-  return deps;
-}
-
-std::string summary(const Stage& stage) {
-  static const std::map<Stage, std::string> text = {
-      {"meanstd", "per-channel mean and std of the dataset"},
-      {"train", "DINO pretraining of the ViT"},
-      {"extract", "CLS features of the held-out images"},
-      {"labels", "class labels of the held-out images"},
-      {"knn", "weighted kNN evaluation of the CLS features"},
-      {"plots", "UMAP, training curves, kNN plots and index.html"},
-  };
-  return text.at(stage);
-}
 
 std::uint64_t fnv1a(const std::string& text) {
   std::uint64_t h = 14695981039346656037ULL;
@@ -45,33 +26,26 @@ std::uint64_t fnv1a(const std::string& text) {
   return h;
 }
 
-// The configuration a stage reads, every other key at its default.
-std::string stage_inputs(const PipelineConfig& full, const Stage& stage) {
-  PipelineConfig c;
-  c.meta = full.meta;
-  c.meta.output_dir.clear();
-  c.meta.name_of_run.clear();
-  if (stage == "meanstd") c.train.fraction_for_mean_std_calc = full.train.fraction_for_mean_std_calc;
-  if (stage == "train") c.train = full.train;
-  if (stage == "extract") c.downstream.compute_cls_features = full.downstream.compute_cls_features;
-  if (stage == "knn") c.downstream.knn = full.downstream.knn;
-  if (stage == "plots") c.downstream.umap_eval = full.downstream.umap_eval;
-  return dump_config(c);
-}
-
-// Ranks of an MPI stage on each node: one per GPU, or num_gpus ranks on a CPU-only cluster.
-int tasks_per_node(int num_gpus) {
-  return std::max(1, num_gpus);
+// The keys that decide a stage's outputs, one "path=value" line each, in the schema's order.
+std::string stage_inputs(const PipelineConfig& config, const StageSpec& stage) {
+  std::string text;
+  for (const auto& key : config_schema()) {
+    if (stage_reads_key(stage, key.path)) text += key.path + "=" + config_value(config, key.path) + "\n";
+  }
+  return text;
 }
 
 }  // namespace
 
 std::vector<Stage> all_stages() {
-  return {kPipelineStages.begin(), kPipelineStages.end()};
+  std::vector<Stage> names;
+  for (const auto& s : pipeline_stages()) names.emplace_back(s.name);
+  return names;
 }
 
 std::vector<Stage> stage_dependencies(const Stage& stage) {
-  return dependencies().at(stage);
+  const auto& after = stage_spec(stage).after;
+  return {after.begin(), after.end()};
 }
 
 std::vector<Stage> parse_stages(const std::string& list, const std::string& origin) {
@@ -80,10 +54,7 @@ std::vector<Stage> parse_stages(const std::string& list, const std::string& orig
   std::stringstream in(list);
   std::string name;
   while (std::getline(in, name, ',')) {
-    if (dependencies().count(name) == 0) {
-      throw ConfigError(origin + " " + list + ": '" + name +
-                        "' is not a stage (meanstd, train, extract, labels, knn, plots or all)");
-    }
+    stage_spec(name, origin + " " + list);  // throws for an unknown name
     wanted.insert(name);
   }
   if (wanted.empty()) throw ConfigError(origin + ": expected a comma-separated list of stages");
@@ -97,64 +68,35 @@ std::vector<Stage> parse_stages(const std::string& list, const std::string& orig
 std::map<Stage, std::string> stage_config_hashes(const PipelineConfig& config) {
   std::map<Stage, std::string> hashes;
   for (const auto& stage : all_stages()) {  // submission order: dependencies first
-    std::string text = stage + "\n" + stage_inputs(config, stage);
+    std::string text = stage + "\n" + stage_inputs(config, stage_spec(stage));
     for (const auto& dep : stage_dependencies(stage)) text += dep + "=" + hashes.at(dep) + "\n";
     hashes[stage] = fmt::format("{:016x}", fnv1a(text));
   }
   return hashes;
 }
 
-RunFiles::RunFiles(const PipelineConfig& config)
-    : logs_dir((fs::path(config.run_dir()) / "logs").string()),
-      config_file((fs::path(logs_dir) / "submitted_pipeline.yaml").string()),
-      state_file((fs::path(logs_dir) / "pipeline_jobs.json").string()) {}
-
-std::string RunFiles::script(const Stage& stage) const {
-  return (fs::path(logs_dir) / (stage + ".sbatch")).string();
-}
-
-std::string RunFiles::marker(const Stage& stage) const {
-  return (fs::path(logs_dir) / (stage + ".complete")).string();
-}
-
-std::string RunFiles::output(const Stage& stage, const std::string& job, bool error) const {
-  return (fs::path(logs_dir) / (stage + (error ? "_err_" : "_out_") + job + (error ? ".err" : ".out")))
-      .string();
-}
-
 std::string render_script(const PipelineConfig& config, const Stage& stage, const ScriptOptions& options,
                           const std::string& config_hash) {
   const SlurmConfig& s = config.slurm;
-  const RunFiles files(config);
-  const bool gpu_stage = stage == "train" || stage == "extract";
+  const RunLayout files(config);
+  const StageSpec& spec = stage_spec(stage);
   std::ostringstream o;
   o << "#!/bin/bash\n";
-  o << "# pcdino pipeline '" << config.meta.name_of_run << "', stage " << stage << ": " << summary(stage)
+  o << "# pcdino pipeline '" << config.meta.name_of_run << "', stage " << stage << ": " << spec.summary
     << ".\n";
   o << "# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash " << config_hash
     << ".\n";
   const auto sbatch = [&o](const std::string& option) { o << "#SBATCH " << option << "\n"; };
   sbatch("--job-name=" + config.meta.name_of_run + "-" + stage);
-  sbatch("--output=" + files.output(stage, "%j", false));
-  sbatch("--error=" + files.output(stage, "%j", true));
+  sbatch("--output=" + files.stage_output(stage, "%j", false));
+  sbatch("--error=" + files.stage_output(stage, "%j", true));
   sbatch("--open-mode=append");
   sbatch("--chdir=" + config.run_dir());
-  if (stage == "train") {
-    sbatch("--nodes=" + std::to_string(config.train.nnodes));
-    sbatch("--ntasks-per-node=" + std::to_string(tasks_per_node(config.train.num_gpus)));
-    if (s.gpus && config.train.num_gpus > 0)
-      sbatch("--gpus-per-node=" + std::to_string(config.train.num_gpus));
-  } else if (stage == "extract") {
-    const int gpus = config.downstream.compute_cls_features.num_gpus;
-    sbatch("--nodes=1");
-    sbatch("--ntasks-per-node=" + std::to_string(tasks_per_node(gpus)));
-    if (s.gpus && gpus > 0) sbatch("--gpus-per-node=" + std::to_string(gpus));
-  } else if (stage == "meanstd") {
-    sbatch("--ntasks=" + std::to_string(s.cpu_tasks));  // ranks spread over as many nodes as they need
-  } else {
-    sbatch("--nodes=1");
-    sbatch("--ntasks=1");
-  }
+  const StageResources r = spec.resources(config);
+  if (r.nodes > 0) sbatch("--nodes=" + std::to_string(r.nodes));
+  if (r.tasks_per_node > 0) sbatch("--ntasks-per-node=" + std::to_string(r.tasks_per_node));
+  if (r.tasks > 0) sbatch("--ntasks=" + std::to_string(r.tasks));
+  if (s.gpus && r.gpus_per_node > 0) sbatch("--gpus-per-node=" + std::to_string(r.gpus_per_node));
   if (s.cpus_per_task > 0) sbatch("--cpus-per-task=" + std::to_string(s.cpus_per_task));
   if (!s.mem.empty()) sbatch("--mem=" + s.mem);
   if (const auto t = s.time_limit.find(stage); t != s.time_limit.end()) sbatch("--time=" + t->second);
@@ -162,8 +104,8 @@ std::string render_script(const PipelineConfig& config, const Stage& stage, cons
   if (!s.account.empty()) sbatch("--account=" + s.account);
   if (!s.qos.empty()) sbatch("--qos=" + s.qos);
   if (!s.constraint.empty()) sbatch("--constraint=" + s.constraint);
-  if (gpu_stage && s.exclusive) sbatch("--exclusive");
-  const bool requeue = stage == "train" && s.requeue;
+  if (spec.accelerated && s.exclusive) sbatch("--exclusive");
+  const bool requeue = spec.requeues && s.requeue;
   if (requeue) {
     sbatch("--requeue");
     if (s.signal_seconds > 0) sbatch("--signal=USR1@" + std::to_string(s.signal_seconds));
@@ -172,13 +114,13 @@ std::string render_script(const PipelineConfig& config, const Stage& stage, cons
   }
 
   o << "\nset -uo pipefail\n";
-  const std::string marker = shell_quote(files.marker(stage));
+  const std::string marker = shell_quote(files.stage_marker(stage));
   o << "rm -f " << marker << "  # this stage is complete again only when this job succeeds\n";
   o << "started=$(date +%s)\n";
   o << "echo \"pcdino: stage " << stage << ", job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1)))"
     << " on ${SLURM_JOB_NODELIST} at $(date -Is)\" >&2\n";
 
-  if (gpu_stage && !s.environment.empty()) {
+  if (spec.accelerated && !s.environment.empty()) {
     o << "\n# The accelerator environment: spank_pcdino.so sets it in every task when the cluster loads it;\n"
          "# otherwise these exports, which srun hands on to the tasks.\n";
     o << "plugstack=$(scontrol show config 2>/dev/null | sed -n 's/^PlugStackConfig *= *//p')\n";
@@ -197,9 +139,8 @@ std::string render_script(const PipelineConfig& config, const Stage& stage, cons
     launch = "srun --mpi=" + s.mpi + " --kill-on-bad-exit=1";
   }
   std::string command = launch + " " + shell_quote(options.pcdino) + " " + stage + " --config " +
-                        shell_quote(files.config_file);
-  const bool threaded = stage == "meanstd" || stage == "train" || stage == "extract" || stage == "knn";
-  if (threaded && s.cpus_per_task > 0) command += " --threads " + std::to_string(s.cpus_per_task);
+                        shell_quote(files.submitted_config);
+  if (spec.threaded && s.cpus_per_task > 0) command += " --threads " + std::to_string(s.cpus_per_task);
   o << "\n" << command << "\n";
   o << "rc=$?\n";
   if (requeue) {

@@ -17,6 +17,7 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/process.hpp"
+#include "pcdino/core/run_files.hpp"
 
 namespace pcdino::sbatch {
 
@@ -42,23 +43,23 @@ std::string trim(std::string s) {
   return s;
 }
 
-json read_state(const RunFiles& files) {
-  if (!fs::exists(files.state_file)) {
-    throw NoInputError("no submission recorded for this run (" + files.state_file +
+json read_state(const RunLayout& files) {
+  if (!fs::exists(files.job_state)) {
+    throw NoInputError("no submission recorded for this run (" + files.job_state +
                        " does not exist): submit it with `pcdino submit`");
   }
   try {
-    return json::parse(read_file(files.state_file, "pipeline state"));
+    return json::parse(read_file(files.job_state, "pipeline state"));
   } catch (const json::exception& e) {
-    throw DataError(files.state_file + ": not a pipeline state file (" + e.what() + ")");
+    throw DataError(files.job_state + ": not a pipeline state file (" + e.what() + ")");
   }
 }
 
 // The stages whose completion marker records the configuration they ran with now.
-std::set<Stage> complete_stages(const RunFiles& files, const std::map<Stage, std::string>& hashes) {
+std::set<Stage> complete_stages(const RunLayout& files, const std::map<Stage, std::string>& hashes) {
   std::set<Stage> complete;
   for (const auto& [stage, hash] : hashes) {
-    std::ifstream in(files.marker(stage));
+    std::ifstream in(files.stage_marker(stage));
     if (!in) continue;
     try {
       const json marker = json::parse(in);
@@ -125,7 +126,7 @@ std::string last_error_line(const std::string& path) {
   return !ours.empty() ? ours : !launcher.empty() ? launcher : last;
 }
 
-StageStatus query_job(const RunFiles& files, const Stage& stage, const std::string& job_id,
+StageStatus query_job(const RunLayout& files, const Stage& stage, const std::string& job_id,
                       const std::set<Stage>& complete) {
   StageStatus st{stage, job_id, "", "", "", "", "", 0};
   const ProcessResult r = run_process({"scontrol", "show", "job", "-o", job_id}, kSlurmHint);
@@ -160,11 +161,11 @@ StageStatus query_job(const RunFiles& files, const Stage& stage, const std::stri
     }
     if (st.state.empty() && complete.count(stage) != 0) {
       st.state = "COMPLETE";
-      st.elapsed = marker_elapsed(files.marker(stage));
+      st.elapsed = marker_elapsed(files.stage_marker(stage));
     }
     if (st.state.empty()) st.state = "UNKNOWN";
   }
-  if (is_failure(st.state)) st.error = last_error_line(files.output(stage, job_id, true));
+  if (is_failure(st.state)) st.error = last_error_line(files.stage_output(stage, job_id, true));
   return st;
 }
 
@@ -194,12 +195,12 @@ PipelineConfig with_absolute_paths(PipelineConfig config, const std::string& bas
 }
 
 SubmitReport submit_pipeline(const PipelineConfig& config, const SubmitOptions& options, std::ostream& out) {
-  const RunFiles files(config);
+  const RunLayout files(config);
   const auto hashes = stage_config_hashes(config);
   SubmitReport report;
 
   json state = json::object();
-  if (!options.dry_run && fs::exists(files.state_file)) {
+  if (!options.dry_run && fs::exists(files.job_state)) {
     state = read_state(files);
     std::vector<std::string> busy;
     for (const auto& st : pipeline_status(config)) {
@@ -229,13 +230,13 @@ SubmitReport submit_pipeline(const PipelineConfig& config, const SubmitOptions& 
     for (const auto& stage : report.complete) out << "# " << stage << ": complete, not resubmitted\n";
     std::map<Stage, std::string> ids;
     for (const auto& job : plan) {
-      out << "\n# ---- " << files.script(job.stage) << " ----\n"
+      out << "\n# ---- " << files.stage_script(job.stage) << " ----\n"
           << render_script(config, job.stage, script_options, hashes.at(job.stage));
     }
     out << "\n# ---- sbatch commands ----\n";
     for (const auto& job : plan) {
       auto args = sbatch_arguments(job, ids);
-      args.push_back(files.script(job.stage));
+      args.push_back(files.stage_script(job.stage));
       out << job.stage << "=$(" << shell_join(args) << ")\n";
       ids[job.stage] = "$" + job.stage;
       report.jobs.push_back({job.stage, ids[job.stage], job.after});
@@ -244,11 +245,11 @@ SubmitReport submit_pipeline(const PipelineConfig& config, const SubmitOptions& 
   }
 
   make_directories(files.logs_dir);
-  write_file_atomic(files.config_file, dump_config(config));
+  write_file_atomic(files.submitted_config, dump_config(config));
   for (const auto& job : plan) {
-    write_file_atomic(files.script(job.stage),
+    write_file_atomic(files.stage_script(job.stage),
                       render_script(config, job.stage, script_options, hashes.at(job.stage)));
-    fs::permissions(files.script(job.stage), fs::perms::owner_exec | fs::perms::group_exec,
+    fs::permissions(files.stage_script(job.stage), fs::perms::owner_exec | fs::perms::group_exec,
                     fs::perm_options::add);
   }
 
@@ -256,7 +257,7 @@ SubmitReport submit_pipeline(const PipelineConfig& config, const SubmitOptions& 
   if (!state.contains("jobs")) state["jobs"] = json::object();
   for (const auto& job : plan) {
     auto args = sbatch_arguments(job, ids);
-    args.push_back(files.script(job.stage));
+    args.push_back(files.stage_script(job.stage));
     const ProcessResult r = run_process(args, kSlurmHint);
     // --parsable prints "id" or "id;cluster".
     std::string id = trim(r.out);
@@ -276,7 +277,7 @@ SubmitReport submit_pipeline(const PipelineConfig& config, const SubmitOptions& 
   state["name_of_run"] = config.meta.name_of_run;
   state["run_dir"] = config.run_dir();
   state["config"] = config.source;
-  write_file_atomic(files.state_file, state.dump(2) + "\n");
+  write_file_atomic(files.job_state, state.dump(2) + "\n");
 
   for (const auto& stage : report.complete)
     out << fmt::format("{:<8} complete (configuration unchanged)\n", stage);
@@ -289,7 +290,7 @@ SubmitReport submit_pipeline(const PipelineConfig& config, const SubmitOptions& 
 }
 
 std::vector<StageStatus> pipeline_status(const PipelineConfig& config) {
-  const RunFiles files(config);
+  const RunLayout files(config);
   const json state = read_state(files);
   const auto complete = complete_stages(files, stage_config_hashes(config));
   std::vector<StageStatus> result;
@@ -349,7 +350,7 @@ std::vector<std::string> cancel_pipeline(const PipelineConfig& config) {
 void print_logs(const PipelineConfig& config, const Stage& stage, int lines, const std::string& stream,
                 std::ostream& out) {
   parse_stages(stage, "pcdino logs");
-  const RunFiles files(config);
+  const RunLayout files(config);
   const json state = read_state(files);
   const json jobs = state.value("jobs", json::object());
   if (!jobs.contains(stage)) {
@@ -361,7 +362,7 @@ void print_logs(const PipelineConfig& config, const Stage& stage, int lines, con
   if (stream != "out") which.push_back(true);
   bool any = false;
   for (const bool error : which) {
-    const std::string path = files.output(stage, job, error);
+    const std::string path = files.stage_output(stage, job, error);
     std::ifstream in(path);
     if (!in) continue;
     any = true;
@@ -375,8 +376,9 @@ void print_logs(const PipelineConfig& config, const Stage& stage, int lines, con
     for (const auto& l : tail) out << l << "\n";
   }
   if (!any) {
-    throw NoInputError("no output of stage " + stage + " (job " + job + ") yet: " +
-                       files.output(stage, job, false) + " does not exist (the job may still be pending)");
+    throw NoInputError("no output of stage " + stage + " (job " + job +
+                       ") yet: " + files.stage_output(stage, job, false) +
+                       " does not exist (the job may still be pending)");
   }
 }
 

@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
+#include "../lib/config_values.hpp"
 #include "../lib/temp_dir.hpp"
 #include "pcdino/core/config.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
 
 namespace pcdino {
 namespace {
@@ -191,6 +193,63 @@ TEST(Config, DumpReadsBackEqual) {
   EXPECT_EQ(b.meta.channel_dict, a.meta.channel_dict);
 }
 
+// The schema drives the dump: every key set to a value other than its default survives dump -> read, and
+// every other key keeps its value. A key left out of the dump would come back at its default and fail.
+TEST(Config, EveryKeyRoundTripsThroughTheDump) {
+  std::size_t tried = 0;
+  for (const auto& key : config_schema()) {
+    const auto assignment = test::non_default_assignment(key);
+    if (!assignment) {
+      // Only the keys pcdino refuses accept nothing but their default.
+      EXPECT_EQ(key.allowed.rfind("only ", 0), 0u) << key.path << " accepts no other value";
+      continue;
+    }
+    ++tried;
+    const PipelineConfig set = parse_config("", "p.yaml", {parse_override(*assignment)});
+    const PipelineConfig back = parse_config(dump_config(set), "dump.yaml");
+    EXPECT_NE(config_value(back, key.path), key.default_value) << *assignment;
+    for (const auto& other : config_schema()) {
+      EXPECT_EQ(config_value(back, other.path), config_value(set, other.path))
+          << *assignment << ": " << other.path;
+    }
+  }
+  EXPECT_GT(tried, 70u);
+}
+
+// Every key the schema says pcdino does not implement refuses any value but its default, naming the key.
+TEST(Config, KeysThatAreNotImplementedRefuseOtherValues) {
+  std::size_t refused = 0;
+  for (const auto& key : config_schema()) {
+    if (key.allowed.rfind("only ", 0) != 0) continue;
+    ++refused;
+    EXPECT_NO_THROW(parse_config("", "p.yaml", {parse_override(key.path + "=" + key.default_value)}))
+        << key.path;
+    for (const auto& value : test::candidate_values().at(key.type)) {
+      if (value == key.default_value) continue;
+      try {
+        parse_config("", "p.yaml", {parse_override(key.path + "=" + value)});
+        ADD_FAILURE() << key.path << " accepted " << value;
+      } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find(key.path + ": not implemented"), std::string::npos) << e.what();
+      }
+    }
+  }
+  EXPECT_EQ(refused,
+            8u);  // optimizer, use_bn_in_head, dist_url, use_weighted_sampler, attention x3, topometry
+}
+
+// The README's key table is the one the schema prints.
+TEST(Config, ReadmeTableIsCurrent) {
+  const std::string readme = read_file(PCDINO_SOURCE_DIR "/README.md", "README");
+  const std::string begin = "<!-- pcdino config --schema: begin -->\n",
+                    end = "<!-- pcdino config --schema: end -->";
+  const auto from = readme.find(begin), to = readme.find(end);
+  ASSERT_NE(from, std::string::npos) << "README.md has no " << begin;
+  ASSERT_NE(to, std::string::npos);
+  EXPECT_EQ(readme.substr(from + begin.size(), to - from - begin.size()), config_schema_markdown())
+      << "regenerate it with: pcdino config --schema";
+}
+
 // A key pcdino reads but does not implement is refused with its path, never silently ignored.
 TEST(Config, UnimplementedOptionsAreRefused) {
   for (const char* optimizer : {"sgd", "lars"}) {
@@ -210,14 +269,14 @@ TEST(Config, UnimplementedOptionsAreRefused) {
 TEST(Config, PcdinoTrainingKeys) {
   const DinoHyperparameters d = parse_config("", "p.yaml").train.hyperparameters;
   EXPECT_TRUE(d.scale_augmentation_to_crop);
-  EXPECT_EQ(d.vflip, -1);
+  EXPECT_FALSE(d.vflip.has_value());
   EXPECT_EQ(d.depth, 0);
   EXPECT_EQ(d.online_knn_every, 0);
   const PipelineConfig set = parse_config(
       "train_scDINO:\n  hyperparameters:\n    vflip: false\n    depth: 4\n    online_knn_every: 2\n"
       "    scale_augmentation_to_crop: false\n",
       "p.yaml");
-  EXPECT_EQ(set.train.hyperparameters.vflip, 0);
+  EXPECT_EQ(set.train.hyperparameters.vflip, std::optional<bool>(false));
   EXPECT_EQ(set.train.hyperparameters.depth, 4);
   EXPECT_EQ(set.train.hyperparameters.online_knn_every, 2);
   EXPECT_FALSE(set.train.hyperparameters.scale_augmentation_to_crop);
@@ -230,7 +289,7 @@ TEST(Config, PcdinoTrainingKeys) {
   }
   EXPECT_EQ(parse_config("", "p.yaml", {parse_override("train_scDINO.hyperparameters.vflip=true")})
                 .train.hyperparameters.vflip,
-            1);
+            std::optional<bool>(true));
   const std::string e = error_of("train_scDINO:\n  hyperparameters:\n    depth: -1\n");
   EXPECT_NE(e.find("train_scDINO.hyperparameters.depth"), std::string::npos) << e;
 }

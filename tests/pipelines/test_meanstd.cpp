@@ -100,13 +100,13 @@ TEST(MeanStdStage, CorruptImageFailsOrIsSkippedAndReported) {
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
   }
-  EXPECT_FALSE(std::filesystem::exists(d.path() / "out/run" / kMeanStdFile)) << "partial output left behind";
+  EXPECT_FALSE(std::filesystem::exists(RunLayout(c).mean_std)) << "partial output left behind";
 
   c.meta.skip_corrupt = true;
   const MeanStdReport r = run_meanstd_stage(c, world, 2);
   EXPECT_EQ(r.total_images, 9u);
   EXPECT_EQ(r.skipped, 1u);
-  std::ifstream report(d.path() / "out/run" / kSkippedImagesFile);
+  std::ifstream report(RunLayout(c).skipped_images);
   std::string line;
   std::getline(report, line);
   EXPECT_NE(line.find(bad), std::string::npos) << line;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "../lib/config_values.hpp"
 #include "pcdino/core/config.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/process.hpp"
@@ -68,6 +69,31 @@ TEST(Stages, HashesChangeForTheStagesAKeyAffects) {
       stage_config_hashes(parse_config(
           "meta:\n  name_of_run: other\n  output_dir: /elsewhere\n  dataset_dir: /fsx/data\n", "t.yaml")),
       base);
+}
+
+// Table-driven: each key of the schema, set to another value, changes the hash of exactly the stages whose
+// row in the stage table reads it, and of the stages after those (they read its outputs), no others.
+TEST(Stages, EveryKeyChangesExactlyTheStagesThatReadIt) {
+  const auto base = stage_config_hashes(PipelineConfig{});
+  std::size_t keys_read_by_some_stage = 0;
+  for (const auto& key : config_schema()) {
+    const auto assignment = test::non_default_assignment(key);
+    if (!assignment) continue;  // a key pcdino refuses: no other value to set
+    std::set<Stage> expected;
+    for (const auto& stage : pipeline_stages()) {  // submission order: dependencies first
+      bool affected = stage_reads_key(stage, key.path);
+      for (const char* dep : stage.after) affected = affected || expected.count(dep) != 0;
+      if (affected) expected.insert(stage.name);
+    }
+    keys_read_by_some_stage += expected.empty() ? 0 : 1;
+    const auto hashes = stage_config_hashes(parse_config("", "p.yaml", {parse_override(*assignment)}));
+    std::set<Stage> changed;
+    for (const auto& [stage, hash] : hashes) {
+      if (hash != base.at(stage)) changed.insert(stage);
+    }
+    EXPECT_EQ(changed, expected) << *assignment;
+  }
+  EXPECT_GT(keys_read_by_some_stage, 50u);
 }
 
 TEST(Plan, FullChainWaitsOnWhatEachStageReads) {

@@ -104,11 +104,11 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
   if (options.threads > 0) torch::set_num_threads(options.threads);
   share_blas_threads(world.local_size());
   const auto& cls = config.downstream.compute_cls_features;
-  const fs::path run_dir(config.run_dir());
   ExtractReport report;
-  report.output = options.output.empty() ? (run_dir / kFeaturesDir / kFeaturesFile).string() : options.output;
+  const RunLayout layout(config);
+  report.output = options.output.empty() ? layout.features : options.output;
 
-  const MeanStdValues ms = read_mean_std((run_dir / kMeanStdFile).string());
+  const MeanStdValues ms = read_mean_std(layout.mean_std);
   Model model;
   if (options.raw_pixels) {
     model.arch = "raw_pixels";
@@ -118,10 +118,7 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
     model.vit = VisionTransformer(VitOptions::from_config(h, static_cast<int>(ms.mean.size())));
     model.arch = h.arch;
   } else {
-    report.checkpoint =
-        options.checkpoint.empty()
-            ? (run_dir / "scDINO_ViTs" / config.train.dino_vit_name / "checkpoint.pth").string()
-            : options.checkpoint;
+    report.checkpoint = options.checkpoint.empty() ? layout.model.checkpoint() : options.checkpoint;
     model = load_model(report.checkpoint, cls.checkpoint_key);
     report.epoch = model.epoch;
   }
@@ -133,7 +130,7 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
   const int channels = model.vit ? model.vit->options.in_channels : static_cast<int>(ms.mean.size());
   if (static_cast<std::size_t>(channels) != ms.mean.size()) {
     throw DataError((report.checkpoint.empty() ? std::string("the model") : report.checkpoint) + " takes " +
-                    std::to_string(channels) + " input channels but " + (run_dir / kMeanStdFile).string() +
+                    std::to_string(channels) + " input channels but " + layout.mean_std +
                     " has statistics for " + std::to_string(ms.mean.size()));
   }
 

@@ -44,7 +44,11 @@ int share_blas_threads(int local_ranks) {
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   const int available = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  const int threads = std::max(1, available / std::max(1, local_ranks));
+  int threads = std::max(1, available / std::max(1, local_ranks));
+  if (const char* per_task = std::getenv("SLURM_CPUS_PER_TASK");
+      per_task != nullptr && std::atoi(per_task) > 0) {
+    threads = std::min(available, std::atoi(per_task));
+  }
   set(threads);
   return threads;
 }

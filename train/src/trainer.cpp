@@ -90,7 +90,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   if (rt.threads > 0) torch::set_num_threads(rt.threads);
   const int ranks = world ? world->size() : 1, rank = world ? world->rank() : 0;
   if (const int blas = share_blas_threads(world ? world->local_size() : 1); blas > 0 && ranks > 1) {
-    spdlog::info("OpenBLAS threads: {} ({} rank(s) on this machine)", blas, world->local_size());
+    spdlog::info("OpenBLAS threads per rank: {} ({} rank(s) on this machine)", blas, world->local_size());
   }
   const bool writer = rank == 0;  // one rank writes checkpoints and logs
   const torch::Device device = select_device(rt.device, world ? world->local_rank() : rt.local_rank);
@@ -103,7 +103,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
       train_heldout_split(ds.size(), c.meta.train_datasetsplit_fraction, c.meta.seed).train;
   if (rt.limit_images > 0 && static_cast<std::size_t>(rt.limit_images) < train.size())
     train.resize(rt.limit_images);
-  const MeanStdValues ms = read_mean_std((fs::path(c.run_dir()) / kMeanStdFile).string());
+  const RunLayout layout(c);
+  const MeanStdValues ms = read_mean_std(layout.mean_std);
   const int batch = c.train.batch_size_per_gpu;
   // Each step takes batch * ranks images of the epoch's permutation; rank r the r-th of every `ranks`
   // (DistributedSampler's interleaving), so a step sees the same images whatever the number of ranks.
@@ -176,11 +177,10 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   const auto momentum_schedule = cosine_schedule(h.momentum_teacher, 1.0, epochs, niter);
 
   TrainReport report;
-  report.output_dir = rt.output_dir.empty()
-                          ? (fs::path(c.run_dir()) / "scDINO_ViTs" / c.train.dino_vit_name).string()
-                          : rt.output_dir;
+  report.output_dir = rt.output_dir.empty() ? layout.model.dir : rt.output_dir;
+  const ModelFiles model_files{report.output_dir};
   make_directories(report.output_dir);
-  const std::string checkpoint = (fs::path(report.output_dir) / "checkpoint.pth").string();
+  const std::string checkpoint = model_files.checkpoint();
   CheckpointState state;
   state.args = {{"arch", h.arch},
                 {"patch_size", std::to_string(h.patch_size)},
@@ -236,7 +236,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   crops.std = ms.std;
   crops.rgb = c.meta.images_are_RGB;
   crops.scale_augmentation_to_crop = h.scale_augmentation_to_crop;
-  crops.vflip = h.vflip < 0 ? !crops.rgb : h.vflip == 1;  // the pipeline's reference by default
+  crops.vflip = h.vflip.value_or(!crops.rgb);  // the pipeline's reference by default
   if (crops.rgb && ms.mean.size() != 3) {
     throw ConfigError(c.source + ": meta.images_are_RGB is set but the selected channels are " +
                       std::to_string(ms.mean.size()) + " (the mean/std file); DINO's RGB pipeline needs 3");
@@ -247,7 +247,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   // process, is one thread here).
   const int loader_threads = rt.loader_threads > 0 ? rt.loader_threads : std::max(1, c.train.num_workers);
   std::unique_ptr<OnlineKnn> online_knn;
-  const std::string metrics_file = (fs::path(report.output_dir) / "metrics.jsonl").string();
+  const std::string metrics_file = model_files.metrics();
   if (writer && h.online_knn_every > 0) {
     online_knn = std::make_unique<OnlineKnn>(ds, c, transform, ms, h.online_knn_images);
     if (state.epoch == 0 && state.iteration == 0) {  // the untrained teacher: the level to beat
@@ -418,10 +418,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     if (writer) save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
     if (watchdog) watchdog->progress("the end of epoch " + std::to_string(epoch + 1));  // after the write
     if (writer && c.train.saveckp_freq > 0 && epoch % c.train.saveckp_freq == 0) {
-      char name[32];
-      std::snprintf(name, sizeof name, "checkpoint%04d.pth", epoch);
-      save_checkpoint((fs::path(report.output_dir) / name).string(), student, teacher, optimizer, loss,
-                      state);
+      save_checkpoint(model_files.epoch_checkpoint(epoch), student, teacher, optimizer, loss, state);
     }
     const double steps = static_cast<double>(std::max<std::size_t>(loss_count, 1));
     report.last_epoch_loss = loss_count > 0 ? loss_sum / static_cast<double>(loss_count) : 0;
@@ -440,7 +437,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
           {"train_loss", report.last_epoch_loss},   {"train_lr", lr},       {"train_wd", wd},
           {"train_teacher_entropy", entropy_epoch}, {"train_kl", kl_epoch}, {"epoch", epoch}};
       if (knn_top1) log_line["online_knn_top1"] = *knn_top1;
-      append_line((fs::path(report.output_dir) / "log.txt").string(), log_line.dump());
+      append_line(model_files.training_log(), log_line.dump());
       nlohmann::json epoch_record{{"record", "epoch"},
                                   {"epoch", epoch},
                                   {"loss", report.last_epoch_loss},

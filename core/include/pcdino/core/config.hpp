@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,9 +68,9 @@ struct DinoHyperparameters {
   /// as much relative to its size as DINO blurs a 224-px one. Crops of 224/96 px are unchanged; false keeps
   /// the reference's pixel values at every crop size.
   bool scale_augmentation_to_crop = true;
-  /// Vertical flip with p 0.5: -1 = the pipeline's reference (scDINO's channel-wise pipeline flips, DINO's
-  /// RGB pipeline does not), 0 = never, 1 = always offered. Written `vflip: true|false|null`.
-  int vflip = -1;
+  /// Vertical flip with p 0.5; unset = the pipeline's reference (scDINO's channel-wise pipeline flips,
+  /// DINO's RGB pipeline does not). Written `vflip: true|false|null`.
+  std::optional<bool> vflip;
   /// Transformer blocks of the ViT; 0 = the arch's (12). Fewer blocks train faster on CPUs.
   int depth = 0;
   /// Every this many epochs (and after the last), a kNN top-1 of the teacher's CLS features on a fixed
@@ -124,11 +125,6 @@ struct DownstreamConfig {
     int random_state = 42;
   } umap_eval;
 };
-
-/// The stages of the pipeline in submission order, by the names `pcdino submit --stages` and
-/// `slurm.time_limit` use.
-inline constexpr std::array<const char*, 6> kPipelineStages = {"meanstd", "train", "extract",
-                                                               "labels",  "knn",   "plots"};
 
 /// `slurm:` the resources `pcdino submit` asks Slurm for (a pcdino section: the workshop wrote them into its
 /// .slurm files). Task counts come from train_scDINO.nnodes and num_gpus (training) and
@@ -193,8 +189,35 @@ PipelineConfig load_config(const std::string& path, const std::vector<ConfigOver
 PipelineConfig parse_config(const std::string& yaml_text, const std::string& name,
                             const std::vector<ConfigOverride>& overrides = {});
 
-/// The complete effective configuration (every key, defaults included) as YAML that load_config() reads
-/// back to an equal configuration; written beside each run's outputs as run_config_dump.yaml.
+/// The complete effective configuration (every key of the schema, defaults included) as YAML that
+/// load_config() reads back to an equal configuration; written beside each run's outputs as
+/// run_config_dump.yaml.
 std::string dump_config(const PipelineConfig& config);
+
+/// One key of the configuration schema. The schema (core/src/config.cpp) names each key once; reading,
+/// checking, the dump, overrides, the stages' resume hashes and `pcdino config --schema` all follow it.
+struct ConfigKey {
+  std::string path;           ///< dotted key path, e.g. "train_scDINO.hyperparameters.lr"
+  std::string type;           ///< "integer", "number", "bool", "string", "[low, high]", ...
+  std::string allowed;        ///< the values it accepts beyond its type ("> 0", "adamw"); "" = any
+  std::string default_value;  ///< as dump_config() writes it
+  std::string doc;            ///< what it does, one sentence or two
+  bool locates = false;       ///< names where the run's outputs go (output_dir, name_of_run), not what
+                              ///< they are: no stage's resume hash covers it
+};
+
+/// Every key, in the order of the file (sections as in the workshop's scDINO_full_pipeline.yaml).
+const std::vector<ConfigKey>& config_schema();
+
+/// The schema's entry for `path`. Throws ConfigError for a path the schema does not know.
+const ConfigKey& config_key(const std::string& path);
+
+/// The value of key `path` in `config` as dump_config() writes it (YAML, flow style), e.g. "0.0005",
+/// "[0.4, 1]", "\"teacher\"". Throws ConfigError for a path the schema does not know.
+std::string config_value(const PipelineConfig& config, const std::string& path);
+
+/// The schema as a Markdown table (key, type, default, accepted values, what it does): the README's
+/// "Configuration keys" section, printed by `pcdino config --schema`.
+std::string config_schema_markdown();
 
 }  // namespace pcdino

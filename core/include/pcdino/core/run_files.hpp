@@ -1,15 +1,64 @@
-// Names and formats of the files a run leaves in `{output_dir}/{name_of_run}/`, shared by the stages that
-// write and read them. The names are scDINO's, so that its users find what they expect.
+// The run layout: every path a run has under `{output_dir}/{name_of_run}/`, named here once and used by the
+// stages that write and read them (tests/core/test_run_layout.sh checks that no other source spells them).
+// The names are the workshop's and scDINO's, so that its users and their scripts find what they expect:
+//
+//   mean_and_std_of_dataset.txt  run_config_dump.yaml  skipped_images.txt        (meanstd)
+//   scDINO_ViTs/{dino_vit_name}/ checkpoint.pth checkpoint{epoch:04}.pth log.txt metrics.jsonl  (train)
+//   CLS_features/                features.h5, channel{_names}_model_{model}_features.csv,
+//                                class_labels.csv, image_paths.csv                (extract, labels)
+//   kNN/                         global_kNN.txt knn.json                          (knn)
+//   plots/                       index.html and the figures                       (plots)
+//   logs/                        submitted_pipeline.yaml pipeline_jobs.json {stage}.sbatch
+//                                {stage}.complete {stage}_out_{job}.out {stage}_err_{job}.err  (submit)
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "pcdino/core/config.hpp"
+
 namespace pcdino {
 
-inline constexpr const char* kMeanStdFile = "mean_and_std_of_dataset.txt";
-inline constexpr const char* kConfigDumpFile = "run_config_dump.yaml";
-inline constexpr const char* kSkippedImagesFile = "skipped_images.txt";
+/// The files of one model folder (`scDINO_ViTs/{dino_vit_name}/`, or a folder given on the command line).
+struct ModelFiles {
+  std::string dir;
+  std::string checkpoint() const;                 ///< checkpoint.pth: the latest, resumed from
+  std::string epoch_checkpoint(int epoch) const;  ///< checkpoint{epoch:04}.pth (saveckp_freq)
+  std::string training_log() const;               ///< log.txt: one JSON line per epoch (DINO's)
+  std::string metrics() const;                    ///< metrics.jsonl: pcdino's per-iteration records
+};
+
+/// Every path under a run's folder. All members are full paths.
+struct RunLayout {
+  explicit RunLayout(const PipelineConfig& config);
+
+  std::string run_dir;           ///< {output_dir}/{name_of_run}
+  std::string mean_std;          ///< mean_and_std_of_dataset.txt
+  std::string config_dump;       ///< run_config_dump.yaml: the effective configuration of the meanstd stage
+  std::string skipped_images;    ///< skipped_images.txt (meta.skip_corrupt)
+  ModelFiles model;              ///< scDINO_ViTs/{dino_vit_name}/
+  std::string features_dir;      ///< CLS_features/
+  std::string features;          ///< CLS_features/features.h5
+  std::string knn_dir;           ///< kNN/
+  std::string knn_text;          ///< kNN/global_kNN.txt (the workshop's lines)
+  std::string knn_json;          ///< kNN/knn.json
+  std::string plots_dir;         ///< plots/
+  std::string plots_index;       ///< plots/index.html
+  std::string logs_dir;          ///< logs/
+  std::string submitted_config;  ///< logs/submitted_pipeline.yaml: the configuration the jobs read
+  std::string job_state;         ///< logs/pipeline_jobs.json: job ids of the last submission
+
+  std::string stage_script(const std::string& stage) const;  ///< logs/{stage}.sbatch
+  std::string stage_marker(const std::string& stage) const;  ///< logs/{stage}.complete
+  /// logs/{stage}_out_{job}.out (or _err_ .err with `error`); job "%j" gives sbatch's pattern.
+  std::string stage_output(const std::string& stage, const std::string& job, bool error) const;
+};
+
+/// The CSV exports in a features folder: scDINO's `channel{channel_names}_model_{model}_features.csv`,
+/// `class_labels.csv` and `image_paths.csv`.
+std::string features_csv(const std::string& dir, const std::string& channel_names, const std::string& model);
+std::string class_labels_csv(const std::string& dir);
+std::string image_paths_csv(const std::string& dir);
 
 /// Per-channel normalisation statistics, in the order of the selected channels.
 struct MeanStdValues {

@@ -19,9 +19,6 @@
 
 namespace pcdino {
 
-inline constexpr const char* kFeaturesDir = "CLS_features";
-inline constexpr const char* kFeaturesFile = "features.h5";
-
 struct FeatureSet {
   std::size_t rows = 0;                  ///< N
   std::size_t dim = 0;                   ///< D

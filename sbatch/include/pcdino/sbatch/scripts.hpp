@@ -1,9 +1,5 @@
-// The pipeline's stages as Slurm batch scripts: which stage waits for which, what each one's completion
-// marker records, and the script text `pcdino submit` writes into `{run_dir}/logs/`.
-//
-// The chain (workshop order; labels need no model, so they run beside the features):
-//   meanstd -> train -> extract --+--> knn -> plots
-//   labels ------------------------+
+// The pipeline's stages (core/stages.hpp's table) as Slurm batch scripts: the submission plan, what each
+// stage's completion marker records, and the script text `pcdino submit` writes into `{run_dir}/logs/`.
 #pragma once
 
 #include <map>
@@ -12,13 +8,14 @@
 #include <vector>
 
 #include "pcdino/core/config.hpp"
+#include "pcdino/core/stages.hpp"
 
 namespace pcdino::sbatch {
 
-/// A stage's name as in kPipelineStages ("meanstd", "train", ...).
+/// A stage's name as in pipeline_stages() ("meanstd", "train", ...).
 using Stage = std::string;
 
-/// Every stage in submission order (kPipelineStages).
+/// Every stage's name in submission order (pipeline_stages()).
 std::vector<Stage> all_stages();
 
 /// The stages `stage` reads the outputs of (direct dependencies only).
@@ -29,23 +26,10 @@ std::vector<Stage> stage_dependencies(const Stage& stage);
 std::vector<Stage> parse_stages(const std::string& list, const std::string& origin);
 
 /// One hash per stage (16 hex digits, FNV-1a 64 of text) of the configuration that decides its outputs:
-/// the `meta` keys (not output_dir or name_of_run, which name where the run is), the stage's own section
-/// and the hashes of the stages it depends on, so that a changed key re-runs its stage and everything
-/// after it. The `slurm` section decides none.
+/// the schema's keys that the stage's row reads (StageSpec::reads; not output_dir or name_of_run, which
+/// name where the run is) and the hashes of the stages it depends on, so that a changed key re-runs the
+/// stages that read it and everything after them. The `slurm` section decides none.
 std::map<Stage, std::string> stage_config_hashes(const PipelineConfig& config);
-
-/// Where a run's submission files live: `{run_dir}/logs/`.
-struct RunFiles {
-  std::string logs_dir;     ///< {run_dir}/logs
-  std::string config_file;  ///< logs/submitted_pipeline.yaml: the configuration the jobs read
-  std::string state_file;   ///< logs/pipeline_jobs.json: job ids of the last submission
-
-  explicit RunFiles(const PipelineConfig& config);
-  std::string script(const Stage& stage) const;  ///< logs/{stage}.sbatch
-  std::string marker(const Stage& stage) const;  ///< logs/{stage}.complete: JSON with config_hash
-  /// logs/{stage}_out_{job}.out (or _err_ .err with `error`); job "%j" gives sbatch's pattern.
-  std::string output(const Stage& stage, const std::string& job, bool error) const;
-};
 
 /// The programs a script runs.
 struct ScriptOptions {

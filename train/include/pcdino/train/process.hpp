@@ -13,9 +13,11 @@ void tune_process(char** argv);
 /// OpenBLAS starts one thread per core in every process, so `local_ranks` ranks on one machine run
 /// local_ranks x cores BLAS threads on its cores (two training processes on 2 cores, 2 OpenBLAS threads
 /// each: ~27 images/s each against ~95 with one each, bench/RESULTS.md). Gives OpenBLAS this rank's
-/// share, max(1, cores in this process's affinity mask / local_ranks), through openblas_set_num_threads
-/// when the loaded BLAS is OpenBLAS and the user set neither OPENBLAS_NUM_THREADS nor GOTO_NUM_THREADS.
-/// Returns the threads set, 0 when it set none.
+/// share through openblas_set_num_threads: Slurm's SLURM_CPUS_PER_TASK when the step sets it (a node
+/// without task affinity shows every rank all its cores, and nodes may share a host, as on the local
+/// cluster), else max(1, cores in this process's affinity mask / local_ranks); never more than the mask
+/// holds. Acts only when the loaded BLAS is OpenBLAS and the user set neither OPENBLAS_NUM_THREADS nor
+/// GOTO_NUM_THREADS. Returns the threads set, 0 when it set none.
 int share_blas_threads(int local_ranks);
 
 }  // namespace pcdino::train
