@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/stages.hpp"
 #include "pcdino/sbatch/submitter.hpp"
 
 namespace pcdino::cli {
@@ -44,8 +45,7 @@ void add_submit(CLI::App& app, const std::string& name, bool resume) {
                    : "Submit the whole pipeline (mean/std, train, CLS features, labels, kNN, plots) as Slurm "
                      "jobs chained with --dependency=afterok");
   add_config_options(sub, args->config, true, true);
-  sub->add_option("--stages", args->stages,
-                  "Comma-separated stages to submit: meanstd, train, extract, labels, knn, plots, or all")
+  sub->add_option("--stages", args->stages, "Comma-separated stages to submit: " + stage_names() + ", or all")
       ->capture_default_str();
   sub->add_flag("--dry-run", args->dry_run, "Print the batch scripts and sbatch commands; submit nothing");
   sub->add_option("--program", args->program,
@@ -83,7 +83,7 @@ void add_pipeline_commands(CLI::App& app) {
   auto logs = std::make_shared<PipelineArgs>();
   CLI::App* lg = app.add_subcommand("logs", "Tail of one stage's job output ({stage}_out_*.out, _err_*.err)");
   add_config_options(lg, logs->config, true, true);
-  lg->add_option("stage", logs->stage, "meanstd, train, extract, labels, knn or plots")->required();
+  lg->add_option("stage", logs->stage, "One of " + stage_names())->required();
   lg->add_option("-n,--lines", logs->lines, "Lines from the end of each file")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -496,14 +496,15 @@ std::vector<Entry> make_schema() {
           "which folder names an image's class: 0 its parent, 1 the one above, ..."),
       key("meta.train_datasetsplit_fraction", PCDINO_MEMBER(meta.train_datasetsplit_fraction),
           in_range(0, true, 1, false), "share of the images that training sees; the rest is held out for kNN"),
-      key("meta.seed", PCDINO_MEMBER(meta.seed), {},
+      key("meta.seed", PCDINO_MEMBER(meta.seed), {"[0, 4294967295]", nullptr},  // the converter checks it
           "seed of the split (numpy's permutation), the initial weights and the augmentations"),
       key("meta.images_are_RGB", PCDINO_MEMBER(meta.images_are_RGB), any_bool,
           "3-channel photographs: DINO's colour augmentations instead of scDINO's per-channel brightness"),
-      key("meta.channel_dict", PCDINO_MEMBER(meta.channel_dict), {},
+      key("meta.channel_dict", PCDINO_MEMBER(meta.channel_dict),
+          {"index >= 0; names without '_' or '/'", nullptr},  // the converter checks it
           "channel index -> name (no '_' or '/': names become parts of file names)"),
       key("meta.selected_channel_combination_per_run", PCDINO_MEMBER(meta.selected_channel_combination_per_run),
-          {}, "channel combinations (\"01234\", \"0,1,10\" or [0, 1]); stages use the first; empty = all"),
+          {"indices >= 0, each once per combination", nullptr}, "channel combinations (\"01234\", \"0,1,10\" or [0, 1]); stages use the first; empty = all"),
       key("meta.center_crop", PCDINO_MEMBER(meta.center_crop), at_least(0),
           "side in pixels of a centre crop taken from every image first; 0 = none"),
       key("meta.skip_corrupt", PCDINO_MEMBER(meta.skip_corrupt), any_bool,

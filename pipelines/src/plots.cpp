@@ -6,7 +6,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -118,67 +117,26 @@ struct Renderer {
   }
 };
 
-struct EpochRow {
-  int epoch;
-  double loss, lr;
-};
-
-// Calls `record` with each non-blank line of the JSON-lines file `path`; a line that is not JSON or that
-// `record` cannot use (a json::exception) is a DataError naming the file, the line and `what` it should be.
-void for_each_json_line(const std::string& path, const std::string& what,
-                        const std::function<void(const json&)>& record) {
-  std::ifstream in(path);
-  std::string line;
-  int number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    try {
-      record(json::parse(line));
-    } catch (const json::exception& e) {
-      throw DataError(path + ":" + std::to_string(number) + ": not " + what + " (" + e.what() + ")");
-    }
-  }
-}
-
-std::vector<EpochRow> read_training_log(const std::string& path) {
-  std::vector<EpochRow> rows;
-  for_each_json_line(path, "a training log line with epoch, train_loss and train_lr", [&rows](const json& j) {
-    rows.push_back(
-        {j.at("epoch").get<int>(), j.at("train_loss").get<double>(), j.at("train_lr").get<double>()});
-  });
-  return rows;
-}
-
-// The trainer's metrics.jsonl (beside log.txt): one "iteration" record every 10 iterations and one "epoch"
-// record per epoch, both with the online kNN's top-1 when it ran, and a "start" record with the untrained
-// teacher's.
-struct IterationRow {
-  long iteration;
-  double loss, lr, momentum, entropy, kl;
-};
+// The trainer's metrics.jsonl as the plots use it: the iteration records, and the online kNN's top-1 at
+// the last iteration before each "start" or "epoch" record that carries one.
 struct KnnPoint {
-  long iteration;  // the last iteration of the epoch
+  long iteration;
   double top1;
 };
 struct TrainingMetrics {
-  std::vector<IterationRow> iterations;
+  std::vector<MetricsRecord> iterations;
   std::vector<KnnPoint> online_knn;
 };
 
-TrainingMetrics read_metrics(const std::string& path) {
+TrainingMetrics plotted_metrics(const std::vector<MetricsRecord>& records) {
   TrainingMetrics m;
-  for_each_json_line(path, "a training metrics record", [&m](const json& j) {
-    const std::string record = j.value("record", "");
-    if (record == "iteration") {
-      m.iterations.push_back({j.at("iteration").get<long>(), j.at("loss").get<double>(),
-                              j.at("lr").get<double>(), j.at("momentum").get<double>(),
-                              j.at("teacher_entropy").get<double>(), j.at("kl").get<double>()});
-    } else if ((record == "epoch" || record == "start") && j.contains("online_knn_top1")) {
-      m.online_knn.push_back(
-          {m.iterations.empty() ? 0 : m.iterations.back().iteration, j.at("online_knn_top1").get<double>()});
+  for (const auto& r : records) {
+    if (r.kind == MetricsRecord::Kind::kIteration) {
+      m.iterations.push_back(r);
+    } else if (r.online_knn_top1) {
+      m.online_knn.push_back({m.iterations.empty() ? 0 : m.iterations.back().iteration, *r.online_knn_top1});
     }
-  });
+  }
   return m;
 }
 
@@ -267,17 +225,17 @@ PlotsReport run_plots_stage(const PipelineConfig& config, const PlotsOptions& op
          1100, 800);
 
   // Training curves: per logged iteration from metrics.jsonl, else per epoch from log.txt.
-  std::vector<EpochRow> epochs;
+  std::vector<TrainingLogLine> epochs;
   if (fs::exists(log_file)) epochs = read_training_log(log_file);
   const std::string metrics_file = ModelFiles{fs::path(log_file).parent_path().string()}.metrics();
   TrainingMetrics metrics;
-  if (fs::exists(metrics_file)) metrics = read_metrics(metrics_file);
+  if (fs::exists(metrics_file)) metrics = plotted_metrics(read_metrics(metrics_file));
   const std::string title = gp_string("DINO training: " + config.meta.name_of_run);
   if (!metrics.iterations.empty()) {
     std::string rows;
     for (const auto& r : metrics.iterations) {
       rows += std::to_string(r.iteration) + " " + fixed(r.loss, 6) + " " + fmt::format("{:.6e}", r.lr) + " " +
-              fixed(r.momentum, 6) + " " + fixed(r.entropy, 6) + " " + fixed(r.kl, 6) + "\n";
+              fixed(r.momentum, 6) + " " + fixed(r.teacher_entropy, 6) + " " + fixed(r.kl, 6) + "\n";
     }
     write_file_atomic((fs::path(report.directory) / "training.dat").string(), rows);
     render("training",

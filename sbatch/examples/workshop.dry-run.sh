@@ -3,7 +3,7 @@
 # ---- /fsx/output/workshop/logs/meanstd.sbatch ----
 #!/bin/bash
 # pcdino pipeline 'workshop', stage meanstd: per-channel mean and std of the dataset.
-# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 1358f417c68d2364.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 10c22c6f2c1b6f0d.
 #SBATCH --job-name=workshop-meanstd
 #SBATCH --output=/fsx/output/workshop/logs/meanstd_out_%j.out
 #SBATCH --error=/fsx/output/workshop/logs/meanstd_err_%j.err
@@ -26,13 +26,13 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage meanstd failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "meanstd", "config_hash": "1358f417c68d2364", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+printf '{"stage": "meanstd", "config_hash": "10c22c6f2c1b6f0d", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
   "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/meanstd.complete.tmp && mv -f /fsx/output/workshop/logs/meanstd.complete.tmp /fsx/output/workshop/logs/meanstd.complete
 
 # ---- /fsx/output/workshop/logs/train.sbatch ----
 #!/bin/bash
 # pcdino pipeline 'workshop', stage train: DINO pretraining of the ViT.
-# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash a9a01a954f7e9342.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 29f67e64eb90c2fd.
 #SBATCH --job-name=workshop-train
 #SBATCH --output=/fsx/output/workshop/logs/train_out_%j.out
 #SBATCH --error=/fsx/output/workshop/logs/train_err_%j.err
@@ -76,13 +76,13 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage train failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "train", "config_hash": "a9a01a954f7e9342", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+printf '{"stage": "train", "config_hash": "29f67e64eb90c2fd", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
   "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/train.complete.tmp && mv -f /fsx/output/workshop/logs/train.complete.tmp /fsx/output/workshop/logs/train.complete
 
 # ---- /fsx/output/workshop/logs/extract.sbatch ----
 #!/bin/bash
 # pcdino pipeline 'workshop', stage extract: CLS features of the held-out images.
-# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash c4eaab1aee5e0d50.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 74c968a9609ed6f0.
 #SBATCH --job-name=workshop-extract
 #SBATCH --output=/fsx/output/workshop/logs/extract_out_%j.out
 #SBATCH --error=/fsx/output/workshop/logs/extract_err_%j.err
@@ -118,13 +118,13 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage extract failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "extract", "config_hash": "c4eaab1aee5e0d50", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+printf '{"stage": "extract", "config_hash": "74c968a9609ed6f0", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
   "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/extract.complete.tmp && mv -f /fsx/output/workshop/logs/extract.complete.tmp /fsx/output/workshop/logs/extract.complete
 
 # ---- /fsx/output/workshop/logs/labels.sbatch ----
 #!/bin/bash
 # pcdino pipeline 'workshop', stage labels: class labels of the held-out images.
-# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash b88e5c16670940f3.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash cd1602b7e0ed905c.
 #SBATCH --job-name=workshop-labels
 #SBATCH --output=/fsx/output/workshop/logs/labels_out_%j.out
 #SBATCH --error=/fsx/output/workshop/logs/labels_err_%j.err
@@ -148,13 +148,13 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage labels failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "labels", "config_hash": "b88e5c16670940f3", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+printf '{"stage": "labels", "config_hash": "cd1602b7e0ed905c", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
   "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/labels.complete.tmp && mv -f /fsx/output/workshop/logs/labels.complete.tmp /fsx/output/workshop/logs/labels.complete
 
 # ---- /fsx/output/workshop/logs/knn.sbatch ----
 #!/bin/bash
 # pcdino pipeline 'workshop', stage knn: weighted kNN evaluation of the CLS features.
-# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 4cba115e3937b5db.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash e19f39ff71c47d47.
 #SBATCH --job-name=workshop-knn
 #SBATCH --output=/fsx/output/workshop/logs/knn_out_%j.out
 #SBATCH --error=/fsx/output/workshop/logs/knn_err_%j.err
@@ -178,13 +178,13 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage knn failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "knn", "config_hash": "4cba115e3937b5db", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+printf '{"stage": "knn", "config_hash": "e19f39ff71c47d47", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
   "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/knn.complete.tmp && mv -f /fsx/output/workshop/logs/knn.complete.tmp /fsx/output/workshop/logs/knn.complete
 
 # ---- /fsx/output/workshop/logs/plots.sbatch ----
 #!/bin/bash
 # pcdino pipeline 'workshop', stage plots: UMAP, training curves, kNN plots and index.html.
-# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash cebbad9f282c0fd6.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 12ddfba09bbd708a.
 #SBATCH --job-name=workshop-plots
 #SBATCH --output=/fsx/output/workshop/logs/plots_out_%j.out
 #SBATCH --error=/fsx/output/workshop/logs/plots_err_%j.err
@@ -208,7 +208,7 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage plots failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "plots", "config_hash": "cebbad9f282c0fd6", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+printf '{"stage": "plots", "config_hash": "12ddfba09bbd708a", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
   "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/plots.complete.tmp && mv -f /fsx/output/workshop/logs/plots.complete.tmp /fsx/output/workshop/logs/plots.complete
 
 # ---- sbatch commands ----

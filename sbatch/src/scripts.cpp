@@ -26,6 +26,9 @@ std::uint64_t fnv1a(const std::string& text) {
   return h;
 }
 
+// Version of the hashed text below (v1: a dump of the stage's sections, up to 1c02a51).
+constexpr const char* kStageHashFormat = "pcdino stage hash v2";
+
 // The keys that decide a stage's outputs, one "path=value" line each, in the schema's order.
 std::string stage_inputs(const PipelineConfig& config, const StageSpec& stage) {
   std::string text;
@@ -54,7 +57,11 @@ std::vector<Stage> parse_stages(const std::string& list, const std::string& orig
   std::stringstream in(list);
   std::string name;
   while (std::getline(in, name, ',')) {
-    stage_spec(name, origin + " " + list);  // throws for an unknown name
+    const auto& stages = pipeline_stages();
+    if (std::none_of(stages.begin(), stages.end(), [&](const StageSpec& s) { return name == s.name; })) {
+      throw ConfigError(origin + " " + list + ": '" + name + "' is not a stage (" + stage_names() +
+                        " or all)");
+    }
     wanted.insert(name);
   }
   if (wanted.empty()) throw ConfigError(origin + ": expected a comma-separated list of stages");
@@ -68,7 +75,9 @@ std::vector<Stage> parse_stages(const std::string& list, const std::string& orig
 std::map<Stage, std::string> stage_config_hashes(const PipelineConfig& config) {
   std::map<Stage, std::string> hashes;
   for (const auto& stage : all_stages()) {  // submission order: dependencies first
-    std::string text = stage + "\n" + stage_inputs(config, stage_spec(stage));
+    // The format's version first: a change in how the text is made reruns every stage once, on purpose.
+    std::string text =
+        std::string(kStageHashFormat) + "\n" + stage + "\n" + stage_inputs(config, stage_spec(stage));
     for (const auto& dep : stage_dependencies(stage)) text += dep + "=" + hashes.at(dep) + "\n";
     hashes[stage] = fmt::format("{:016x}", fnv1a(text));
   }

@@ -6,9 +6,38 @@ source "$(dirname "$0")/../lib/assert.sh"
 
 run "$PCDINO_BIN" --help
 assert_rc 0 "--help"
-for sub in dataset meanstd train extract labels knn plots submit status logs cancel resume cluster ami; do
+for sub in dataset meanstd train extract labels knn plots submit status logs cancel resume config cluster ami; do
   assert_contains "$OUT" "  $sub" "--help lists '$sub'"
 done
+
+# Every stage of the stage table (listed by `submit --help`) is a subcommand of its own name.
+run "$PCDINO_BIN" submit --help
+stages=$(sed -n 's/.*Comma-separated stages to submit: \(.*\), or all.*/\1/p' <<<"$OUT" | tr -d ',')
+assert_contains "$stages" "train" "submit --help lists the stage table"
+for stage in $stages; do
+  run "$PCDINO_BIN" "$stage" --help
+  assert_rc 0 "stage '$stage' is a pcdino subcommand"
+done
+
+# The configuration schema and a file's effective configuration.
+run "$PCDINO_BIN" config --schema
+assert_rc 0 "config --schema"
+assert_contains "$OUT" "| key | type | default | accepts | what it does |" "the schema is a Markdown table"
+assert_contains "$OUT" "| \`train_scDINO.hyperparameters.lr\` | number | \`0.0005\` | > 0 |" "a key with its default and rule"
+run "$PCDINO_BIN" config
+assert_rc 64 "config needs a file or --schema"
+cli_tmp=$(mktemp -d)
+printf 'meta:\n  seed: 3\n' >"$cli_tmp/p.yaml"
+run "$PCDINO_BIN" config "$cli_tmp/p.yaml" --set train_scDINO.epochs=7
+assert_rc 0 "config FILE prints the effective configuration"
+assert_contains "$OUT" "  seed: 3" "the file's value"
+assert_contains "$OUT" "  epochs: 7" "the override"
+assert_contains "$OUT" "    optimizer: \"adamw\"" "the defaults of keys the file leaves out"
+printf 'meta:\n  sede: 3\n' >"$cli_tmp/bad.yaml"
+run "$PCDINO_BIN" config "$cli_tmp/bad.yaml"
+assert_rc 78 "config of a file with an unknown key"
+assert_contains "$ERR" "bad.yaml:2:3: meta.sede: unknown key (did you mean 'meta.seed'?)" "named with line and column"
+rm -rf "$cli_tmp"
 
 run "$PCDINO_BIN" --version
 assert_rc 0 "--version"

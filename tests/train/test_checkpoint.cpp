@@ -43,7 +43,8 @@ TEST(Checkpoint, RoundTripIsBitExactAndPythonReadsIt) {
   loss(student->forward(crops), t_out, 0).backward();
   opt.step();
   const std::string path = d / "checkpoint.pth";
-  save_checkpoint(path, student, teacher, opt, loss, {3, 0, {{"arch", "vit_tiny"}, {"patch_size", "4"}}});
+  save_checkpoint(path, student, teacher, opt, loss,
+                  {3, 0, {{"arch", "vit_tiny"}, {"patch_size", "4"}}, {}, {}});
   const auto rng_after_save = torch::rand({3});
 
   torch::manual_seed(999);  // a different generator state and fresh weights

@@ -230,7 +230,9 @@ TEST(Training, EmaFrozenLastLayerAndClipping) {
   const auto norms = clip_gradients(*student, 0.5);
   ASSERT_FALSE(norms.empty());
   for (const auto& p : student->parameters()) {
-    if (p.grad().defined()) EXPECT_LE(p.grad().norm().item<double>(), 0.5 + 1e-4);
+    if (p.grad().defined()) {
+      EXPECT_LE(p.grad().norm().item<double>(), 0.5 + 1e-4);
+    }
   }
 }
 

@@ -9,7 +9,6 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "pcdino/core/dataset.hpp"
@@ -27,6 +26,7 @@
 #include "pcdino/train/online_knn.hpp"
 #include "pcdino/train/process.hpp"
 #include "pcdino/train/schedules.hpp"
+#include "pcdino/train/watchdog.hpp"
 
 namespace pcdino::train {
 
@@ -254,7 +254,9 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
       const double top1 = online_knn->top1(teacher->backbone, device);
       spdlog::info("online kNN top-1 before training {:.2f}% ({} held-out images, k {}, T {})", top1,
                    online_knn->images(), OnlineKnn::kK, OnlineKnn::kTemperature);
-      append_line(metrics_file, nlohmann::json{{"record", "start"}, {"online_knn_top1", top1}}.dump());
+      MetricsRecord start;
+      start.kind = MetricsRecord::Kind::kStart, start.online_knn_top1 = top1;
+      append_line(metrics_file, format_metrics_record(start));
     }
   }
 
@@ -263,8 +265,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   const auto gather_generator_states = [&] {
     if (ranks <= 1) return;
     const auto to_bytes = [](const torch::Tensor& t) {
-      const auto c = t.contiguous();
-      return std::string(static_cast<const char*>(c.data_ptr()), static_cast<std::size_t>(c.numel()));
+      const auto dense = t.contiguous();
+      return std::string(static_cast<const char*>(dense.data_ptr()), static_cast<std::size_t>(dense.numel()));
     };
     const auto to_tensor = [](const std::string& bytes) {
       return torch::from_blob(const_cast<char*>(bytes.data()), {static_cast<int64_t>(bytes.size())},
@@ -361,16 +363,13 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
         const double window_entropy =
             (entropy_total - window_entropy_start) / static_cast<double>(window_count);
         const double mean_loss = window_loss / static_cast<double>(window_count);
-        append_line(metrics_file, nlohmann::json{{"record", "iteration"},
-                                                 {"epoch", epoch},
-                                                 {"iteration", global_it + 1},
-                                                 {"loss", mean_loss},
-                                                 {"teacher_entropy", window_entropy},
-                                                 {"kl", mean_loss - window_entropy},
-                                                 {"lr", lr},
-                                                 {"wd", wd},
-                                                 {"momentum", momentum}}
-                                      .dump());
+        MetricsRecord record;
+        record.kind = MetricsRecord::Kind::kIteration, record.epoch = epoch;
+        record.iteration = static_cast<long>(global_it) + 1;
+        record.loss = mean_loss, record.teacher_entropy = window_entropy,
+        record.kl = mean_loss - window_entropy;
+        record.lr = lr, record.wd = wd, record.momentum = momentum;
+        append_line(metrics_file, format_metrics_record(record));
         window_entropy_start = entropy_total;
         window_loss = 0;
         window_count = 0;
@@ -433,28 +432,16 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     const double images_per_second = static_cast<double>(loss_count * global_batch) / std::max(seconds, 1e-9);
     const double eta = (epochs - epoch - 1) * seconds;
     if (writer) {
-      nlohmann::json log_line{
-          {"train_loss", report.last_epoch_loss},   {"train_lr", lr},       {"train_wd", wd},
-          {"train_teacher_entropy", entropy_epoch}, {"train_kl", kl_epoch}, {"epoch", epoch}};
-      if (knn_top1) log_line["online_knn_top1"] = *knn_top1;
-      append_line(model_files.training_log(), log_line.dump());
-      nlohmann::json epoch_record{{"record", "epoch"},
-                                  {"epoch", epoch},
-                                  {"loss", report.last_epoch_loss},
-                                  {"teacher_entropy", entropy_epoch},
-                                  {"kl", kl_epoch},
-                                  {"lr", lr},
-                                  {"wd", wd},
-                                  {"momentum", momentum},
-                                  {"images_per_second", images_per_second},
-                                  {"seconds_per_step",
-                                   {{"data_wait", phases.data / steps},
-                                    {"forward", phases.forward / steps},
-                                    {"backward", phases.backward / steps},
-                                    {"update", phases.update / steps}}},
-                                  {"eta_seconds", eta}};
-      if (knn_top1) epoch_record["online_knn_top1"] = *knn_top1;
-      append_line(metrics_file, epoch_record.dump());
+      append_line(model_files.training_log(), format_training_log_line({epoch, report.last_epoch_loss, lr, wd,
+                                                                        entropy_epoch, kl_epoch, knn_top1}));
+      MetricsRecord record;
+      record.kind = MetricsRecord::Kind::kEpoch, record.epoch = epoch;
+      record.loss = report.last_epoch_loss, record.teacher_entropy = entropy_epoch, record.kl = kl_epoch;
+      record.lr = lr, record.wd = wd, record.momentum = momentum, record.online_knn_top1 = knn_top1;
+      record.images_per_second = images_per_second, record.eta_seconds = eta;
+      record.seconds_per_step = {phases.data / steps, phases.forward / steps, phases.backward / steps,
+                                 phases.update / steps};
+      append_line(metrics_file, format_metrics_record(record));
     }
     spdlog::info(
         "epoch {}/{}: seconds per step: data wait {:.3f}, forward {:.3f}, backward {:.3f}, update {:.3f}",

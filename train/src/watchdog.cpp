@@ -1,3 +1,5 @@
+#include "pcdino/train/watchdog.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -7,7 +9,6 @@
 #include <thread>
 
 #include "pcdino/core/error.hpp"
-#include "pcdino/train/comm.hpp"
 
 namespace pcdino::train {
 

@@ -199,7 +199,8 @@ std::string dump_config(const PipelineConfig& config);
 struct ConfigKey {
   std::string path;           ///< dotted key path, e.g. "train_scDINO.hyperparameters.lr"
   std::string type;           ///< "integer", "number", "bool", "string", "[low, high]", ...
-  std::string allowed;        ///< the values it accepts beyond its type ("> 0", "adamw"); "" = any
+  std::string allowed;        ///< the values it accepts beyond its type ("> 0", "one of srun, mpirun",
+                              ///< "only adamw (...)" for a key pcdino does not implement); "" = any
   std::string default_value;  ///< as dump_config() writes it
   std::string doc;            ///< what it does, one sentence or two
   bool locates = false;       ///< names where the run's outputs go (output_dir, name_of_run), not what

@@ -1,5 +1,6 @@
 // The run layout: every path a run has under `{output_dir}/{name_of_run}/`, named here once and used by the
-// stages that write and read them (tests/core/test_run_layout.sh checks that no other source spells them).
+// stages that write and read them (tests/core/test_run_layout.sh checks that no other C++ source of the
+// components joins them into a path; scripts/demo reads two of them for its summary).
 // The names are the workshop's and scDINO's, so that its users and their scripts find what they expect:
 //
 //   mean_and_std_of_dataset.txt  run_config_dump.yaml  skipped_images.txt        (meanstd)
@@ -12,6 +13,7 @@
 //                                {stage}.complete {stage}_out_{job}.out {stage}_err_{job}.err  (submit)
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,5 +75,47 @@ std::string format_mean_std(const MeanStdValues& values);
 /// if it cannot be read, DataError naming the file if it is not such an object or the lists differ in
 /// length or a std is not > 0.
 MeanStdValues read_mean_std(const std::string& path);
+
+/// One line of a model folder's log.txt, one per epoch: main_dino.py's record (`epoch`, `train_loss`,
+/// `train_lr`, `train_wd`) and pcdino's `train_teacher_entropy`, `train_kl` (nats) and `online_knn_top1`
+/// (percent, when the online kNN ran that epoch). Written by the trainer, read by the plots stage.
+struct TrainingLogLine {
+  int epoch = 0;  ///< 0-based, as DINO writes it
+  double loss = 0, lr = 0, wd = 0;
+  std::optional<double> teacher_entropy, kl, online_knn_top1;  ///< absent in DINO's own logs
+};
+
+/// The line as JSON (no newline).
+std::string format_training_log_line(const TrainingLogLine& line);
+
+/// Every line of a log.txt, pcdino's or DINO's own. Throws NoInputError if it cannot be read, DataError
+/// naming the file and line for a line that is not such a record.
+std::vector<TrainingLogLine> read_training_log(const std::string& path);
+
+/// One record of a model folder's metrics.jsonl (JSON lines, pcdino's own): "start" (the untrained
+/// teacher's online kNN), "iteration" (every 10 iterations: means over them) and "epoch" (means over the
+/// epoch, speed and the time per step's phases).
+struct MetricsRecord {
+  enum class Kind { kStart, kIteration, kEpoch };
+  Kind kind = Kind::kIteration;
+  int epoch = 0;       ///< 0-based (iteration and epoch records)
+  long iteration = 0;  ///< iteration records: the last global iteration of the window, 1-based
+  double loss = 0, teacher_entropy = 0, kl = 0;  ///< nats
+  double lr = 0, wd = 0, momentum = 0;           ///< at the record's last iteration
+  std::optional<double> online_knn_top1;         ///< percent; start and epoch records, when it ran
+  // Epoch records only.
+  double images_per_second = 0;
+  double eta_seconds = 0;
+  struct StepPhases {
+    double data_wait = 0, forward = 0, backward = 0, update = 0;  ///< seconds per step
+  } seconds_per_step;
+};
+
+/// The record as JSON (no newline).
+std::string format_metrics_record(const MetricsRecord& record);
+
+/// Every record of a metrics.jsonl. Throws NoInputError if it cannot be read, DataError naming the file
+/// and line for a line that is not such a record.
+std::vector<MetricsRecord> read_metrics(const std::string& path);
 
 }  // namespace pcdino
