@@ -104,10 +104,15 @@ assert_rc 64 "logs needs a stage"
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 printf 'meta:\n  dataset_dir: "%s/none"\n  output_dir: "%s"\n' "$W" "$W" >"$W/p.yaml"
-for setting in optimizer=sgd optimizer=lars use_bn_in_head=true; do
-  run "$PCDINO_BIN" train -c "$W/p.yaml" --set "train_scDINO.hyperparameters.$setting"
+for setting in train_scDINO.hyperparameters.optimizer=sgd train_scDINO.hyperparameters.optimizer=lars \
+  train_scDINO.hyperparameters.use_bn_in_head=true train_scDINO.dist_url=tcp://node1:23456 \
+  downstream_analyses.compute_cls_features.use_weighted_sampler=true \
+  downstream_analyses.attention_visualisation.num_images_per_class=4 \
+  downstream_analyses.attention_visualisation.resize_attention_image=false \
+  downstream_analyses.attention_visualisation.image_size=224 downstream_analyses.umap_eval.topometry_plots=true; do
+  run "$PCDINO_BIN" train -c "$W/p.yaml" --set "$setting"
   assert_rc 78 "train with $setting"
-  assert_contains "$ERR" "train_scDINO.hyperparameters.${setting%%=*}: not implemented" "the key of $setting is named"
+  assert_contains "$ERR" "${setting%%=*}: not implemented" "the key of $setting is named"
 done
 run "$PCDINO_BIN" train -c "$W/p.yaml" --set train_scDINO.hyperparameters.optimizer=adamw \
   --set train_scDINO.hyperparameters.use_bn_in_head=false
