@@ -849,10 +849,10 @@ PipelineConfig parse_config(const std::string& yaml_text, const std::string& nam
   std::vector<std::string> paths;
   for (const auto& k : config_schema()) paths.push_back(k.path);
   const Reader reader(name, overrides, paths);
-  reader.reject_unknown(root, "");  // first, so that a misspelt key is named before its section's values
   PipelineConfig config;
   config.source = name;
   for (const auto& e : schema()) e.read(reader, root, config);
+  reader.reject_unknown(root, "");  // after the values, so that a bad override is named first
   return config;
 }
 

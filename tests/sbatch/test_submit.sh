@@ -139,7 +139,8 @@ assert_contains "$err" "requeueing job $job" "on SIGUSR1 the job requeues itself
 assert_contains "$err" "(start 3)" "the job started three times"
 assert_eq "$(grep -c 'resuming from' <<<"$err")" 2 "and resumed from its checkpoint twice"
 assert_eq "$(scontrol show job -o "$job" | grep -o 'JobState=[A-Z]*')" "JobState=COMPLETED" "it completed"
-run "$P" train -c requeue.yaml --threads 1 --device cpu --model-dir "$W/uninterrupted"
+# As in the job (slurm.cpus_per_task 1): one OpenBLAS thread, so the sums are taken in the same order.
+run env SLURM_CPUS_PER_TASK=1 "$P" train -c requeue.yaml --threads 1 --device cpu --model-dir "$W/uninterrupted"
 assert_rc 0 "the same training without interruption"
 run /usr/bin/python3 - "$MODEL/checkpoint.pth" "$W/uninterrupted/checkpoint.pth" <<'PY'
 import sys, torch
