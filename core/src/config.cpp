@@ -694,8 +694,7 @@ std::vector<Entry> make_schema() {
              // Slurm's --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
              static const std::regex time("([0-9]+-)?[0-9]+(:[0-9]+){0,2}|UNLIMITED");
              for (const auto& [stage, limit] : v) {
-               const auto& stages = pipeline_stages();
-               if (std::none_of(stages.begin(), stages.end(), [&](const StageSpec& s) { return stage == s.name; })) {
+               if (find_stage(stage) == nullptr) {
                  return "'" + stage + "' is not a stage (" + stage_names() + ")";
                }
                if (!std::regex_match(limit, time)) {

@@ -83,10 +83,15 @@ std::string stage_names() {
   return names;
 }
 
-const StageSpec& stage_spec(const std::string& name, const std::string& origin) {
+const StageSpec* find_stage(const std::string& name) {
   for (const auto& s : pipeline_stages()) {
-    if (name == s.name) return s;
+    if (name == s.name) return &s;
   }
+  return nullptr;
+}
+
+const StageSpec& stage_spec(const std::string& name, const std::string& origin) {
+  if (const StageSpec* s = find_stage(name)) return *s;
   throw ConfigError(origin + ": '" + name + "' is not a stage (" + stage_names() + ")");
 }
 

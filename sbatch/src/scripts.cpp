@@ -57,8 +57,7 @@ std::vector<Stage> parse_stages(const std::string& list, const std::string& orig
   std::stringstream in(list);
   std::string name;
   while (std::getline(in, name, ',')) {
-    const auto& stages = pipeline_stages();
-    if (std::none_of(stages.begin(), stages.end(), [&](const StageSpec& s) { return name == s.name; })) {
+    if (find_stage(name) == nullptr) {
       throw ConfigError(origin + " " + list + ": '" + name + "' is not a stage (" + stage_names() +
                         " or all)");
     }

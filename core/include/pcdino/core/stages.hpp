@@ -41,6 +41,9 @@ struct StageSpec {
 /// Every stage in submission order (a stage comes after the stages it waits for).
 const std::vector<StageSpec>& pipeline_stages();
 
+/// The row of stage `name`, or nullptr when no stage has that name.
+const StageSpec* find_stage(const std::string& name);
+
 /// The row of stage `name`. Throws ConfigError naming `origin` (e.g. "--stages") and the known stages.
 const StageSpec& stage_spec(const std::string& name, const std::string& origin = "stage");
 
