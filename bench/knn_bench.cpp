@@ -70,14 +70,16 @@ void BM_DinoLibTorchDense(benchmark::State& state) {  // the baseline: eval_knn.
 
 void BM_PcdinoFaiss(benchmark::State& state) {
   const Data& d = data();
-  pcdino::KnnOptions o;
+  pcdino::pipelines::KnnOptions o;
   o.ks = {kK};
   o.temperature = kT;
   o.ivf_lists = static_cast<int>(state.range(0));
   o.ivf_probes = 16;
   double top1 = 0;
   for (auto _ : state) {
-    top1 = pcdino::weighted_knn(d.bank_v, d.bank_l, d.queries_v, d.query_l, kDim, kClasses, o).scores[0].top1;
+    top1 = pcdino::pipelines::weighted_knn(d.bank_v, d.bank_l, d.queries_v, d.query_l, kDim, kClasses, o)
+               .scores[0]
+               .top1;
   }
   state.SetItemsProcessed(state.iterations() * kQueries);
   state.counters["top1"] = top1;

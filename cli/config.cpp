@@ -5,14 +5,14 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "common.hpp"
+#include "pcdino/app/app.hpp"
 #include "pcdino/core/error.hpp"
 
 namespace pcdino::cli {
 
 namespace {
 struct ConfigArgs {
-  ConfigOptions config;
+  app::ConfigOptions config;
   bool schema = false;
 };
 }  // namespace
@@ -22,7 +22,7 @@ void add_config_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "config",
       "Print a pipeline file's effective configuration (every key, overrides applied), or the schema");
-  add_config_options(sub, args->config, false, true);
+  app::add_config_options(sub, args->config, false, true);
   sub->add_flag("--schema", args->schema,
                 "Print every key as a Markdown table (key, type, default, accepted values, what it does)");
   sub->callback([args] {

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "commands.hpp"
-#include "common.hpp"
+#include "pcdino/app/app.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/packed.hpp"
 #include "pcdino/pipelines/dataset_import.hpp"
@@ -17,12 +17,12 @@ namespace pcdino::cli {
 namespace {
 
 struct ImportArgs {
-  ImportOptions options;
+  pipelines::ImportOptions options;
   std::string class_names;
 };
 
 struct PackArgs {
-  ConfigOptions config;
+  app::ConfigOptions config;
   std::string output;
   std::size_t images_per_shard = 0;
   int threads = 0;
@@ -68,7 +68,7 @@ void add_dataset_commands(CLI::App& app) {
   imp->callback([import_args] {
     if (!import_args->class_names.empty())
       import_args->options.class_names = split_commas(import_args->class_names);
-    const ImportReport r = import_idx_dataset(import_args->options);
+    const pipelines::ImportReport r = pipelines::import_idx_dataset(import_args->options);
     std::string counts;
     for (std::size_t c = 0; c < r.class_names.size(); ++c) {
       counts += (c ? ", " : "") + r.class_names[c] + " " + std::to_string(r.per_class[c]);
@@ -81,7 +81,7 @@ void add_dataset_commands(CLI::App& app) {
   CLI::App* pack = dataset->add_subcommand(
       "pack",
       "Pack a class-folder dataset into large HDF5 files for Lustre (read transparently by every stage)");
-  add_config_options(pack, pack_args->config, /*required=*/false);
+  app::add_config_options(pack, pack_args->config, /*required=*/false);
   pack->add_option("-o,--out", pack_args->output, "Folder for pack.json and the HDF5 shards")->required();
   pack->add_option("--images-per-shard", pack_args->images_per_shard,
                    "Images per shard (0 = about 1 GiB each)")
@@ -94,7 +94,7 @@ void add_dataset_commands(CLI::App& app) {
     const Dataset source = Dataset::open(config.meta.dataset_dir, config.meta.folder_depth_for_labels);
     PackOptions options;
     options.images_per_shard = pack_args->images_per_shard;
-    options.threads = default_threads(pack_args->threads, 1);
+    options.threads = app::default_threads(pack_args->threads, 1);
     options.overwrite = pack_args->overwrite;
     for (const auto& [index, name] : config.meta.channel_dict) {
       if (options.channel_names.size() <= static_cast<std::size_t>(index))

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "common.hpp"
+#include "pcdino/app/app.hpp"
 #include "pcdino/pipelines/knn.hpp"
 #include "pcdino/pipelines/labels.hpp"
 #include "pcdino/pipelines/plots.hpp"
@@ -14,32 +14,32 @@ namespace pcdino::cli {
 
 namespace {
 struct PlotsArgs {
-  ConfigOptions config;
-  PlotsOptions plots;
+  app::ConfigOptions config;
+  pipelines::PlotsOptions plots;
 };
 struct KnnArgs {
-  ConfigOptions config;
-  KnnOptions search;
+  app::ConfigOptions config;
+  pipelines::KnnOptions search;
   std::string features;
 };
 }  // namespace
 
 void add_downstream_commands(CLI::App& app) {
-  auto labels = std::make_shared<ConfigOptions>();
+  auto labels = std::make_shared<app::ConfigOptions>();
   CLI::App* l = app.add_subcommand(
       "labels",
       "Class labels and paths of the held-out split: CLS_features/class_labels.csv, image_paths.csv");
-  add_config_options(l, *labels);
+  app::add_config_options(l, *labels);
   l->callback([labels] {
     const PipelineConfig config = labels->load();
-    const LabelsReport r = run_labels_stage(config);
+    const pipelines::LabelsReport r = pipelines::run_labels_stage(config);
     spdlog::info("labels and paths of {} held-out images written to {}", r.images, r.directory);
   });
 
   auto knn = std::make_shared<KnnArgs>();
   CLI::App* k = app.add_subcommand(
       "knn", "Weighted kNN accuracy of the CLS features (DINO's eval_knn): kNN/global_kNN.txt, kNN/knn.json");
-  add_config_options(k, knn->config);
+  app::add_config_options(k, knn->config);
   k->add_option("--features", knn->features, "Features file (default {run_dir}/CLS_features/features.h5)");
   k->add_option("--ivf-lists", knn->search.ivf_lists,
                 "Approximate search with a faiss IVF index of this many lists (0: exact search)")
@@ -53,8 +53,8 @@ void add_downstream_commands(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   k->callback([knn] {
     const PipelineConfig config = knn->config.load();
-    if (knn->search.threads == 0) knn->search.threads = default_threads(0, 1);
-    const KnnReport r = run_knn_stage(config, knn->search, knn->features);
+    if (knn->search.threads == 0) knn->search.threads = app::default_threads(0, 1);
+    const pipelines::KnnReport r = pipelines::run_knn_stage(config, knn->search, knn->features);
     for (const auto& s : r.result.scores) {
       spdlog::info("{:>4}-NN (T = {}): top-1 {:.2f}%  top-2 {:.2f}%  top-5 {:.2f}%", s.k, s.temperature,
                    s.top1, s.top2, s.top5);
@@ -70,7 +70,7 @@ void add_downstream_commands(CLI::App& app) {
       "plots",
       "UMAP of the CLS features, training curves, kNN accuracy and confusion matrix (gnuplot; PNG and SVG) "
       "and plots/index.html");
-  add_config_options(p, plots->config);
+  app::add_config_options(p, plots->config);
   p->add_option("--features", plots->plots.features_file,
                 "Features file (default {run_dir}/CLS_features/features.h5)");
   p->add_option("--training-log", plots->plots.training_log,
@@ -78,7 +78,7 @@ void add_downstream_commands(CLI::App& app) {
   p->add_option("--gnuplot", plots->plots.gnuplot, "The gnuplot program")->capture_default_str();
   p->callback([plots] {
     const PipelineConfig config = plots->config.load();
-    const PlotsReport r = run_plots_stage(config, plots->plots);
+    const pipelines::PlotsReport r = pipelines::run_plots_stage(config, plots->plots);
     for (const auto& s : r.skipped) spdlog::warn("not drawn: {}", s);
     spdlog::info("UMAP of {} points in {:.1f} s; {} plots in {}; open {}", r.points, r.umap_seconds,
                  r.plots.size(), r.directory, r.index_html);

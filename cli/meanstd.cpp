@@ -7,16 +7,14 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "common.hpp"
-#include "pcdino/core/error.hpp"
-#include "pcdino/core/log.hpp"
+#include "pcdino/app/app.hpp"
 #include "pcdino/core/mpi_world.hpp"
 
 namespace pcdino::cli {
 
 namespace {
 struct MeanStdArgs {
-  ConfigOptions config;
+  app::ConfigOptions config;
   int threads = 0;
 };
 }  // namespace
@@ -25,16 +23,13 @@ void add_meanstd_command(CLI::App& app) {
   auto args = std::make_shared<MeanStdArgs>();
   CLI::App* sub = app.add_subcommand(
       "meanstd", "Per-channel mean and std of the dataset (MPI: launch with srun --mpi=pmix or mpirun)");
-  add_config_options(sub, args->config);
+  app::add_config_options(sub, args->config);
   sub->add_option("--threads", args->threads, "Decoding threads per rank (0 = this node's cores / its ranks)")
       ->capture_default_str();
   sub->callback([args] {
-    const PipelineConfig config = args->config.load();  // before MPI: a bad file fails on every rank alike
-    MpiWorld world;
-    init_logging(world.rank(), world.size());
-    const int threads = default_threads(args->threads, world.local_size());
-    run_on_every_rank(world, [&] {
-      const MeanStdReport r = run_meanstd_stage(config, world, threads);
+    app::run_mpi_stage(args->config, [&](const PipelineConfig& config, const MpiWorld& world) {
+      const int threads = app::default_threads(args->threads, world.local_size());
+      const pipelines::MeanStdReport r = pipelines::run_meanstd_stage(config, world, threads);
       spdlog::info("{} images on {} in {:.2f} s: {:.0f} images/s with {} thread(s)", r.images, world.host(),
                    r.seconds, r.images / std::max(r.seconds, 1e-9), threads);
       if (world.rank() == 0) {

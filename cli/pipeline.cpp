@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "common.hpp"
+#include "pcdino/app/app.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/stages.hpp"
 #include "pcdino/sbatch/submitter.hpp"
@@ -16,7 +16,7 @@ namespace pcdino::cli {
 namespace {
 
 struct PipelineArgs {
-  ConfigOptions config;
+  app::ConfigOptions config;
   std::string stages = "all";
   std::string program;
   bool dry_run = false;
@@ -44,7 +44,7 @@ void add_submit(CLI::App& app, const std::string& name, bool resume) {
                      "matches the configuration are skipped, everything after a resubmitted stage runs again"
                    : "Submit the whole pipeline (mean/std, train, CLS features, labels, kNN, plots) as Slurm "
                      "jobs chained with --dependency=afterok");
-  add_config_options(sub, args->config, true, true);
+  app::add_config_options(sub, args->config, true, true);
   sub->add_option("--stages", args->stages, "Comma-separated stages to submit: " + stage_names() + ", or all")
       ->capture_default_str();
   sub->add_flag("--dry-run", args->dry_run, "Print the batch scripts and sbatch commands; submit nothing");
@@ -73,7 +73,7 @@ void add_pipeline_commands(CLI::App& app) {
 
   auto status = std::make_shared<PipelineArgs>();
   CLI::App* st = app.add_subcommand("status", "State of a submitted pipeline's jobs, stage by stage");
-  add_config_options(st, status->config, true, true);
+  app::add_config_options(st, status->config, true, true);
   st->footer("Exit codes: 0 no stage failed, 1 a stage failed or was cancelled, 66 never submitted.");
   st->callback([status] {
     if (!sbatch::print_status(status->load(), std::cout))
@@ -82,7 +82,7 @@ void add_pipeline_commands(CLI::App& app) {
 
   auto logs = std::make_shared<PipelineArgs>();
   CLI::App* lg = app.add_subcommand("logs", "Tail of one stage's job output ({stage}_out_*.out, _err_*.err)");
-  add_config_options(lg, logs->config, true, true);
+  app::add_config_options(lg, logs->config, true, true);
   lg->add_option("stage", logs->stage, "One of " + stage_names())->required();
   lg->add_option("-n,--lines", logs->lines, "Lines from the end of each file")
       ->capture_default_str()
@@ -95,7 +95,7 @@ void add_pipeline_commands(CLI::App& app) {
 
   auto cancel = std::make_shared<PipelineArgs>();
   CLI::App* cn = app.add_subcommand("cancel", "Cancel a submitted pipeline's queued and running jobs");
-  add_config_options(cn, cancel->config, true, true);
+  app::add_config_options(cn, cancel->config, true, true);
   cn->callback([cancel] {
     const auto cancelled = sbatch::cancel_pipeline(cancel->load());
     if (cancelled.empty()) std::cout << "no job of this run is queued or running\n";

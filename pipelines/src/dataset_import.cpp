@@ -13,7 +13,7 @@
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/image.hpp"
 
-namespace pcdino {
+namespace pcdino::pipelines {
 
 namespace fs = std::filesystem;
 
@@ -174,4 +174,4 @@ ImportReport import_idx_dataset(const ImportOptions& options) {
   return report;
 }
 
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

@@ -11,7 +11,7 @@
 #include "pcdino/core/hdf5.hpp"
 #include "pcdino/core/run_files.hpp"
 
-namespace pcdino {
+namespace pcdino::pipelines {
 
 namespace fs = std::filesystem;
 
@@ -180,4 +180,4 @@ void write_label_csvs(const std::string& dir, const std::vector<std::string>& cl
   write_file_atomic(image_paths_csv(dir), files.str());
 }
 
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

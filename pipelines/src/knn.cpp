@@ -20,7 +20,7 @@
 #include "pcdino/core/split.hpp"
 #include "pcdino/pipelines/features.hpp"
 
-namespace pcdino {
+namespace pcdino::pipelines {
 
 namespace fs = std::filesystem;
 
@@ -233,4 +233,4 @@ KnnReport run_knn_stage(const PipelineConfig& config, const KnnOptions& search,
   return report;
 }
 
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

@@ -9,7 +9,7 @@
 #include "pcdino/core/split.hpp"
 #include "pcdino/pipelines/features.hpp"
 
-namespace pcdino {
+namespace pcdino::pipelines {
 
 std::vector<std::size_t> held_out_images(const PipelineConfig& config, const Dataset& dataset) {
   auto held_out =
@@ -50,4 +50,4 @@ LabelsReport run_labels_stage(const PipelineConfig& config) {
   return report;
 }
 
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

@@ -12,7 +12,7 @@
 #include "pcdino/core/run_files.hpp"
 #include "pcdino/core/split.hpp"
 
-namespace pcdino {
+namespace pcdino::pipelines {
 
 void Moments::add(const float* values, std::size_t n) {
   if (n == 0) return;
@@ -146,4 +146,4 @@ MeanStdReport run_meanstd_stage(const PipelineConfig& config, const MpiWorld& wo
   return report;
 }
 
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

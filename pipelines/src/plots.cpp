@@ -19,7 +19,7 @@
 
 extern char** environ;
 
-namespace pcdino {
+namespace pcdino::pipelines {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -408,4 +408,4 @@ PlotsReport run_plots_stage(const PipelineConfig& config, const PlotsOptions& op
   return report;
 }
 
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

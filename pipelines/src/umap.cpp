@@ -10,7 +10,7 @@
 #include <random>
 #include <stdexcept>
 
-namespace pcdino {
+namespace pcdino::pipelines {
 
 KnnGraph exact_knn_graph(const std::vector<float>& x, std::size_t n, std::size_t dim, int k,
                          const std::string& metric) {
@@ -270,4 +270,4 @@ std::vector<float> umap_embed(const std::vector<float>& x, std::size_t n, std::s
   return y;
 }
 
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

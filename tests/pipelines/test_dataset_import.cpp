@@ -9,7 +9,7 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/pipelines/dataset_import.hpp"
 
-namespace pcdino {
+namespace pcdino::pipelines {
 namespace {
 
 using test::TempDir;
@@ -93,4 +93,4 @@ TEST(Import, WritesClassFoldersWithPerClassLimit) {
 }
 
 }  // namespace
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

@@ -16,7 +16,7 @@
 #include "pcdino/pipelines/knn.hpp"
 #include "pcdino/pipelines/labels.hpp"
 
-namespace pcdino {
+namespace pcdino::pipelines {
 namespace {
 
 // Bank on the unit circle: (1,0) and (0.8,0.6) of class 0, (0,1) and (-1,0) of class 1; class 2 is empty.
@@ -259,4 +259,4 @@ TEST(LabelsStage, EmptyHeldOutSplitNamesTheFraction) {
 }
 
 }  // namespace
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

@@ -11,7 +11,7 @@
 #include "pcdino/core/split.hpp"
 #include "pcdino/pipelines/meanstd.hpp"
 
-namespace pcdino {
+namespace pcdino::pipelines {
 namespace {
 
 using test::TempDir;
@@ -157,4 +157,4 @@ TEST(RunFiles, MeanStdFileRoundTripAndErrors) {
 }
 
 }  // namespace
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

@@ -10,7 +10,7 @@
 
 #include "pcdino/pipelines/umap.hpp"
 
-namespace pcdino {
+namespace pcdino::pipelines {
 namespace {
 
 // n points in `dim` dimensions around `clusters` centres 20 apart (unit noise); labels in `labels`.
@@ -102,4 +102,4 @@ TEST(Umap, BadArgumentsAreRefused) {
 }
 
 }  // namespace
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

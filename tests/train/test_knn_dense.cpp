@@ -48,11 +48,11 @@ TEST(WeightedKnnDense, SameAccuracyAsLibTorchOn10kRandomFeatures) {
     const auto c = t.to(torch::kInt).contiguous();
     return std::vector<int>(c.data_ptr<int>(), c.data_ptr<int>() + c.numel());
   };
-  KnnOptions o;
+  pipelines::KnnOptions o;
   o.ks = {1, 5, 20, 100, 200};
   o.temperature = 0.07;
-  const auto r = weighted_knn(to_floats(bank), to_ints(bank_labels), to_floats(queries),
-                              to_ints(query_labels), dim, classes, o);
+  const auto r = pipelines::weighted_knn(to_floats(bank), to_ints(bank_labels), to_floats(queries),
+                                         to_ints(query_labels), dim, classes, o);
   for (std::size_t i = 0; i < o.ks.size(); ++i) {
     const Dense d = dense_knn(bank, bank_labels, queries, query_labels, o.ks[i], o.temperature, classes);
     SCOPED_TRACE("k = " + std::to_string(o.ks[i]));

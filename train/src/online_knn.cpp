@@ -60,10 +60,12 @@ double OnlineKnn::top1(VisionTransformer& backbone, const torch::Device& device)
   const std::vector<float> queries(data + bank_ * dim, data + static_cast<std::size_t>(all.numel()));
   const std::vector<int> bank_labels(labels_.begin(), labels_.begin() + static_cast<std::ptrdiff_t>(bank_));
   const std::vector<int> query_labels(labels_.begin() + static_cast<std::ptrdiff_t>(bank_), labels_.end());
-  KnnOptions options;
+  pipelines::KnnOptions options;
   options.ks = {static_cast<int>(std::min<std::size_t>(kK, bank_))};
   options.temperature = kTemperature;
-  return weighted_knn(bank, bank_labels, queries, query_labels, dim, classes_, options).scores.front().top1;
+  return pipelines::weighted_knn(bank, bank_labels, queries, query_labels, dim, classes_, options)
+      .scores.front()
+      .top1;
 }
 
 }  // namespace pcdino::train

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace pcdino {
+namespace pcdino::pipelines {
 
 /// An IDX file (LeCun et al.'s MNIST format: big-endian dimensions, unsigned byte data), gzipped or not.
 struct IdxArray {
@@ -47,4 +47,4 @@ struct ImportReport {
 /// ConfigError for a bad split name.
 ImportReport import_idx_dataset(const ImportOptions& options);
 
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace pcdino {
+namespace pcdino::pipelines {
 
 struct FeatureSet {
   std::size_t rows = 0;                  ///< N
@@ -60,4 +60,4 @@ std::string write_feature_csvs(const std::string& dir, const FeatureSet& set,
 void write_label_csvs(const std::string& dir, const std::vector<std::string>& class_names,
                       const std::vector<std::string>& paths);
 
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

@@ -10,7 +10,7 @@
 
 #include "pcdino/core/config.hpp"
 
-namespace pcdino {
+namespace pcdino::pipelines {
 
 /// Accuracy for one k, in percent of the queries.
 struct KnnScore {
@@ -67,4 +67,4 @@ struct KnnReport {
 KnnReport run_knn_stage(const PipelineConfig& config, const KnnOptions& search,
                         const std::string& features_file = "");
 
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

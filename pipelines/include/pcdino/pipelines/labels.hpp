@@ -9,8 +9,10 @@
 #include "pcdino/core/config.hpp"
 
 namespace pcdino {
-
 class Dataset;
+}
+
+namespace pcdino::pipelines {
 
 /// The images every downstream stage works on: the held-out split (1 - meta.train_datasetsplit_fraction of
 /// the dataset, from meta.seed, the images the model never trained on), in dataset order.
@@ -31,4 +33,4 @@ struct LabelsReport {
 /// Throws the dataset layer's errors and CantCreateError.
 LabelsReport run_labels_stage(const PipelineConfig& config);
 
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

@@ -12,7 +12,7 @@
 #include "pcdino/core/mpi_world.hpp"
 #include "pcdino/core/run_files.hpp"
 
-namespace pcdino {
+namespace pcdino::pipelines {
 
 /// Count, mean and sum of squared deviations (M2) of one channel's pixels. Accumulated in double; images
 /// and ranks are combined with Chan et al.'s pairwise update, so the result does not depend on how the
@@ -53,4 +53,4 @@ struct MeanStdReport {
 /// skipped_images.txt when images were skipped). Throws the dataset layer's errors, naming the file.
 MeanStdReport run_meanstd_stage(const PipelineConfig& config, const MpiWorld& world, int threads);
 
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

@@ -21,7 +21,7 @@
 
 #include "pcdino/core/config.hpp"
 
-namespace pcdino {
+namespace pcdino::pipelines {
 
 struct PlotsOptions {
   std::string features_file;        ///< "" = {run_dir}/CLS_features/features.h5
@@ -50,4 +50,4 @@ void run_gnuplot(const std::string& gnuplot, const std::string& dir, const std::
 /// and as run_gnuplot.
 PlotsReport run_plots_stage(const PipelineConfig& config, const PlotsOptions& options);
 
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace pcdino {
+namespace pcdino::pipelines {
 
 struct UmapOptions {
   int n_neighbors = 15;              ///< k of the kNN graph, the point itself included (umap-learn's)
@@ -59,4 +59,4 @@ std::pair<double, double> find_ab_params(double spread, double min_dist);
 std::vector<float> umap_embed(const std::vector<float>& x, std::size_t n, std::size_t dim,
                               const UmapOptions& options);
 
-}  // namespace pcdino
+}  // namespace pcdino::pipelines

@@ -4,11 +4,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "common.hpp"
+#include "pcdino/app/app.hpp"
 #include "pcdino/core/error.hpp"
-#include "pcdino/core/log.hpp"
 #include "pcdino/core/mpi_world.hpp"
-#include "pcdino/train/extract.hpp"
+#include "pcdino/pipelines/extract.hpp"
 #include "pcdino/train/process.hpp"
 
 int main(int argc, char** argv) {
@@ -20,10 +19,10 @@ int main(int argc, char** argv) {
       "{run_dir}/CLS_features/features.h5 and the workshop's CSV files (MPI: launch with srun "
       "--mpi=pmix or mpirun)",
       "pcdino extract"};
-  pcdino::cli::ConfigOptions config;
-  pcdino::train::ExtractOptions options;
+  pcdino::app::ConfigOptions config;
+  pcdino::pipelines::ExtractOptions options;
   bool no_csv = false;
-  pcdino::cli::add_config_options(&app, config);
+  pcdino::app::add_config_options(&app, config);
   app.add_option("--checkpoint", options.checkpoint,
                  "Checkpoint to embed with (default {run_dir}/scDINO_ViTs/{dino_vit_name}/checkpoint.pth)");
   app.add_flag("--random-init", options.random_init,
@@ -48,14 +47,11 @@ int main(int argc, char** argv) {
                  "auto (a GPU per local rank if LibTorch sees one), cpu, cuda or cuda:N")
       ->capture_default_str();
   app.add_flag("--no-csv", no_csv, "Write only the HDF5 file, not the workshop's CSV exports");
-  return pcdino::cli::run_command_line(app, argc, argv, [&] {
+  return pcdino::app::run_command_line(app, argc, argv, [&] {
     options.write_csv = !no_csv;
-    const pcdino::PipelineConfig pipeline =
-        config.load();  // before MPI: a bad file fails on every rank alike
-    pcdino::MpiWorld world;
-    pcdino::init_logging(world.rank(), world.size());
-    pcdino::cli::run_on_every_rank(world, [&] {
-      const auto r = pcdino::train::run_extract_stage(pipeline, world, options);
+    pcdino::app::run_mpi_stage(config, [&](const pcdino::PipelineConfig& pipeline,
+                                           const pcdino::MpiWorld& world) {
+      const auto r = pcdino::pipelines::run_extract_stage(pipeline, world, options);
       if (world.rank() == 0) {
         spdlog::info(
             "{} held-out images embedded ({} dimensions) by {} rank(s) from {}{}: {:.1f} images/s; wrote {}",

@@ -1,4 +1,4 @@
-#include "pcdino/train/extract.hpp"
+#include "pcdino/pipelines/extract.hpp"
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -20,10 +20,12 @@
 #include "pcdino/train/process.hpp"
 #include "pcdino/train/vit.hpp"
 
-namespace pcdino::train {
+namespace pcdino::pipelines {
 
 namespace fs = std::filesystem;
 namespace F = torch::nn::functional;
+using train::VisionTransformer;
+using train::VitOptions;
 
 namespace {
 
@@ -43,8 +45,8 @@ int heads_for_width(int64_t width, const std::string& arch) {
 }
 
 Model load_model(const std::string& path, const std::string& key) {
-  const auto weights = read_state_dict(path, key);
-  const auto state = read_checkpoint_state(path);
+  const auto weights = train::read_state_dict(path, key);
+  const auto state = train::read_checkpoint_state(path);
   const auto need = [&](const std::string& name) -> const torch::Tensor& {
     const auto it = weights.find(name);
     if (it == weights.end()) {
@@ -102,7 +104,7 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
                                 const ExtractOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   if (options.threads > 0) torch::set_num_threads(options.threads);
-  share_blas_threads(world.local_size());
+  train::share_blas_threads(world.local_size());
   const auto& cls = config.downstream.compute_cls_features;
   ExtractReport report;
   const RunLayout layout(config);
@@ -122,7 +124,7 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
     model = load_model(report.checkpoint, cls.checkpoint_key);
     report.epoch = model.epoch;
   }
-  const torch::Device device = select_device(options.device, world.local_rank());
+  const torch::Device device = train::select_device(options.device, world.local_rank());
   if (model.vit) {
     model.vit->eval();
     model.vit->to(device);
@@ -235,4 +237,4 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
   return report;
 }
 
-}  // namespace pcdino::train
+}  // namespace pcdino::pipelines

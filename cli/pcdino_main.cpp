@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "common.hpp"
+#include "pcdino/app/app.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/version.hpp"
 
@@ -36,5 +36,5 @@ int main(int argc, char** argv) {
     }
   }
 
-  return pcdino::cli::run_command_line(app, argc, argv);
+  return pcdino::app::run_command_line(app, argc, argv);
 }

@@ -1,5 +1,6 @@
-// Options every stage shares: --config pipeline.yaml, overrides of its keys, and error handling for
-// MPI stages.
+// The application layer every pcdino program's main is built on: the options every stage shares
+// (--config pipeline.yaml and overrides of its keys), the exit-code contract, and the runner of an MPI
+// stage (configuration before MPI, one error policy on every rank).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,7 +14,7 @@ namespace pcdino {
 class MpiWorld;
 }
 
-namespace pcdino::cli {
+namespace pcdino::app {
 
 /// --config plus the overrides: --set KEY.PATH=VALUE (any key, repeatable) and the named shortcuts
 /// --dataset-dir, --output-dir, --name-of-run, --seed.
@@ -45,4 +46,11 @@ int run_command_line(CLI::App& app, int argc, char** argv, const std::function<i
 /// the error and ends the whole job with MPI_Abort and the error's exit code (70 for other exceptions).
 void run_on_every_rank(const MpiWorld& world, const std::function<void()>& stage);
 
-}  // namespace pcdino::cli
+/// The body of every MPI stage's command: loads the configuration of `options` before MPI starts (a bad
+/// file fails on every rank alike, with its file:line), starts MPI, logs with this rank's prefix, and runs
+/// `stage(config, world)` on every rank under run_on_every_rank(). Throws what loading the configuration
+/// throws (ConfigError, exit 78) and, with one rank, what `stage` throws.
+void run_mpi_stage(const ConfigOptions& options,
+                   const std::function<void(const PipelineConfig&, const MpiWorld&)>& stage);
+
+}  // namespace pcdino::app

@@ -5,9 +5,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 
-#include "common.hpp"
+#include "pcdino/app/app.hpp"
 #include "pcdino/core/error.hpp"
-#include "pcdino/core/log.hpp"
 #include "pcdino/core/mpi_world.hpp"
 #include "pcdino/train/process.hpp"
 #include "pcdino/train/trainer.hpp"
@@ -18,10 +17,10 @@ int main(int argc, char** argv) {
   using pcdino::to_int;
   CLI::App app{"pcdino train: DINO pretraining of a ViT (single process; see `pcdino train --help`)",
                "pcdino train"};
-  pcdino::cli::ConfigOptions config;
+  pcdino::app::ConfigOptions config;
   pcdino::train::TrainRuntime rt;
   bool no_resume = false;
-  pcdino::cli::add_config_options(&app, config);
+  pcdino::app::add_config_options(&app, config);
   app.add_option("--threads", rt.threads, "LibTorch intra-op threads (0: LibTorch's default)")
       ->capture_default_str();
   app.add_option("--loader-threads", rt.loader_threads,
@@ -53,18 +52,17 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-resume", no_resume, "Start from scratch even if checkpoint.pth exists");
-  return pcdino::cli::run_command_line(app, argc, argv, [&] {
+  return pcdino::app::run_command_line(app, argc, argv, [&] {
     rt.resume = !no_resume;
-    const pcdino::PipelineConfig pipeline = config.load();  // before MPI: a bad file fails on every rank
-    pcdino::MpiWorld world;
-    pcdino::init_logging(world.rank(), world.size());
-    const char* node = std::getenv("SLURMD_NODENAME");  // Slurm's node name (several per host in tests)
-    spdlog::info("rank {} of {} on {} (local rank {} of {})", world.rank(), world.size(),
-                 node != nullptr ? node : world.host(), world.local_rank(), world.local_size());
-    pcdino::train::install_stop_signal_handlers();
     pcdino::train::TrainReport report;
-    pcdino::cli::run_on_every_rank(world,
-                                   [&] { report = pcdino::train::run_training(pipeline, rt, &world); });
+    pcdino::app::run_mpi_stage(
+        config, [&](const pcdino::PipelineConfig& pipeline, const pcdino::MpiWorld& world) {
+          const char* node = std::getenv("SLURMD_NODENAME");  // Slurm's node name (several per host in tests)
+          spdlog::info("rank {} of {} on {} (local rank {} of {})", world.rank(), world.size(),
+                       node != nullptr ? node : world.host(), world.local_rank(), world.local_size());
+          pcdino::train::install_stop_signal_handlers();
+          report = pcdino::train::run_training(pipeline, rt, &world);
+        });
     if (report.interrupted) return to_int(ExitCode::kTempFail);  // Slurm requeues; the next run resumes
     spdlog::info("trained {} epochs: last loss {:.4f}, {:.1f} images/s; model in {}", report.epochs_done,
                  report.last_epoch_loss, report.images_per_second, report.output_dir);

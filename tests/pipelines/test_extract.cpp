@@ -10,13 +10,15 @@
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/mpi_world.hpp"
 #include "pcdino/core/run_files.hpp"
+#include "pcdino/pipelines/extract.hpp"
 #include "pcdino/pipelines/features.hpp"
 #include "pcdino/pipelines/labels.hpp"
 #include "pcdino/train/checkpoint.hpp"
-#include "pcdino/train/extract.hpp"
 
-namespace pcdino::train {
+namespace pcdino::pipelines {
 namespace {
+
+using namespace pcdino::train;  // the models and checkpoints the stage reads
 
 PipelineConfig config_for(const test::TempDir& d) {
   PipelineConfig c = parse_config(R"(
@@ -140,4 +142,4 @@ TEST(Extract, NotAViTCheckpointIsRefusedByName) {
 }
 
 }  // namespace
-}  // namespace pcdino::train
+}  // namespace pcdino::pipelines

@@ -1,4 +1,4 @@
-#include "common.hpp"
+#include "pcdino/app/app.hpp"
 
 #include <sched.h>
 #include <spdlog/spdlog.h>
@@ -11,7 +11,7 @@
 #include "pcdino/core/log.hpp"
 #include "pcdino/core/mpi_world.hpp"
 
-namespace pcdino::cli {
+namespace pcdino::app {
 
 PipelineConfig ConfigOptions::load() const {
   std::vector<ConfigOverride> overrides;
@@ -85,4 +85,12 @@ void run_on_every_rank(const MpiWorld& world, const std::function<void()>& stage
   }
 }
 
-}  // namespace pcdino::cli
+void run_mpi_stage(const ConfigOptions& options,
+                   const std::function<void(const PipelineConfig&, const MpiWorld&)>& stage) {
+  const PipelineConfig config = options.load();
+  MpiWorld world;
+  init_logging(world.rank(), world.size());
+  run_on_every_rank(world, [&] { stage(config, world); });
+}
+
+}  // namespace pcdino::app

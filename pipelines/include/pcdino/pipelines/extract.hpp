@@ -12,7 +12,7 @@ namespace pcdino {
 class MpiWorld;
 }
 
-namespace pcdino::train {
+namespace pcdino::pipelines {
 
 struct ExtractOptions {
   std::string checkpoint;       ///< "" = {run_dir}/scDINO_ViTs/{dino_vit_name}/checkpoint.pth
@@ -46,4 +46,4 @@ struct ExtractReport {
 ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& world,
                                 const ExtractOptions& options);
 
-}  // namespace pcdino::train
+}  // namespace pcdino::pipelines
