@@ -7,6 +7,7 @@
 
 #include "pcdino/cluster/catalogue.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/yaml_reader.hpp"
 
 namespace pcdino::cluster {
 
@@ -22,9 +23,7 @@ class Checker {
            const std::string& source = "", bool error = true) {
     Finding f;
     f.error = error;
-    const YAML::Mark m = node.IsDefined() ? node.Mark() : YAML::Mark::null_mark();
-    f.where =
-        m.is_null() ? name_ : name_ + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+    f.where = yaml_location(name_, node);
     f.path = path;
     f.message = message;
     f.source = source;
@@ -60,15 +59,6 @@ bool truthy(const YAML::Node& n) {
     return n.IsDefined() && n.IsScalar() && n.as<bool>();
   } catch (const YAML::Exception&) {
     return false;
-  }
-}
-
-YAML::Node load(const std::string& yaml_text, const std::string& name) {
-  try {
-    return YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    throw ConfigError(name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                      ": YAML syntax error: " + e.msg);
   }
 }
 
@@ -259,7 +249,7 @@ std::string Finding::str() const {
 
 std::vector<Finding> validate_cluster_config(const std::string& yaml_text, const std::string& name,
                                              const ValidateOptions& options) {
-  const YAML::Node root = load(yaml_text, name);
+  const YAML::Node root = load_yaml(yaml_text, name);
   Checker c(name);
   if (!root.IsMap()) {
     c.add(root, "", "not a ParallelCluster configuration (expected a mapping)");
@@ -279,7 +269,7 @@ std::vector<Finding> validate_cluster_config(const std::string& yaml_text, const
 
 std::vector<Finding> check_pipeline_fit(const std::string& cluster_yaml, const std::string& name,
                                         const PipelineConfig& pipeline, const std::string& queue) {
-  const YAML::Node root = load(cluster_yaml, name);
+  const YAML::Node root = load_yaml(cluster_yaml, name);
   Checker c(name);
   const YAML::Node queues = at(root, {"Scheduling", "SlurmQueues"});
   std::size_t index = 0;

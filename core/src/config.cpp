@@ -15,6 +15,7 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/stages.hpp"
+#include "pcdino/core/yaml_reader.hpp"
 
 namespace pcdino {
 namespace {
@@ -51,9 +52,7 @@ class Reader {
     for (auto it = overrides_.rbegin(); it != overrides_.rend(); ++it) {
       if (path == it->path || path.rfind(it->path + ".", 0) == 0) return it->origin + ": " + path;
     }
-    const YAML::Mark mark = node.Mark();
-    if (mark.is_null()) return file_ + ": " + path;
-    return file_ + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) + ": " + path;
+    return yaml_location(file_, node) + ": " + path;
   }
 
   [[noreturn]] void fail(const YAML::Node& node, const std::string& path, const std::string& what) const {
@@ -834,13 +833,7 @@ ConfigOverride parse_override(const std::string& assignment) {
 
 PipelineConfig parse_config(const std::string& yaml_text, const std::string& name,
                             const std::vector<ConfigOverride>& overrides) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    throw ConfigError(name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                      ": YAML syntax error: " + e.msg);
-  }
+  YAML::Node root = load_yaml(yaml_text, name);
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw ConfigError(name + ": expected a mapping with sections meta, train_scDINO, ...");
   for (const auto& o : overrides) apply_override(root, o);

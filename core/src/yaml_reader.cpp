@@ -6,20 +6,33 @@
 
 namespace pcdino {
 
-YAML::Node YamlReader::load(const std::string& text) const {
+namespace {
+
+std::string location(const std::string& source, const YAML::Mark& m) {
+  if (m.is_null()) return source;
+  return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
+
+}  // namespace
+
+std::string yaml_location(const std::string& source, const YAML::Node& node) {
+  return location(source, node.IsDefined() ? node.Mark() : YAML::Mark::null_mark());
+}
+
+YAML::Node load_yaml(const std::string& text, const std::string& source) {
   try {
     return YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    throw ConfigError(source_ + ":" + std::to_string(e.mark.line + 1) + ":" +
-                      std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+    throw ConfigError(location(source, e.mark) + ": YAML syntax error: " + e.msg);
   }
 }
 
+YAML::Node YamlReader::load(const std::string& text) const {
+  return load_yaml(text, source_);
+}
+
 void YamlReader::fail(const YAML::Node& node, const std::string& path, const std::string& what) const {
-  const YAML::Mark m = node.IsDefined() ? node.Mark() : YAML::Mark::null_mark();
-  const std::string at =
-      m.is_null() ? source_ : source_ + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-  throw ConfigError(at + ": " + path + ": " + what);
+  throw ConfigError(yaml_location(source_, node) + ": " + path + ": " + what);
 }
 
 void YamlReader::only(const YAML::Node& map, const std::string& path,

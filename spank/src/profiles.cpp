@@ -15,10 +15,14 @@ namespace pcdino::spank {
 
 namespace {
 
-std::string where(const std::string& source, const YAML::Node& node) {
-  const YAML::Mark m = node.Mark();
+// The plugin runs inside slurmd and links none of pcdino_core, so it spells core's yaml_location() itself.
+std::string where(const std::string& source, const YAML::Mark& m) {
   if (m.is_null()) return source;
   return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
+
+std::string where(const std::string& source, const YAML::Node& node) {
+  return where(source, node.Mark());
 }
 
 [[noreturn]] void fail(const std::string& source, const YAML::Node& node, const std::string& what) {
@@ -216,8 +220,7 @@ ProfileConfig parse_profiles(const std::string& text, const std::string& source)
   try {
     root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    throw std::invalid_argument(source + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+    throw std::invalid_argument(where(source, e.mark) + ": YAML syntax error: " + e.msg);
   } catch (const YAML::Exception& e) {
     throw std::invalid_argument(source + ": " + e.what());
   }

@@ -10,6 +10,14 @@
 
 namespace pcdino {
 
+/// Where `node` is, as compilers print it: "source:line:col" (1-based), or `source` alone when the node
+/// has no position (absent, or built in code). Every YAML message of the project starts with it.
+std::string yaml_location(const std::string& source, const YAML::Node& node);
+
+/// Parses `text` (yaml-cpp). Throws ConfigError "source:line:col: YAML syntax error: ..." for malformed
+/// YAML, the one error type of every YAML file pcdino reads.
+YAML::Node load_yaml(const std::string& text, const std::string& source);
+
 class YamlReader {
  public:
   /// `source` names the file in messages.
