@@ -78,6 +78,242 @@ void append_line(const std::string& path, const std::string& line) {
   out << line << "\n";
 }
 
+// No weight decay on biases and norms (utils.get_params_groups: ndim <= 1 or a bias). Group 0 is the
+// regularized one: the schedule sets its weight decay.
+std::vector<torch::optim::OptimizerParamGroup> params_groups(MultiCropWrapper& student) {
+  std::vector<torch::Tensor> regularized, not_regularized;
+  for (const auto& p : student->named_parameters()) {
+    if (!p.value().requires_grad()) continue;
+    const bool bias = p.key().size() >= 5 && p.key().compare(p.key().size() - 5, 5, ".bias") == 0;
+    (p.value().dim() <= 1 || bias ? not_regularized : regularized).push_back(p.value());
+  }
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(regularized, std::make_unique<torch::optim::AdamWOptions>(0.0));
+  groups.emplace_back(not_regularized, std::make_unique<torch::optim::AdamWOptions>(0.0));
+  return groups;
+}
+
+// The multi-crop augmentation (main_dino.py's DataAugmentationDINO arguments). Throws ConfigError for RGB
+// images without 3 channels.
+MultiCropOptions multi_crop_options(const PipelineConfig& c, const MeanStdValues& ms) {
+  const DinoHyperparameters& h = c.train.hyperparameters;
+  MultiCropOptions crops;
+  crops.global_crops_scale = h.global_crops_scale;
+  crops.local_crops_scale = h.local_crops_scale;
+  crops.local_crops_number = h.local_crops_number;
+  crops.global_crops_size = h.global_crops_size;
+  crops.local_crops_size = h.local_crops_size;
+  crops.mean = ms.mean;
+  crops.std = ms.std;
+  crops.rgb = c.meta.images_are_RGB;
+  crops.scale_augmentation_to_crop = h.scale_augmentation_to_crop;
+  crops.vflip = h.vflip.value_or(!crops.rgb);  // the pipeline's reference by default
+  if (crops.rgb && ms.mean.size() != 3) {
+    throw ConfigError(c.source + ": meta.images_are_RGB is set but the selected channels are " +
+                      std::to_string(ms.mean.size()) + " (the mean/std file); DINO's RGB pipeline needs 3");
+  }
+  return crops;
+}
+
+// Several ranks: every rank's generator states into `state` on the writer (each rank's drop path draws
+// its own), so that a resumed run continues every rank's random stream. Called by all ranks together.
+void gather_generator_states(const MpiWorld* world, const torch::Device& device, CheckpointState& state) {
+  if (!world || world->size() <= 1) return;
+  const auto to_bytes = [](const torch::Tensor& t) {
+    const auto dense = t.contiguous();
+    return std::string(static_cast<const char*>(dense.data_ptr()), static_cast<std::size_t>(dense.numel()));
+  };
+  const auto to_tensor = [](const std::string& bytes) {
+    return torch::from_blob(const_cast<char*>(bytes.data()), {static_cast<int64_t>(bytes.size())},
+                            torch::kUInt8)
+        .clone();
+  };
+  const auto cpu = world->gather(to_bytes(at::detail::getDefaultCPUGenerator().get_state()));
+  const auto gpu = world->gather(
+      device.is_cuda() ? to_bytes(at::globalContext().defaultGenerator(device).get_state()) : std::string());
+  state.rank_rng_states.clear();
+  state.rank_cuda_rng_states.clear();
+  for (std::size_t r = 0; r < cpu.size(); ++r) {
+    state.rank_rng_states.push_back(to_tensor(cpu[r]));
+    if (device.is_cuda()) state.rank_cuda_rng_states.push_back(to_tensor(gpu[r]));
+  }
+}
+
+// Several ranks: every rank starts from rank 0's weights and centre (after a resume too); returns the
+// gradient fusion attached to the student's trained parameters.
+std::unique_ptr<GradientFusion> start_data_parallel(Communicator& comm, MultiCropWrapper& student,
+                                                    MultiCropWrapper& teacher, DinoLoss& loss,
+                                                    double fusion_threshold_mb) {
+  std::vector<torch::Tensor> shared;
+  for (auto* m : {&student, &teacher}) {
+    for (auto& p : (*m)->parameters()) shared.push_back(p.data());
+    for (auto& b : (*m)->buffers()) shared.push_back(b.data());
+  }
+  shared.push_back(loss.center);
+  {
+    torch::NoGradGuard no_grad;
+    comm.broadcast(shared, 0);
+  }
+  std::vector<torch::Tensor> trained;
+  for (auto& p : student->parameters()) {
+    if (p.requires_grad()) trained.push_back(p);
+  }
+  FusionOptions fo;
+  fo.threshold_bytes = static_cast<std::size_t>(fusion_threshold_mb * 1024.0 * 1024.0);
+  auto fusion = std::make_unique<GradientFusion>(comm, trained, fo);
+  fusion->attach();
+  return fusion;
+}
+
+// What train_one_epoch works with (main_dino.py's train_one_epoch arguments): run_training's setup builds
+// it and owns what it refers to.
+struct EpochContext {
+  EpochContext(MultiCropWrapper student, MultiCropWrapper teacher, DinoLoss& loss,
+               torch::optim::AdamW& optimizer, GradScaler& scaler)
+      : student(std::move(student)),
+        teacher(std::move(teacher)),
+        loss(loss),
+        optimizer(optimizer),
+        scaler(scaler) {}
+
+  MultiCropWrapper student, teacher;  // handles to run_training's modules
+  DinoLoss& loss;
+  torch::optim::AdamW& optimizer;
+  GradScaler& scaler;
+  GradientFusion* fusion = nullptr;  // several ranks
+  Watchdog* watchdog = nullptr;      // several ranks
+  // Several ranks: the DINO centre's batch sum over ranks.
+  std::function<void(torch::Tensor&)> allreduce_sum;
+  std::vector<double> lr_schedule, wd_schedule, momentum_schedule;  // per iteration of the whole run
+  const MpiWorld* world = nullptr;
+  int ranks = 1;
+  bool writer = true;  // writes the metrics
+  torch::Device device = torch::kCPU;
+  std::optional<torch::ScalarType> amp;
+  double clip_grad = 0;
+  int freeze_last_layer = 0;
+  int epochs = 0;
+  std::size_t niter = 0;         // iterations per epoch
+  std::size_t global_batch = 0;  // images per iteration over all ranks
+  long long stop_after_iterations = 0;
+  std::string metrics_file;
+  long long iterations_this_run = 0;  // over all epochs of this run
+};
+
+// What train_one_epoch gathered (MetricLogger's meters) for the end of the epoch.
+struct EpochStats {
+  double loss_sum = 0;
+  std::size_t loss_count = 0;
+  torch::Tensor entropy_sum;  // the teacher entropies summed on the device, read at the epoch's end
+  StepPhases phases;
+  double lr = 0, wd = 0, momentum = 0;  // of the last iteration
+  double seconds = 0;                   // the epoch's wall time
+  // Set when all ranks stopped on request (a signal, stop_after_iterations): the epoch's iterations done.
+  std::optional<std::size_t> stopped_after;
+};
+
+// One epoch from iteration `first_iter` on (main_dino.py's train_one_epoch): per iteration the schedules'
+// lr, weight decay and momentum, teacher and student forward, DINO loss, backward (averaged over ranks),
+// clipping, the frozen last layer, AdamW step, EMA of the teacher, and a metrics record every 10
+// iterations. `loader` gives the epoch's batches from `first_iter`. Returns early, with `stopped_after`,
+// when all ranks agree to stop. Throws DataError for a non-finite loss.
+EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epoch, std::size_t first_iter) {
+  EpochStats stats;
+  // The collapse diagnostics, summed on the device and read at the logging points only.
+  stats.entropy_sum = torch::zeros({}, torch::TensorOptions().device(ctx.device));
+  double window_loss = 0, window_entropy_start = 0;
+  std::size_t window_count = 0;
+  const auto epoch_start = std::chrono::steady_clock::now();
+  for (std::size_t it = first_iter; it < ctx.niter; ++it) {
+    const std::size_t global_it = static_cast<std::size_t>(epoch) * ctx.niter + it;
+    const double lr = ctx.lr_schedule[global_it], wd = ctx.wd_schedule[global_it],
+                 momentum = ctx.momentum_schedule[global_it];
+    stats.lr = lr, stats.wd = wd, stats.momentum = momentum;
+    auto& g = ctx.optimizer.param_groups();
+    static_cast<torch::optim::AdamWOptions&>(g[0].options()).lr(lr).weight_decay(wd);
+    static_cast<torch::optim::AdamWOptions&>(g[1].options()).lr(lr).weight_decay(0.0);
+
+    auto tick = std::chrono::steady_clock::now();
+    const auto lap = [&tick](double& total) {
+      const auto now = std::chrono::steady_clock::now();
+      total += std::chrono::duration<double>(now - tick).count();
+      tick = now;
+    };
+    Batch crops_batch = *loader.next();
+    for (auto& t : crops_batch) t = t.to(ctx.device, /*non_blocking=*/true);
+    lap(stats.phases.data);
+    torch::Tensor value;
+    {
+      const AutocastGuard autocast(ctx.amp);
+      const auto teacher_out = ctx.teacher->forward(Batch(crops_batch.begin(), crops_batch.begin() + 2));
+      const auto student_out = ctx.student->forward(crops_batch);
+      value = ctx.loss(student_out, teacher_out, epoch, ctx.allreduce_sum, ctx.ranks);
+    }
+    stats.entropy_sum.add_(ctx.loss.teacher_entropy);
+    const double l = value.item<double>();
+    lap(stats.phases.forward);
+    if (!std::isfinite(l)) {
+      throw DataError("loss is " + std::to_string(l) + " at epoch " + std::to_string(epoch) + " iteration " +
+                      std::to_string(it) + ": stopping training (lower lr or use clip_grad)");
+    }
+    ctx.optimizer.zero_grad();
+    ctx.scaler.scale(value).backward();
+    if (ctx.fusion) ctx.fusion->finish();  // the gradients averaged over ranks
+    lap(stats.phases.backward);
+    const bool finite = ctx.scaler.unscale(ctx.student->parameters());
+    if (ctx.clip_grad > 0) clip_gradients(*ctx.student, ctx.clip_grad);
+    cancel_gradients_last_layer(epoch, ctx.student, ctx.freeze_last_layer);
+    if (finite) ctx.optimizer.step();  // a float16 overflow skips the step, as GradScaler.step does
+    ctx.scaler.update(!finite);
+    ema_update(*ctx.teacher, *ctx.student, momentum);
+    lap(stats.phases.update);
+    stats.loss_sum += l;
+    ++stats.loss_count;
+    ++ctx.iterations_this_run;
+    window_loss += l;
+    ++window_count;
+    // One record every 10 iterations (DINO's MetricLogger print_freq) over those iterations.
+    if (ctx.writer && ((it + 1) % 10 == 0 || it + 1 == ctx.niter)) {
+      const double entropy_total = stats.entropy_sum.item<double>();
+      const double window_entropy =
+          (entropy_total - window_entropy_start) / static_cast<double>(window_count);
+      const double mean_loss = window_loss / static_cast<double>(window_count);
+      MetricsRecord record;
+      record.kind = MetricsRecord::Kind::kIteration, record.epoch = epoch;
+      record.iteration = static_cast<long>(global_it) + 1;
+      record.loss = mean_loss, record.teacher_entropy = window_entropy,
+      record.kl = mean_loss - window_entropy;
+      record.lr = lr, record.wd = wd, record.momentum = momentum;
+      append_line(ctx.metrics_file, format_metrics_record(record));
+      window_entropy_start = entropy_total;
+      window_loss = 0;
+      window_count = 0;
+    }
+    if (ctx.writer && (it + 1) % 10 == 0 && it + 1 < ctx.niter) {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+      const double per_step = elapsed / static_cast<double>(it + 1 - first_iter);
+      const double remaining = static_cast<double>((ctx.epochs - epoch) * ctx.niter - it - 1);
+      spdlog::info("epoch {}/{} iteration {}/{}: loss {:.4f} {:.1f} images/s ETA {:.0f} s", epoch + 1,
+                   ctx.epochs, it + 1, ctx.niter, stats.loss_sum / static_cast<double>(stats.loss_count),
+                   static_cast<double>(ctx.global_batch) / per_step, remaining * per_step);
+    }
+    bool stop = stop_requested.load() ||
+                (ctx.stop_after_iterations > 0 && ctx.iterations_this_run >= ctx.stop_after_iterations);
+    // Slurm signals every task, not at the same instant: all ranks stop after the same iteration.
+    if (ctx.ranks > 1) {
+      stop = ctx.world->allreduce_max(stop ? 1 : 0) > 0;
+      ctx.watchdog->progress("epoch " + std::to_string(epoch + 1) + " iteration " + std::to_string(it + 1));
+    }
+    if (stop) {
+      stats.stopped_after = it + 1;
+      return stats;
+    }
+  }
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+  return stats;
+}
+
 }  // namespace
 
 void install_stop_signal_handlers() {
@@ -136,14 +372,6 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   GradScaler scaler(amp == torch::kHalf);
   std::unique_ptr<Communicator> comm;
   if (ranks > 1) comm = make_communicator(*world, device);
-  // The DINO centre's batch sum over ranks (none with one rank).
-  std::function<void(torch::Tensor&)> allreduce_sum;
-  if (comm) {
-    allreduce_sum = [&comm](torch::Tensor& t) {
-      std::vector<torch::Tensor> one{t};
-      comm->allreduce(one, ReduceOp::kSum);
-    };
-  }
   if (device.is_cuda()) {
     spdlog::info("training on {} with {}", device.str(),
                  amp ? std::string("autocast to ") + c10::toString(*amp) +
@@ -152,18 +380,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   } else if (h.use_fp16) {
     spdlog::info("training on the CPU in float32 (use_fp16 applies to GPUs)");
   }
-
-  // No weight decay on biases and norms (utils.get_params_groups: ndim <= 1 or a bias).
-  std::vector<torch::Tensor> regularized, not_regularized;
-  for (const auto& p : student->named_parameters()) {
-    if (!p.value().requires_grad()) continue;
-    const bool bias = p.key().size() >= 5 && p.key().compare(p.key().size() - 5, 5, ".bias") == 0;
-    (p.value().dim() <= 1 || bias ? not_regularized : regularized).push_back(p.value());
-  }
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(regularized, std::make_unique<torch::optim::AdamWOptions>(0.0));
-  groups.emplace_back(not_regularized, std::make_unique<torch::optim::AdamWOptions>(0.0));
-  torch::optim::AdamW optimizer(groups, torch::optim::AdamWOptions(0.0));
+  torch::optim::AdamW optimizer(params_groups(student), torch::optim::AdamWOptions(0.0));
 
   const int epochs = c.train.epochs;
   if (h.warmup_epochs > epochs) {
@@ -171,10 +388,6 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
                       std::to_string(h.warmup_epochs) + ") is larger than train_scDINO.epochs (" +
                       std::to_string(epochs) + ")");
   }
-  const auto lr_schedule = cosine_schedule(scaled_learning_rate(h.lr, static_cast<int>(global_batch)),
-                                           h.min_lr, epochs, niter, h.warmup_epochs);
-  const auto wd_schedule = cosine_schedule(h.weight_decay, h.weight_decay_end, epochs, niter);
-  const auto momentum_schedule = cosine_schedule(h.momentum_teacher, 1.0, epochs, niter);
 
   TrainReport report;
   report.output_dir = rt.output_dir.empty() ? layout.model.dir : rt.output_dir;
@@ -203,44 +416,12 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   std::unique_ptr<Watchdog> watchdog;
   if (comm) {
     watchdog = std::make_unique<Watchdog>(rt.comm_timeout_seconds, rank, ranks);
-    // Every rank starts from rank 0's weights and centre (after a resume too).
-    std::vector<torch::Tensor> shared;
-    for (auto* m : {&student, &teacher}) {
-      for (auto& p : (*m)->parameters()) shared.push_back(p.data());
-      for (auto& b : (*m)->buffers()) shared.push_back(b.data());
-    }
-    shared.push_back(loss.center);
-    {
-      torch::NoGradGuard no_grad;
-      comm->broadcast(shared, 0);
-    }
-    std::vector<torch::Tensor> trained;
-    for (auto& p : student->parameters()) {
-      if (p.requires_grad()) trained.push_back(p);
-    }
-    FusionOptions fo;
-    fo.threshold_bytes = static_cast<std::size_t>(rt.fusion_threshold_mb * 1024.0 * 1024.0);
-    fusion = std::make_unique<GradientFusion>(*comm, trained, fo);
-    fusion->attach();
+    fusion = start_data_parallel(*comm, student, teacher, loss, rt.fusion_threshold_mb);
     spdlog::info("{} ranks ({}), {} gradient buffer(s) of at most {} MiB, global batch {}", ranks,
                  comm->backend(), fusion->buckets().size(), rt.fusion_threshold_mb, global_batch);
   }
 
-  MultiCropOptions crops;
-  crops.global_crops_scale = h.global_crops_scale;
-  crops.local_crops_scale = h.local_crops_scale;
-  crops.local_crops_number = h.local_crops_number;
-  crops.global_crops_size = h.global_crops_size;
-  crops.local_crops_size = h.local_crops_size;
-  crops.mean = ms.mean;
-  crops.std = ms.std;
-  crops.rgb = c.meta.images_are_RGB;
-  crops.scale_augmentation_to_crop = h.scale_augmentation_to_crop;
-  crops.vflip = h.vflip.value_or(!crops.rgb);  // the pipeline's reference by default
-  if (crops.rgb && ms.mean.size() != 3) {
-    throw ConfigError(c.source + ": meta.images_are_RGB is set but the selected channels are " +
-                      std::to_string(ms.mean.size()) + " (the mean/std file); DINO's RGB pipeline needs 3");
-  }
+  const MultiCropOptions crops = multi_crop_options(c, ms);
   const ImageTransform transform{c.selected_channels(), c.meta.center_crop};
 
   // --loader-threads, else train_scDINO.num_workers (DataLoader's workers; 0, loading in the training
@@ -260,32 +441,28 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     }
   }
 
-  // Several ranks: every rank's generator states into `state` on the writer (each rank's drop path draws
-  // its own), so that a resumed run continues every rank's random stream. Called by all ranks together.
-  const auto gather_generator_states = [&] {
-    if (ranks <= 1) return;
-    const auto to_bytes = [](const torch::Tensor& t) {
-      const auto dense = t.contiguous();
-      return std::string(static_cast<const char*>(dense.data_ptr()), static_cast<std::size_t>(dense.numel()));
+  // What every epoch uses: the schedules, per iteration of the whole run, and main_dino.py's other
+  // train_one_epoch arguments.
+  EpochContext ctx(student, teacher, loss, optimizer, scaler);
+  ctx.fusion = fusion.get();
+  ctx.watchdog = watchdog.get();
+  if (comm) {
+    ctx.allreduce_sum = [&comm](torch::Tensor& t) {
+      std::vector<torch::Tensor> one{t};
+      comm->allreduce(one, ReduceOp::kSum);
     };
-    const auto to_tensor = [](const std::string& bytes) {
-      return torch::from_blob(const_cast<char*>(bytes.data()), {static_cast<int64_t>(bytes.size())},
-                              torch::kUInt8)
-          .clone();
-    };
-    const auto cpu = world->gather(to_bytes(at::detail::getDefaultCPUGenerator().get_state()));
-    const auto gpu =
-        world->gather(device.is_cuda() ? to_bytes(at::globalContext().defaultGenerator(device).get_state())
-                                       : std::string());
-    state.rank_rng_states.clear();
-    state.rank_cuda_rng_states.clear();
-    for (std::size_t r = 0; r < cpu.size(); ++r) {
-      state.rank_rng_states.push_back(to_tensor(cpu[r]));
-      if (device.is_cuda()) state.rank_cuda_rng_states.push_back(to_tensor(gpu[r]));
-    }
-  };
+  }
+  ctx.lr_schedule = cosine_schedule(scaled_learning_rate(h.lr, static_cast<int>(global_batch)), h.min_lr,
+                                    epochs, niter, h.warmup_epochs);
+  ctx.wd_schedule = cosine_schedule(h.weight_decay, h.weight_decay_end, epochs, niter);
+  ctx.momentum_schedule = cosine_schedule(h.momentum_teacher, 1.0, epochs, niter);
+  ctx.world = world, ctx.ranks = ranks, ctx.writer = writer;
+  ctx.device = device, ctx.amp = amp;
+  ctx.clip_grad = h.clip_grad, ctx.freeze_last_layer = h.freeze_last_layer;
+  ctx.epochs = epochs, ctx.niter = niter, ctx.global_batch = global_batch;
+  ctx.stop_after_iterations = rt.stop_after_iterations;
+  ctx.metrics_file = metrics_file;
 
-  long long iterations_this_run = 0;
   double seconds_this_run = 0;
   for (int epoch = state.epoch; epoch < epochs; ++epoch) {
     const auto perm = numpy_permutation(train.size(), c.meta.seed + static_cast<std::uint32_t>(epoch));
@@ -301,126 +478,37 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
           return make_batch(ds, indices, transform, crops, c.meta.seed, epoch, device.is_cuda());
         },
         loader_threads, 4);
-    double loss_sum = 0;
-    std::size_t loss_count = 0;
-    // The collapse diagnostics, summed on the device and read at the logging points only.
-    torch::Tensor entropy_sum = torch::zeros({}, torch::TensorOptions().device(device));
-    double window_loss = 0, window_entropy_start = 0;
-    std::size_t window_count = 0;
-    StepPhases phases;
-    double lr = 0, wd = 0, momentum = 0;
-    const auto epoch_start = std::chrono::steady_clock::now();
-    for (std::size_t it = first_iter; it < niter; ++it) {
-      const std::size_t global_it = static_cast<std::size_t>(epoch) * niter + it;
-      lr = lr_schedule[global_it], wd = wd_schedule[global_it], momentum = momentum_schedule[global_it];
-      auto& g = optimizer.param_groups();
-      static_cast<torch::optim::AdamWOptions&>(g[0].options()).lr(lr).weight_decay(wd);
-      static_cast<torch::optim::AdamWOptions&>(g[1].options()).lr(lr).weight_decay(0.0);
-
-      auto tick = std::chrono::steady_clock::now();
-      const auto lap = [&tick](double& total) {
-        const auto now = std::chrono::steady_clock::now();
-        total += std::chrono::duration<double>(now - tick).count();
-        tick = now;
-      };
-      Batch crops_batch = *loader.next();
-      for (auto& t : crops_batch) t = t.to(device, /*non_blocking=*/true);
-      lap(phases.data);
-      torch::Tensor value;
-      {
-        const AutocastGuard autocast(amp);
-        const auto teacher_out = teacher->forward(Batch(crops_batch.begin(), crops_batch.begin() + 2));
-        const auto student_out = student->forward(crops_batch);
-        value = loss(student_out, teacher_out, epoch, allreduce_sum, ranks);
-      }
-      entropy_sum.add_(loss.teacher_entropy);
-      const double l = value.item<double>();
-      lap(phases.forward);
-      if (!std::isfinite(l)) {
-        throw DataError("loss is " + std::to_string(l) + " at epoch " + std::to_string(epoch) +
-                        " iteration " + std::to_string(it) +
-                        ": stopping training (lower lr or use clip_grad)");
-      }
-      optimizer.zero_grad();
-      scaler.scale(value).backward();
-      if (fusion) fusion->finish();  // the gradients averaged over ranks
-      lap(phases.backward);
-      const bool finite = scaler.unscale(student->parameters());
-      if (h.clip_grad > 0) clip_gradients(*student, h.clip_grad);
-      cancel_gradients_last_layer(epoch, student, h.freeze_last_layer);
-      if (finite) optimizer.step();  // a float16 overflow skips the step, as GradScaler.step does
-      scaler.update(!finite);
-      ema_update(*teacher, *student, momentum);
-      lap(phases.update);
-      loss_sum += l;
-      ++loss_count;
-      ++iterations_this_run;
-      window_loss += l;
-      ++window_count;
-      // One record every 10 iterations (DINO's MetricLogger print_freq) over those iterations.
-      if (writer && ((it + 1) % 10 == 0 || it + 1 == niter)) {
-        const double entropy_total = entropy_sum.item<double>();
-        const double window_entropy =
-            (entropy_total - window_entropy_start) / static_cast<double>(window_count);
-        const double mean_loss = window_loss / static_cast<double>(window_count);
-        MetricsRecord record;
-        record.kind = MetricsRecord::Kind::kIteration, record.epoch = epoch;
-        record.iteration = static_cast<long>(global_it) + 1;
-        record.loss = mean_loss, record.teacher_entropy = window_entropy,
-        record.kl = mean_loss - window_entropy;
-        record.lr = lr, record.wd = wd, record.momentum = momentum;
-        append_line(metrics_file, format_metrics_record(record));
-        window_entropy_start = entropy_total;
-        window_loss = 0;
-        window_count = 0;
-      }
-      if (writer && (it + 1) % 10 == 0 && it + 1 < niter) {
-        const double elapsed =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
-        const double per_step = elapsed / static_cast<double>(it + 1 - first_iter);
-        const double remaining = static_cast<double>((epochs - epoch) * niter - it - 1);
-        spdlog::info("epoch {}/{} iteration {}/{}: loss {:.4f} {:.1f} images/s ETA {:.0f} s", epoch + 1,
-                     epochs, it + 1, niter, loss_sum / static_cast<double>(loss_count),
-                     static_cast<double>(global_batch) / per_step, remaining * per_step);
-      }
-      bool stop = stop_requested.load() ||
-                  (rt.stop_after_iterations > 0 && iterations_this_run >= rt.stop_after_iterations);
-      // Slurm signals every task, not at the same instant: all ranks stop after the same iteration.
-      if (ranks > 1) {
-        stop = world->allreduce_max(stop ? 1 : 0) > 0;
-        watchdog->progress("epoch " + std::to_string(epoch + 1) + " iteration " + std::to_string(it + 1));
-      }
-      if (stop) {
-        state.epoch = epoch;
-        state.iteration = static_cast<int>(it + 1);
-        if (state.iteration == static_cast<int>(niter)) state.epoch = epoch + 1, state.iteration = 0;
-        gather_generator_states();
-        if (writer) save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
-        spdlog::warn("stopped at epoch {} iteration {}: checkpoint written to {}; resubmit to resume", epoch,
-                     it + 1, checkpoint);
-        report.epochs_done = state.epoch;
-        report.interrupted = true;
-        return report;
-      }
+    EpochStats stats = train_one_epoch(ctx, loader, epoch, first_iter);
+    if (stats.stopped_after) {
+      const std::size_t done = *stats.stopped_after;
+      state.epoch = epoch;
+      state.iteration = static_cast<int>(done);
+      if (state.iteration == static_cast<int>(niter)) state.epoch = epoch + 1, state.iteration = 0;
+      gather_generator_states(world, device, state);
+      if (writer) save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
+      spdlog::warn("stopped at epoch {} iteration {}: checkpoint written to {}; resubmit to resume", epoch,
+                   done, checkpoint);
+      report.epochs_done = state.epoch;
+      report.interrupted = true;
+      return report;
     }
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
-    seconds_this_run += seconds;
+    seconds_this_run += stats.seconds;
     state.epoch = epoch + 1;
     state.iteration = 0;
-    double entropy_epoch = entropy_sum.item<double>();
+    double entropy_epoch = stats.entropy_sum.item<double>();
     if (ranks > 1) {  // the epoch's means over all ranks, as MetricLogger.synchronize_between_processes
-      loss_sum = world->allreduce_sum(loss_sum) / ranks;
+      stats.loss_sum = world->allreduce_sum(stats.loss_sum) / ranks;
       entropy_epoch = world->allreduce_sum(entropy_epoch) / ranks;
     }
-    gather_generator_states();
+    gather_generator_states(world, device, state);
     if (writer) save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
     if (watchdog) watchdog->progress("the end of epoch " + std::to_string(epoch + 1));  // after the write
     if (writer && c.train.saveckp_freq > 0 && epoch % c.train.saveckp_freq == 0) {
       save_checkpoint(model_files.epoch_checkpoint(epoch), student, teacher, optimizer, loss, state);
     }
-    const double steps = static_cast<double>(std::max<std::size_t>(loss_count, 1));
-    report.last_epoch_loss = loss_count > 0 ? loss_sum / static_cast<double>(loss_count) : 0;
+    const double steps = static_cast<double>(std::max<std::size_t>(stats.loss_count, 1));
+    report.last_epoch_loss =
+        stats.loss_count > 0 ? stats.loss_sum / static_cast<double>(stats.loss_count) : 0;
     entropy_epoch /= steps;
     const double kl_epoch = report.last_epoch_loss - entropy_epoch;
     std::optional<double> knn_top1;
@@ -429,15 +517,19 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
       spdlog::info("epoch {}/{}: online kNN top-1 {:.2f}% ({} held-out images, k {}, T {})", epoch + 1,
                    epochs, *knn_top1, online_knn->images(), OnlineKnn::kK, OnlineKnn::kTemperature);
     }
-    const double images_per_second = static_cast<double>(loss_count * global_batch) / std::max(seconds, 1e-9);
-    const double eta = (epochs - epoch - 1) * seconds;
+    const double images_per_second =
+        static_cast<double>(stats.loss_count * global_batch) / std::max(stats.seconds, 1e-9);
+    const double eta = (epochs - epoch - 1) * stats.seconds;
+    const StepPhases& phases = stats.phases;
     if (writer) {
-      append_line(model_files.training_log(), format_training_log_line({epoch, report.last_epoch_loss, lr, wd,
-                                                                        entropy_epoch, kl_epoch, knn_top1}));
+      append_line(model_files.training_log(),
+                  format_training_log_line({epoch, report.last_epoch_loss, stats.lr, stats.wd, entropy_epoch,
+                                            kl_epoch, knn_top1}));
       MetricsRecord record;
       record.kind = MetricsRecord::Kind::kEpoch, record.epoch = epoch;
       record.loss = report.last_epoch_loss, record.teacher_entropy = entropy_epoch, record.kl = kl_epoch;
-      record.lr = lr, record.wd = wd, record.momentum = momentum, record.online_knn_top1 = knn_top1;
+      record.lr = stats.lr, record.wd = stats.wd, record.momentum = stats.momentum,
+      record.online_knn_top1 = knn_top1;
       record.images_per_second = images_per_second, record.eta_seconds = eta;
       record.seconds_per_step = {phases.data / steps, phases.forward / steps, phases.backward / steps,
                                  phases.update / steps};
@@ -448,13 +540,14 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
         epoch + 1, epochs, phases.data / steps, phases.forward / steps, phases.backward / steps,
         phases.update / steps);
     spdlog::info("epoch {}/{}: loss {:.4f} lr {:.3g} wd {:.3g} momentum {:.5f} {:.1f} images/s ETA {:.0f} s",
-                 epoch + 1, epochs, report.last_epoch_loss, lr, wd, momentum, images_per_second, eta);
+                 epoch + 1, epochs, report.last_epoch_loss, stats.lr, stats.wd, stats.momentum,
+                 images_per_second, eta);
     spdlog::info("epoch {}/{}: teacher entropy {:.4f} nats (uniform: {:.4f}), teacher-student KL {:.4f}",
                  epoch + 1, epochs, entropy_epoch, std::log(static_cast<double>(h.out_dim)), kl_epoch);
   }
   report.epochs_done = state.epoch;
-  report.images_per_second = static_cast<double>(iterations_this_run) * static_cast<double>(global_batch) /
-                             std::max(seconds_this_run, 1e-9);
+  report.images_per_second = static_cast<double>(ctx.iterations_this_run) *
+                             static_cast<double>(global_batch) / std::max(seconds_this_run, 1e-9);
   return report;
 }
 
