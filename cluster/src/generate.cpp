@@ -115,7 +115,8 @@ std::string cluster_config(const SiteSpec& s) {
       settings["StorageCapacity"] = s.fsx.capacity_gib;
       settings["DeploymentType"] = s.fsx.deployment_type;
       if (s.fsx.throughput_per_tib > 0) settings["PerUnitStorageThroughput"] = s.fsx.throughput_per_tib;
-      settings["DataCompressionType"] = s.fsx.compression;
+      // ParallelCluster knows only LZ4; no compression is the key left out.
+      if (s.fsx.compression != "NONE") settings["DataCompressionType"] = s.fsx.compression;
       if (!s.fsx.import_path.empty()) settings["ImportPath"] = s.fsx.import_path;
       if (!s.fsx.export_path.empty()) settings["ExportPath"] = s.fsx.export_path;
     }

@@ -104,7 +104,7 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
     s.fsx.throughput_per_tib = r.integer(f, "throughput_per_tib", "storage.fsx.throughput_per_tib", 0, 100000,
                                          s.fsx.deployment_type.rfind("SCRATCH", 0) == 0 ? 0 : 125);
     const std::string comp =
-        r.text(f, "compression", "storage.fsx.compression", false, "[A-Z0-9]+", "NONE or LZ4");
+        r.text(f, "compression", "storage.fsx.compression", false, "NONE|LZ4", "NONE or LZ4");
     if (!comp.empty()) s.fsx.compression = comp;
     s.fsx.file_system_id = r.text(f, "file_system_id", "storage.fsx.file_system_id", false,
                                   R"(fs-[0-9a-f]{8,17})", "an FSx id fs-...");

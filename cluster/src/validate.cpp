@@ -191,10 +191,13 @@ void check_fsx(Checker& c, const YAML::Node& storage) {
               kFsxSource);
       }
     }
+    // ParallelCluster's schema allows LZ4 only (FsxLustreSettingsSchema, cluster_schema.py, v3.11.1); no
+    // compression is the key left out, and FSx's own "NONE" is refused there.
     const std::string comp = text(at(s, {"DataCompressionType"}));
-    if (!comp.empty() && comp != "NONE" && comp != "LZ4") {
+    if (!comp.empty() && comp != "LZ4") {
       c.add(at(s, {"DataCompressionType"}), p + ".DataCompressionType",
-            "expected NONE or LZ4, got '" + comp + "'", kFsxSource);
+            "ParallelCluster accepts only LZ4 (leave the key out for no compression), got '" + comp + "'",
+            kPcSchema);
     }
     for (const char* key : {"ImportPath", "ExportPath"}) {
       if (at(s, {key}).IsDefined() && !rules->import_export_paths) {

@@ -25,9 +25,9 @@ struct FsxSpec {
   std::string mount_dir = "/fsx";
   int capacity_gib = 1200;
   std::string deployment_type = "PERSISTENT_2";
-  int throughput_per_tib = 125;  ///< 0: not set (SCRATCH)
-  std::string compression = "LZ4";
-  std::string file_system_id;  ///< existing file system: the others are not used
+  int throughput_per_tib = 125;     ///< 0: not set (SCRATCH)
+  std::string compression = "LZ4";  ///< LZ4 or NONE (DataCompressionType left out of the config)
+  std::string file_system_id;       ///< existing file system: the others are not used
   std::string import_path, export_path;
 };
 
