@@ -54,6 +54,20 @@ YAML::Node iam_policies(const SiteSpec& s) {
   return iam;
 }
 
+// The compute nodes' IAM: the site's policies, and read access to the bucket of an s3:// custom action,
+// which the default instance role lacks (it reads only ParallelCluster's own buckets).
+YAML::Node compute_iam(const SiteSpec& s) {
+  YAML::Node iam = iam_policies(s);
+  const std::string prefix = "s3://";
+  if (s.on_node_configured.rfind(prefix, 0) == 0) {
+    const std::string rest = s.on_node_configured.substr(prefix.size());
+    YAML::Node access;
+    access["BucketName"] = rest.substr(0, rest.find('/'));
+    iam["S3Access"].push_back(access);
+  }
+  return iam;
+}
+
 std::string cluster_config(const SiteSpec& s) {
   const bool own_network = s.head_subnet_id.empty();
   const std::string head_subnet = own_network ? "${PUBLIC_SUBNET_ID}" : s.head_subnet_id;
@@ -85,6 +99,8 @@ std::string cluster_config(const SiteSpec& s) {
     cr["InstanceType"] = q.instance_type;
     cr["MinCount"] = q.min_count;
     cr["MaxCount"] = q.max_count;
+    if (!q.capacity_reservation_id.empty())
+      cr["CapacityReservationTarget"]["CapacityReservationId"] = q.capacity_reservation_id;
     if (q.efa) cr["Efa"]["Enabled"] = true;
     queue["ComputeResources"].push_back(cr);
     queue["Networking"]["SubnetIds"] = seq({YAML::Node(compute_subnet)});
@@ -95,7 +111,7 @@ std::string cluster_config(const SiteSpec& s) {
       queue["Networking"]["PlacementGroup"]["Enabled"] = q.placement_group == "true";
     if (!q.local_scratch.empty())
       queue["ComputeSettings"]["LocalStorage"]["EphemeralVolume"]["MountDir"] = q.local_scratch;
-    if (!s.iam_policies.empty()) queue["Iam"] = iam_policies(s);
+    if (const YAML::Node iam = compute_iam(s); iam.size() > 0) queue["Iam"] = iam;
     if (!s.on_node_configured.empty())
       queue["CustomActions"]["OnNodeConfigured"]["Script"] = s.on_node_configured;
     scheduling["SlurmQueues"].push_back(queue);

@@ -66,7 +66,7 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
     if (!q.IsMap()) r.fail(q, p, "expected a mapping");
     r.only(q, p,
            {"name", "instance_type", "min_count", "max_count", "efa", "placement_group", "capacity_type",
-            "local_scratch"});
+            "local_scratch", "capacity_reservation_id"});
     QueueSpec qs;
     // Checked against ParallelCluster's own pattern by the validators, so that the message uses its key path.
     qs.name = r.text(q, "name", p + ".name", true, kAnyText, "a queue name");
@@ -80,6 +80,9 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
     const std::string cap = r.text(q, "capacity_type", p + ".capacity_type", false,
                                    "ONDEMAND|SPOT|CAPACITY_BLOCK", "ONDEMAND, SPOT or CAPACITY_BLOCK");
     if (!cap.empty()) qs.capacity_type = cap;
+    qs.capacity_reservation_id = r.text(
+        q, "capacity_reservation_id", p + ".capacity_reservation_id", qs.capacity_type == "CAPACITY_BLOCK",
+        "cr-[0-9a-f]{17}", "a capacity reservation id cr-... (a CAPACITY_BLOCK queue needs its block's)");
     qs.local_scratch = r.text(q, "local_scratch", p + ".local_scratch", false, R"(/[A-Za-z0-9/_.-]*)",
                               "an absolute mount dir");
     s.queues.push_back(qs);

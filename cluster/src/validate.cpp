@@ -14,6 +14,10 @@ namespace pcdino::cluster {
 namespace {
 
 const char* const kPcSchema = "ParallelCluster 3.x configuration schema (cli/src/pcluster/schemas)";
+const char* const kSizeValidator =
+    "ParallelCluster 3.11.1 ComputeResourceSizeValidator (cli/src/pcluster/validators/cluster_validators.py)";
+const char* const kCapacityTypeValidator =
+    "ParallelCluster 3.11.1 CapacityTypeValidator (cli/src/pcluster/validators/ec2_validators.py)";
 
 class Checker {
  public:
@@ -97,6 +101,28 @@ void check_names(Checker& c, const YAML::Node& queues) {
       if (lo > hi) {
         c.add(min, cp + ".MinCount",
               "MinCount " + std::to_string(lo) + " is greater than MaxCount " + std::to_string(hi));
+      }
+      // A capacity block is a fixed number of reserved instances, all of them static nodes.
+      if (text(at(queues[i], {"CapacityType"})) != "CAPACITY_BLOCK") continue;
+      if (lo != hi) {
+        c.add(max.IsDefined() ? max : crs[j], cp + ".MaxCount",
+              "a CAPACITY_BLOCK queue needs MaxCount equal to MinCount (the block's size), got MinCount " +
+                  std::to_string(lo) + " and MaxCount " + std::to_string(hi),
+              kSizeValidator);
+      }
+      if (lo == 0) {
+        c.add(min.IsDefined() ? min : crs[j], cp + ".MinCount",
+              "a CAPACITY_BLOCK queue needs MinCount > 0 (the block's size)", kSizeValidator);
+      }
+      const YAML::Node own = at(crs[j], {"CapacityReservationTarget"});
+      const std::string reservation = text(
+          at(own.IsDefined() ? crs[j] : queues[i], {"CapacityReservationTarget", "CapacityReservationId"}));
+      if (reservation.empty()) {
+        c.add(crs[j], cp + ".CapacityReservationTarget.CapacityReservationId",
+              "a CAPACITY_BLOCK queue needs the block's reservation id (cr-...), on the compute resource or "
+              "the "
+              "queue (a resource group ARN does not do)",
+              kCapacityTypeValidator);
       }
     }
   }

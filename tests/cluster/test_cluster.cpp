@@ -174,6 +174,73 @@ TEST(ClusterValidate, NamesCountsSubnetsImdsAndSsh) {
   EXPECT_EQ(f.back().where, "c.yaml:9:17");
 }
 
+// ParallelCluster 3.11.1: a CAPACITY_BLOCK compute resource has MinCount == MaxCount > 0
+// (ComputeResourceSizeValidator) and a CapacityReservationId on itself or its queue (CapacityTypeValidator).
+TEST(ClusterValidate, CapacityBlocksAreStaticAndReserved) {
+  const std::string cr = "Scheduling.SlurmQueues[0].ComputeResources[0].";
+  const auto block = [](const std::string& counts, const std::string& target) {
+    return findings(
+        config("      CapacityType: CAPACITY_BLOCK\n" + target +
+               "      ComputeResources:\n        - Name: cr\n          InstanceType: c5.xlarge\n" + counts +
+               "      Networking:\n        SubnetIds: [subnet-bbbb2222]\n"));
+  };
+  const std::string queue_target =
+      "      CapacityReservationTarget:\n        CapacityReservationId: cr-0123456789abcdef0\n";
+  const std::string four = "          MinCount: 4\n          MaxCount: 4\n";
+  EXPECT_EQ(block(four, queue_target).find("E "), std::string::npos) << block(four, queue_target);
+  EXPECT_NE(block("          MinCount: 0\n          MaxCount: 4\n", queue_target)
+                .find("E " + cr + "MaxCount: a CAPACITY_BLOCK queue needs MaxCount equal to MinCount"),
+            std::string::npos);
+  EXPECT_NE(block("          MaxCount: 4\n", queue_target)
+                .find("E " + cr + "MinCount: a CAPACITY_BLOCK queue needs MinCount > 0"),
+            std::string::npos)
+      << "MinCount defaults to 0";
+  EXPECT_NE(
+      block(four, "").find("E " + cr + "CapacityReservationTarget.CapacityReservationId: a CAPACITY_BLOCK"),
+      std::string::npos);
+  const std::string group =
+      "      CapacityReservationTarget:\n        CapacityReservationResourceGroupArn: "
+      "arn:aws:resource-groups:us-west-2:123456789012:group/g\n";
+  EXPECT_NE(block(four, group).find("CapacityReservationId: a CAPACITY_BLOCK"), std::string::npos)
+      << "a resource group does not name a block";
+  // The same rules do not apply to on-demand queues.
+  EXPECT_EQ(findings(config(kPlainQueue)).find("CAPACITY_BLOCK"), std::string::npos);
+}
+
+TEST(ClusterGenerate, P5SpecGivesAReservedCapacityBlockAndBucketAccess) {
+  const YAML::Node c = YAML::Load(generate_cluster(example("p5-efa.yaml")).cluster_config);
+  const YAML::Node p5 = c["Scheduling"]["SlurmQueues"][0];
+  EXPECT_EQ(p5["CapacityType"].as<std::string>(), "CAPACITY_BLOCK");
+  const YAML::Node cr = p5["ComputeResources"][0];
+  EXPECT_EQ(cr["MinCount"].as<int>(), cr["MaxCount"].as<int>());
+  EXPECT_GT(cr["MinCount"].as<int>(), 0);
+  EXPECT_EQ(cr["CapacityReservationTarget"]["CapacityReservationId"].as<std::string>(),
+            "cr-0123456789abcdef0");
+  // The custom action comes from s3://research-bucket/...: every queue that runs it may read that bucket.
+  for (const auto& q : c["Scheduling"]["SlurmQueues"]) {
+    ASSERT_TRUE(q["CustomActions"]["OnNodeConfigured"]["Script"].IsDefined());
+    EXPECT_EQ(q["Iam"]["S3Access"][0]["BucketName"].as<std::string>(), "research-bucket") << q["Name"];
+  }
+}
+
+TEST(ClusterSite, CapacityBlockNeedsItsReservation) {
+  const std::string spec =
+      "name: c\nregion: us-west-2\navailability_zone: us-west-2a\nhead_node:\n  ssh_allowed_cidr: "
+      "10.0.0.0/8\n"
+      "queues:\n  - {name: q, instance_type: p5.48xlarge, capacity_type: CAPACITY_BLOCK, min_count: 2, "
+      "max_count: 2}\n";
+  try {
+    parse_site_spec(spec, "site.yaml");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("queues[0].capacity_reservation_id"), std::string::npos) << e.what();
+  }
+  std::string with_id = spec;
+  with_id.replace(with_id.find("max_count: 2}"), 13,
+                  "max_count: 2, capacity_reservation_id: cr-0123456789abcdef0}");
+  EXPECT_EQ(parse_site_spec(with_id, "site.yaml").queues[0].capacity_reservation_id, "cr-0123456789abcdef0");
+}
+
 TEST(ClusterGenerate, WorkshopSpecGivesTheWorkshopsConfiguration) {
   const ClusterFiles files = generate_cluster(example("workshop.yaml"));
   const YAML::Node c = YAML::Load(files.cluster_config);

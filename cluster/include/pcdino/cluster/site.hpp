@@ -17,6 +17,7 @@ struct QueueSpec {
   /// Placement group: "" = not stated (a validator wants it stated for EFA queues), "true", "false".
   std::string placement_group;
   std::string capacity_type = "ONDEMAND";  ///< ONDEMAND, SPOT, CAPACITY_BLOCK
+  std::string capacity_reservation_id;     ///< cr-...: the capacity block (required for CAPACITY_BLOCK)
   std::string local_scratch;               ///< EphemeralVolume mount dir ("" = none)
 };
 
