@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -58,6 +59,29 @@ std::string text(const YAML::Node& n) {
   return n.IsDefined() && n.IsScalar() ? n.Scalar() : "";
 }
 
+// A defined scalar that is an integer, or nothing ("four", 2.5, a list).
+std::optional<int> as_int(const YAML::Node& n) {
+  if (!n.IsDefined() || !n.IsScalar()) return std::nullopt;
+  try {
+    return n.as<int>();
+  } catch (const YAML::Exception&) {
+    return std::nullopt;
+  }
+}
+
+// The integer at `n`, `fallback` when absent; a finding (ParallelCluster's schema types these keys as
+// integers) and nothing when it is there and not an integer.
+std::optional<int> integer_key(Checker& c, const YAML::Node& n, const std::string& path, int fallback) {
+  if (!n.IsDefined()) return fallback;
+  const std::optional<int> v = as_int(n);
+  if (!v) {
+    c.add(n, path,
+          "expected an integer, got " + (n.IsScalar() ? "'" + n.Scalar() + "'" : "a list or mapping"),
+          kPcSchema);
+  }
+  return v;
+}
+
 bool truthy(const YAML::Node& n) {
   try {
     return n.IsDefined() && n.IsScalar() && n.as<bool>();
@@ -97,7 +121,10 @@ void check_names(Checker& c, const YAML::Node& queues) {
       if (!cr_names.insert(cn).second)
         c.add(cname, cp + ".Name", "compute resource name '" + cn + "' is used twice", kPcSchema);
       const YAML::Node min = at(crs[j], {"MinCount"}), max = at(crs[j], {"MaxCount"});
-      const int lo = min.IsDefined() ? min.as<int>() : 0, hi = max.IsDefined() ? max.as<int>() : 10;
+      const std::optional<int> min_count = integer_key(c, min, cp + ".MinCount", 0),
+                               max_count = integer_key(c, max, cp + ".MaxCount", 10);
+      if (!min_count || !max_count) continue;
+      const int lo = *min_count, hi = *max_count;
       if (lo > hi) {
         c.add(min, cp + ".MinCount",
               "MinCount " + std::to_string(lo) + " is greater than MaxCount " + std::to_string(hi));
@@ -198,8 +225,10 @@ void check_fsx(Checker& c, const YAML::Node& storage) {
     if (!cap.IsDefined()) {
       c.add(s, p + ".StorageCapacity", "a new file system needs StorageCapacity", kFsxSource);
     } else {
-      const std::string problem = fsx_capacity_problem(*rules, cap.as<int>());
-      if (!problem.empty()) c.add(cap, p + ".StorageCapacity", problem, kFsxSource);
+      if (const auto gib = integer_key(c, cap, p + ".StorageCapacity", 0)) {
+        const std::string problem = fsx_capacity_problem(*rules, *gib);
+        if (!problem.empty()) c.add(cap, p + ".StorageCapacity", problem, kFsxSource);
+      }
     }
     const YAML::Node tp = at(s, {"PerUnitStorageThroughput"});
     if (rules->throughputs.empty() && tp.IsDefined()) {
@@ -209,7 +238,7 @@ void check_fsx(Checker& c, const YAML::Node& storage) {
       bool ok = false;
       for (int t : rules->throughputs) {
         allowed += (allowed.empty() ? "" : ", ") + std::to_string(t);
-        ok = ok || (tp.IsDefined() && tp.as<int>() == t);
+        ok = ok || as_int(tp) == t;
       }
       if (!ok) {
         c.add(tp.IsDefined() ? tp : s, p + ".PerUnitStorageThroughput",
@@ -332,11 +361,12 @@ std::vector<Finding> check_pipeline_fit(const std::string& cluster_yaml, const s
   gpus_fit(pipeline.train.num_gpus, "train_scDINO.num_gpus");
   gpus_fit(pipeline.downstream.compute_cls_features.num_gpus,
            "downstream_analyses.compute_cls_features.num_gpus");
-  const int max_count = at(cr, {"MaxCount"}).IsDefined() ? at(cr, {"MaxCount"}).as<int>() : 10;
-  if (pipeline.train.nnodes > max_count) {
+  const YAML::Node max_node = at(cr, {"MaxCount"});
+  const std::optional<int> max_count = max_node.IsDefined() ? as_int(max_node) : std::optional<int>(10);
+  if (max_count && pipeline.train.nnodes > *max_count) {
     c.add(at(cr, {"MaxCount"}), cp + ".MaxCount",
           where + ": train_scDINO.nnodes " + std::to_string(pipeline.train.nnodes) +
-              " is more than MaxCount " + std::to_string(max_count));
+              " is more than MaxCount " + std::to_string(*max_count));
   }
   // One task per GPU, each with num_workers loader processes plus itself.
   const int tasks = std::max(1, pipeline.train.num_gpus);

@@ -241,6 +241,26 @@ TEST(ClusterSite, CapacityBlockNeedsItsReservation) {
   EXPECT_EQ(parse_site_spec(with_id, "site.yaml").queues[0].capacity_reservation_id, "cr-0123456789abcdef0");
 }
 
+// Integer keys that are not integers are findings with their key path, not an internal error.
+TEST(ClusterValidate, IntegerKeysThatAreNotIntegersAreNamed) {
+  std::string queue = kPlainQueue;
+  queue.replace(queue.find("MaxCount: 2"), 11, "MaxCount: four");
+  const std::string f = findings(config(queue));
+  EXPECT_NE(
+      f.find("E Scheduling.SlurmQueues[0].ComputeResources[0].MaxCount: expected an integer, got 'four'"),
+      std::string::npos)
+      << f;
+  const std::string fsx =
+      findings(config(kPlainQueue,
+                      "SharedStorage:\n  - Name: fsx\n    StorageType: FsxLustre\n    MountDir: "
+                      "/fsx\n    FsxLustreSettings:\n      StorageCapacity: [1200]\n"));
+  EXPECT_NE(
+      fsx.find("E SharedStorage[0].FsxLustreSettings.StorageCapacity: expected an integer, got a list or "
+               "mapping"),
+      std::string::npos)
+      << fsx;
+}
+
 TEST(ClusterGenerate, WorkshopSpecGivesTheWorkshopsConfiguration) {
   const ClusterFiles files = generate_cluster(example("workshop.yaml"));
   const YAML::Node c = YAML::Load(files.cluster_config);
