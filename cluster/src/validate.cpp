@@ -298,6 +298,63 @@ void check_access(Checker& c, const YAML::Node& root, const ValidateOptions& opt
   }
 }
 
+// A plain (unquoted) scalar that YAML reads as a number or a boolean: ParallelCluster's string fields
+// refuse it ("Not a valid string"), so 123 or true must be quoted.
+bool plain_non_string(const YAML::Node& n) {
+  if (!n.IsScalar() || n.Tag() != "?") return false;
+  static const std::regex number_or_bool(
+      R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|true|True|TRUE|false|False|FALSE|\.inf|\.nan)");
+  return std::regex_match(n.Scalar(), number_or_bool);
+}
+
+// One Tags list (the cluster's, a queue's or a compute resource's), as ParallelCluster's TagSchema and its
+// validate_no_reserved_tag / validate_no_duplicate_tag (common_schema.py, v3.11.1) check it.
+void check_tag_list(Checker& c, const YAML::Node& tags, const std::string& path) {
+  if (!tags.IsDefined()) return;
+  if (!tags.IsSequence()) {
+    c.add(tags, path, "expected a list of {Key, Value}", kPcSchema);
+    return;
+  }
+  std::set<std::string> keys;
+  for (std::size_t i = 0; i < tags.size(); ++i) {
+    const std::string tp = path + "[" + std::to_string(i) + "]";
+    const struct {
+      const char* name;
+      std::size_t max;
+    } fields[] = {{"Key", 128}, {"Value", 256}};
+    for (const auto& f : fields) {
+      const YAML::Node v = at(tags[i], {f.name});
+      if (!v.IsDefined() || !v.IsScalar()) {
+        c.add(v.IsDefined() ? v : tags[i], tp + "." + f.name,
+              "a tag needs a " + std::string(f.name) + " string", kPcSchema);
+      } else if (plain_non_string(v)) {
+        c.add(v, tp + "." + f.name, "'" + v.Scalar() + "' is read as a number or boolean: quote it",
+              kPcSchema);
+      } else if (v.Scalar().size() > f.max) {
+        c.add(v, tp + "." + f.name, "longer than " + std::to_string(f.max) + " characters", kPcSchema);
+      }
+    }
+    const std::string key = text(at(tags[i], {"Key"}));
+    if (key.rfind("parallelcluster:", 0) == 0 && key != "parallelcluster:custom_resource") {
+      c.add(at(tags[i], {"Key"}), tp + ".Key", "the prefix 'parallelcluster:' is reserved", kPcSchema);
+    }
+    if (!key.empty() && !keys.insert(key).second) {
+      c.add(at(tags[i], {"Key"}), tp + ".Key", "tag key '" + key + "' is used twice in this list", kPcSchema);
+    }
+  }
+}
+
+void check_tags(Checker& c, const YAML::Node& root, const YAML::Node& queues) {
+  check_tag_list(c, at(root, {"Tags"}), "Tags");
+  for (std::size_t i = 0; queues.IsSequence() && i < queues.size(); ++i) {
+    const std::string qp = "Scheduling.SlurmQueues[" + std::to_string(i) + "]";
+    check_tag_list(c, at(queues[i], {"Tags"}), qp + ".Tags");
+    const YAML::Node crs = at(queues[i], {"ComputeResources"});
+    for (std::size_t j = 0; crs.IsSequence() && j < crs.size(); ++j)
+      check_tag_list(c, at(crs[j], {"Tags"}), qp + ".ComputeResources[" + std::to_string(j) + "].Tags");
+  }
+}
+
 }  // namespace
 
 std::string Finding::str() const {
@@ -322,6 +379,7 @@ std::vector<Finding> validate_cluster_config(const std::string& yaml_text, const
   }
   check_fsx(c, at(root, {"SharedStorage"}));
   check_access(c, root, options);
+  check_tags(c, root, queues);
   return c.findings;
 }
 

@@ -261,6 +261,36 @@ TEST(ClusterValidate, IntegerKeysThatAreNotIntegersAreNamed) {
       << fsx;
 }
 
+// ParallelCluster's TagSchema (common_schema.py, v3.11.1): Key and Value strings (a bare 123 or true is
+// not one), the reserved prefix parallelcluster: (but parallelcluster:custom_resource), no key twice.
+TEST(ClusterValidate, TagsAsParallelClusterReadsThem) {
+  const auto tags = [](const std::string& list) { return findings(config(kPlainQueue, "Tags:\n" + list)); };
+  EXPECT_EQ(tags("  - {Key: project, Value: dino}\n  - {Key: parallelcluster:custom_resource, Value: x}\n  - "
+                 "{Key: cost, Value: '123'}\n")
+                .find("E "),
+            std::string::npos);
+  EXPECT_NE(tags("  - {Key: parallelcluster:version, Value: x}\n")
+                .find("E Tags[0].Key: the prefix 'parallelcluster:' is reserved"),
+            std::string::npos);
+  EXPECT_NE(tags("  - {Key: a, Value: x}\n  - {Key: a, Value: y}\n")
+                .find("E Tags[1].Key: tag key 'a' is used twice"),
+            std::string::npos);
+  EXPECT_NE(
+      tags("  - {Key: cost, Value: 123}\n").find("E Tags[0].Value: '123' is read as a number or boolean"),
+      std::string::npos);
+  EXPECT_NE(
+      tags("  - {Key: on, Value: true}\n").find("E Tags[0].Value: 'true' is read as a number or boolean"),
+      std::string::npos);
+  EXPECT_NE(tags("  - {Key: k}\n").find("E Tags[0].Value: a tag needs a Value string"), std::string::npos);
+  EXPECT_NE(tags("  - {Key: k, Value: " + std::string(257, 'v') + "}\n").find("Value: longer than 256"),
+            std::string::npos);
+  // Queue and compute resource lists are checked on their own.
+  std::string queue = kPlainQueue;
+  queue += "      Tags:\n        - {Key: parallelcluster:x, Value: y}\n";
+  EXPECT_NE(findings(config(queue)).find("E Scheduling.SlurmQueues[0].Tags[0].Key: the prefix"),
+            std::string::npos);
+}
+
 TEST(ClusterGenerate, WorkshopSpecGivesTheWorkshopsConfiguration) {
   const ClusterFiles files = generate_cluster(example("workshop.yaml"));
   const YAML::Node c = YAML::Load(files.cluster_config);
