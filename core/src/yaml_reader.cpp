@@ -1,5 +1,6 @@
 #include "pcdino/core/yaml_reader.hpp"
 
+#include <map>
 #include <regex>
 
 #include "pcdino/core/error.hpp"
@@ -13,6 +14,27 @@ std::string location(const std::string& source, const YAML::Mark& m) {
   return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
 }
 
+// yaml-cpp keeps both entries of a key written twice and answers lookups with the first, while other
+// readers (PyYAML, hence ParallelCluster) take the last: a file that says a key twice is refused.
+void refuse_duplicate_keys(const YAML::Node& node, const std::string& source) {
+  if (node.IsSequence()) {
+    for (const auto& item : node) refuse_duplicate_keys(item, source);
+  } else if (node.IsMap()) {
+    std::map<std::string, YAML::Mark> seen;
+    for (const auto& kv : node) {
+      if (kv.first.IsScalar()) {
+        const auto [first, inserted] = seen.emplace(kv.first.Scalar(), kv.first.Mark());
+        if (!inserted) {
+          throw ConfigError(location(source, kv.first.Mark()) + ": key '" + kv.first.Scalar() +
+                            "' appears twice in this mapping (first at line " +
+                            std::to_string(first->second.line + 1) + ")");
+        }
+      }
+      refuse_duplicate_keys(kv.second, source);
+    }
+  }
+}
+
 }  // namespace
 
 std::string yaml_location(const std::string& source, const YAML::Node& node) {
@@ -20,11 +42,14 @@ std::string yaml_location(const std::string& source, const YAML::Node& node) {
 }
 
 YAML::Node load_yaml(const std::string& text, const std::string& source) {
+  YAML::Node root;
   try {
-    return YAML::Load(text);
+    root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw ConfigError(location(source, e.mark) + ": YAML syntax error: " + e.msg);
   }
+  refuse_duplicate_keys(root, source);
+  return root;
 }
 
 YAML::Node YamlReader::load(const std::string& text) const {

@@ -154,6 +154,21 @@ TEST(Config, SyntaxErrorHasLineAndColumn) {
   EXPECT_NE(e.find("YAML syntax error"), std::string::npos) << e;
 }
 
+// yaml-cpp would answer with the first of two equal keys and PyYAML with the last: refused, with both lines.
+TEST(Config, AKeyWrittenTwiceIsRefused) {
+  std::string e = error_of("meta:\n  seed: 1\n  name_of_run: a\n  seed: 2\n");
+  EXPECT_NE(e.find("pipeline.yaml:4:3: key 'seed' appears twice in this mapping (first at line 2)"),
+            std::string::npos)
+      << e;
+  e = error_of("meta:\n  seed: 1\nmeta:\n  seed: 2\n");
+  EXPECT_NE(e.find("pipeline.yaml:3:1: key 'meta' appears twice"), std::string::npos) << e;
+  EXPECT_EQ(
+      error_of(
+          "train_scDINO:\n  num_gpus: 1\ndownstream_analyses:\n  compute_cls_features:\n    num_gpus: 1\n"),
+      "(no error)")
+      << "equal keys in different mappings are fine";
+}
+
 TEST(Config, ChannelCombinationForms) {
   auto channels = [](const std::string& value) {
     return parse_config("meta:\n  selected_channel_combination_per_run: " + value + "\n", "p")

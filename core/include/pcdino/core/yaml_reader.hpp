@@ -15,7 +15,9 @@ namespace pcdino {
 std::string yaml_location(const std::string& source, const YAML::Node& node);
 
 /// Parses `text` (yaml-cpp). Throws ConfigError "source:line:col: YAML syntax error: ..." for malformed
-/// YAML, the one error type of every YAML file pcdino reads.
+/// YAML, and "source:line:col: key 'k' appears twice in this mapping (first at line N)" for a key written
+/// twice in one mapping (yaml-cpp would silently use the first, other readers the last): the one error
+/// type of every YAML file pcdino reads.
 YAML::Node load_yaml(const std::string& text, const std::string& source);
 
 class YamlReader {
