@@ -1,8 +1,10 @@
 // pcdino cluster generate | validate | cost
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -21,21 +23,29 @@ namespace {
 
 struct ClusterArgs {
   std::string input, out, pipeline, queue;
-  bool allow_ssh_from_anywhere = false;
+  bool allow_ssh_from_anywhere = false, strict = false, template_placeholders = false;
   long long images = 0;
   double images_per_second = 0;
 };
 
-// Prints the findings; errors make the command fail with exit code 78.
-void report(const std::vector<cluster::Finding>& findings, const std::string& what) {
-  int errors = 0;
+// Prints the findings, errors first; errors (and policy findings with --strict) make the command fail
+// with exit code 78 (EX_CONFIG).
+void report(std::vector<cluster::Finding> findings, const std::string& what, bool strict) {
+  std::stable_sort(findings.begin(), findings.end(),
+                   [](const auto& a, const auto& b) { return a.severity < b.severity; });
+  std::map<cluster::Severity, int> count;
   for (const auto& f : findings) {
     std::cout << f.str() << "\n";
-    errors += f.error ? 1 : 0;
+    ++count[f.severity];
   }
-  if (errors > 0)
-    throw ConfigError(what + ": " + std::to_string(errors) + " error(s) found by the validators");
-  std::cout << what << ": no errors (" << findings.size() << " warning(s))\n";
+  const int errors = count[cluster::Severity::error], policy = count[cluster::Severity::policy];
+  const std::string summary = std::to_string(errors) + " error(s), " + std::to_string(policy) + " policy, " +
+                              std::to_string(count[cluster::Severity::warning]) +
+                              " warning(s) (ParallelCluster " + cluster::parallelcluster_release() +
+                              " schema and offline validators)";
+  if (errors > 0 || (strict && policy > 0))
+    throw ConfigError(what + ": " + summary + (errors == 0 ? "; policy findings fail with --strict" : ""));
+  std::cout << what << ": " << summary << "\n";
 }
 
 }  // namespace
@@ -51,11 +61,13 @@ void add_cluster_commands(CLI::App& app) {
   gen->add_option("site", args->input, "Site spec (YAML)")->required();
   gen->add_option("-o,--out", args->out, "Output folder")->required();
   gen->add_option("--pipeline", args->pipeline, "Pipeline YAML whose stages must fit the first queue");
+  gen->add_flag("--strict", args->strict, "Fail on pcdino's policy findings too (SSH CIDR, IMDSv2, subnets)");
   gen->callback([args] {
     const cluster::SiteSpec site = cluster::load_site_spec(args->input);
     const cluster::ClusterFiles files = cluster::generate_cluster(site);
+    // The generated file is a template: commands.sh fills in the ${...} outputs of network.yaml.
     std::vector<cluster::Finding> findings = cluster::validate_cluster_config(
-        files.cluster_config, "cluster-config.yaml", {site.allow_ssh_from_anywhere});
+        files.cluster_config, "cluster-config.yaml", {site.allow_ssh_from_anywhere, true});
     if (!args->pipeline.empty()) {
       const auto fit = cluster::check_pipeline_fit(files.cluster_config, "cluster-config.yaml",
                                                    load_config(args->pipeline));
@@ -67,25 +79,32 @@ void add_cluster_commands(CLI::App& app) {
     if (::chmod((args->out + "/commands.sh").c_str(), 0755) != 0)
       throw CantCreateError("cannot make commands.sh executable");
     std::cout << "wrote cluster-config.yaml, network.yaml, commands.sh to " << args->out << "\n";
-    report(findings, args->out + "/cluster-config.yaml");
+    report(findings, args->out + "/cluster-config.yaml", args->strict);
   });
 
-  CLI::App* val =
-      cluster->add_subcommand("validate", "Run the offline validators on a ParallelCluster v3 configuration");
+  CLI::App* val = cluster->add_subcommand(
+      "validate",
+      "Check a ParallelCluster v3 configuration offline: errors (ParallelCluster would "
+      "refuse it, or it would not work), policy (pcdino's advice) and warnings");
   val->add_option("config", args->input, "cluster configuration (YAML)")->required();
   val->add_option("--pipeline", args->pipeline, "Pipeline YAML whose stages must fit the queue");
   val->add_option("--queue", args->queue, "Queue the pipeline runs on (default: the first)");
   val->add_flag("--allow-ssh-from-anywhere", args->allow_ssh_from_anywhere,
                 "Accept HeadNode.Ssh.AllowedIps 0.0.0.0/0");
+  val->add_flag("--strict", args->strict, "Fail on pcdino's policy findings too (SSH CIDR, IMDSv2, subnets)");
+  val->add_flag(
+      "--template", args->template_placeholders,
+      "The file is a template: values written \"${NAME}\" are filled in later (as commands.sh does)");
   val->callback([args] {
     const std::string text = read_file(args->input, "cluster configuration");
-    auto findings = cluster::validate_cluster_config(text, args->input, {args->allow_ssh_from_anywhere});
+    auto findings = cluster::validate_cluster_config(
+        text, args->input, {args->allow_ssh_from_anywhere, args->template_placeholders});
     if (!args->pipeline.empty()) {
       const auto fit =
           cluster::check_pipeline_fit(text, args->input, load_config(args->pipeline), args->queue);
       findings.insert(findings.end(), fit.begin(), fit.end());
     }
-    report(findings, args->input);
+    report(findings, args->input, args->strict);
   });
 
   CLI::App* cost = cluster->add_subcommand("cost", "Hourly cost of a site spec, and of a training run");

@@ -11,10 +11,8 @@ const char* const kPriceSource =
     "aws.amazon.com/ec2/pricing/on-demand (p4d/p5 after AWS's 2025 GPU price cut)";
 const char* const kPriceRegion = "us-east-1";
 const char* const kFsxSource =
-    "FSx API CreateFileSystem (StorageCapacity, PerUnitStorageThroughput), as ParallelCluster checks it in "
-    "cli/src/pcluster/validators/fsx_validators.py and constants.py FSX_SSD_THROUGHPUT (read 2026-11-22; FSx "
-    "itself "
-    "now also allows 600 GiB PERSISTENT_2, which ParallelCluster rejects)";
+    "FSx for Lustre API CreateFileSystem: PERSISTENT_2 links S3 only through data repository associations "
+    "(read 2026-11-22)";
 
 // Not re-read from a source on 2026-11-22 (taken from AWS's instance pages as remembered; check before
 // relying on them): the g6 sizes, dl1.24xlarge, vCPU/memory/bandwidth of c5.xlarge/2xlarge/4xlarge,
@@ -61,29 +59,6 @@ const InstanceType* find_instance(const std::string& name) {
     if (t.name == name) return &t;
   }
   return nullptr;
-}
-
-const FsxRules* fsx_rules(const std::string& deployment_type) {
-  static const std::vector<FsxRules> rules = {
-      {"SCRATCH_1", {}, 1200, 2400, 3600, true},
-      {"SCRATCH_2", {}, 1200, 2400, 2400, true},
-      {"PERSISTENT_1", {50, 100, 200}, 1200, 2400, 2400, true},
-      {"PERSISTENT_2", {125, 250, 500, 1000}, 1200, 2400, 2400, false},
-  };
-  for (const auto& r : rules) {
-    if (r.deployment_type == deployment_type) return &r;
-  }
-  return nullptr;
-}
-
-std::string fsx_capacity_problem(const FsxRules& rules, int capacity_gib) {
-  if (capacity_gib == rules.first || capacity_gib == rules.second ||
-      (capacity_gib > 0 && capacity_gib % rules.increment == 0)) {
-    return "";
-  }
-  return rules.deployment_type + " StorageCapacity must be " + std::to_string(rules.first) + ", " +
-         std::to_string(rules.second) + " or a multiple of " + std::to_string(rules.increment) +
-         " GiB, got " + std::to_string(capacity_gib);
 }
 
 double fsx_price_per_gb_month(const std::string& deployment_type, int throughput) {

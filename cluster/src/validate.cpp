@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
@@ -9,36 +10,57 @@
 #include "pcdino/cluster/catalogue.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/yaml_reader.hpp"
+#include "schema.hpp"
 
 namespace pcdino::cluster {
 
 namespace {
 
-const char* const kPcSchema = "ParallelCluster 3.x configuration schema (cli/src/pcluster/schemas)";
-const char* const kSizeValidator =
-    "ParallelCluster 3.11.1 ComputeResourceSizeValidator (cli/src/pcluster/validators/cluster_validators.py)";
-const char* const kCapacityTypeValidator =
-    "ParallelCluster 3.11.1 CapacityTypeValidator (cli/src/pcluster/validators/ec2_validators.py)";
+// "ParallelCluster v3.11.1 validators/cluster_validators.py NameValidator": the upstream class a check
+// restates.
+std::string upstream(const std::string& file, const std::string& cls) {
+  return "ParallelCluster v" + parallelcluster_release() + " " + file + " " + cls;
+}
+std::string validator(const std::string& file, const std::string& cls) {
+  return upstream("validators/" + file, cls);
+}
+std::string schema_rule(const std::string& cls) {
+  return upstream("schemas/cluster_schema.py", cls);
+}
 
 class Checker {
  public:
   explicit Checker(std::string name) : name_(std::move(name)) {}
 
-  void add(const YAML::Node& node, const std::string& path, const std::string& message,
-           const std::string& source = "", bool error = true) {
+  void add(Severity severity, const YAML::Node& node, const std::string& path, const std::string& message,
+           const std::string& source = "") {
+    // One finding per key path and kind: the first (the schema walk runs first) says what is wrong.
+    if (!seen_.insert({path, severity}).second) return;
     Finding f;
-    f.error = error;
+    f.severity = severity;
     f.where = yaml_location(name_, node);
     f.path = path;
     f.message = message;
     f.source = source;
     findings.push_back(f);
   }
+  void error(const YAML::Node& node, const std::string& path, const std::string& message,
+             const std::string& source = "") {
+    add(Severity::error, node, path, message, source);
+  }
+  void warning(const YAML::Node& node, const std::string& path, const std::string& message,
+               const std::string& source = "") {
+    add(Severity::warning, node, path, message, source);
+  }
+  void policy(const YAML::Node& node, const std::string& path, const std::string& message) {
+    add(Severity::policy, node, path, message, "pcdino policy");
+  }
 
   std::vector<Finding> findings;
 
  private:
   std::string name_;
+  std::set<std::pair<std::string, Severity>> seen_;
 };
 
 // Walks `keys` down from `node`; an undefined (never an invalid) node where any step is missing, so that
@@ -59,27 +81,14 @@ std::string text(const YAML::Node& n) {
   return n.IsDefined() && n.IsScalar() ? n.Scalar() : "";
 }
 
-// A defined scalar that is an integer, or nothing ("four", 2.5, a list).
-std::optional<int> as_int(const YAML::Node& n) {
-  if (!n.IsDefined() || !n.IsScalar()) return std::nullopt;
+// A defined scalar that is an integer, or nothing (type errors are the schema walk's findings).
+std::optional<long long> as_int(const YAML::Node& n) {
+  if (!n.IsDefined() || !n.IsScalar() || yaml11_kind(n) == "bool") return std::nullopt;
   try {
-    return n.as<int>();
+    return n.as<long long>();
   } catch (const YAML::Exception&) {
     return std::nullopt;
   }
-}
-
-// The integer at `n`, `fallback` when absent; a finding (ParallelCluster's schema types these keys as
-// integers) and nothing when it is there and not an integer.
-std::optional<int> integer_key(Checker& c, const YAML::Node& n, const std::string& path, int fallback) {
-  if (!n.IsDefined()) return fallback;
-  const std::optional<int> v = as_int(n);
-  if (!v) {
-    c.add(n, path,
-          "expected an integer, got " + (n.IsScalar() ? "'" + n.Scalar() + "'" : "a list or mapping"),
-          kPcSchema);
-  }
-  return v;
 }
 
 bool truthy(const YAML::Node& n) {
@@ -90,276 +99,581 @@ bool truthy(const YAML::Node& n) {
   }
 }
 
-void check_names(Checker& c, const YAML::Node& queues) {
-  // ParallelCluster: queue and compute resource names are [a-z][a-z0-9-]*, queue names at most 25
-  // characters, compute resource names at most 25 (together they name the Slurm nodes).
-  static const std::regex pattern("[a-z][a-z0-9-]*");
-  std::set<std::string> queue_names;
-  for (std::size_t i = 0; i < queues.size(); ++i) {
-    const std::string qp = "Scheduling.SlurmQueues[" + std::to_string(i) + "]";
-    const YAML::Node name = at(queues[i], {"Name"});
-    const std::string qn = text(name);
-    if (!std::regex_match(qn, pattern) || qn.size() > 25 || qn == "default") {
-      c.add(
-          name, qp + ".Name",
-          "queue name '" + qn + "' must match [a-z][a-z0-9-]*, be at most 25 characters and not be 'default'",
-          kPcSchema);
+bool is_false(const YAML::Node& n) {
+  try {
+    return n.IsDefined() && n.IsScalar() && !n.as<bool>();
+  } catch (const YAML::Exception&) {
+    return false;
+  }
+}
+
+// The elements of a list, or none (a wrong type is the schema walk's finding).
+std::vector<YAML::Node> items(const YAML::Node& n) {
+  std::vector<YAML::Node> out;
+  if (n.IsDefined() && n.IsSequence())
+    for (const auto& item : n) out.push_back(item);
+  return out;
+}
+
+std::string queue_path(std::size_t i) {
+  return "Scheduling.SlurmQueues[" + std::to_string(i) + "]";
+}
+std::string resource_path(std::size_t i, std::size_t j) {
+  return queue_path(i) + ".ComputeResources[" + std::to_string(j) + "]";
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The schema's cross-key rules (marshmallow @validates_schema), enforced while ParallelCluster loads.
+
+void check_schema_rules(Checker& c, const YAML::Node& root) {
+  const YAML::Node scheduling = at(root, {"Scheduling"});
+  const std::string scheduler = text(at(scheduling, {"Scheduler"}));
+  if (scheduler == "slurm" && items(at(scheduling, {"SlurmQueues"})).empty() &&
+      !at(scheduling, {"SlurmQueues"}).IsDefined()) {
+    c.error(scheduling, "Scheduling.SlurmQueues", "a Slurm cluster needs at least one queue",
+            schema_rule("SchedulingSchema.no_coexist_schedulers"));
+  }
+  for (const char* other : {"AwsBatchQueues", "AwsBatchSettings"}) {
+    if (scheduler == "slurm" && at(scheduling, {other}).IsDefined())
+      c.error(at(scheduling, {other}), std::string("Scheduling.") + other, "belongs to Scheduler: awsbatch",
+              schema_rule("SchedulingSchema.right_scheduler_schema"));
+  }
+  const YAML::Node slurm = at(scheduling, {"SlurmSettings"});
+  if (at(slurm, {"ExternalSlurmdbd"}).IsDefined() && !at(slurm, {"MungeKeySecretArn"}).IsDefined())
+    c.error(at(slurm, {"ExternalSlurmdbd"}), "Scheduling.SlurmSettings.MungeKeySecretArn",
+            "an ExternalSlurmdbd needs the cluster's MungeKeySecretArn",
+            validator("slurm_settings_validator.py", "ExternalSlurmdbdRequiresCustomMungeKey"));
+  if (scheduler == "awsbatch") {
+    c.warning(scheduling, "Scheduling.Scheduler",
+              "AWS Batch clusters are not checked by pcdino (it runs on Slurm)");
+  }
+
+  // Each shared storage carries the settings of its StorageType and no other.
+  static const std::map<std::string, std::string> settings_of = {{"Ebs", "EbsSettings"},
+                                                                 {"Efs", "EfsSettings"},
+                                                                 {"FsxLustre", "FsxLustreSettings"},
+                                                                 {"FsxOntap", "FsxOntapSettings"},
+                                                                 {"FsxOpenZfs", "FsxOpenZfsSettings"},
+                                                                 {"FileCache", "FileCacheSettings"}};
+  const auto storage = items(at(root, {"SharedStorage"}));
+  for (std::size_t i = 0; i < storage.size(); ++i) {
+    const std::string sp = "SharedStorage[" + std::to_string(i) + "]";
+    const std::string type = text(at(storage[i], {"StorageType"}));
+    for (const auto& [other_type, key] : settings_of) {
+      if (other_type != type && at(storage[i], {key.c_str()}).IsDefined())
+        c.error(at(storage[i], {key.c_str()}), sp + "." + key,
+                key + " does not go with StorageType " + (type.empty() ? "(none)" : type),
+                schema_rule("SharedStorageSchema.right_storage_settings"));
     }
-    if (!queue_names.insert(qn).second)
-      c.add(name, qp + ".Name", "queue name '" + qn + "' is used twice", kPcSchema);
-    const YAML::Node crs = at(queues[i], {"ComputeResources"});
-    std::set<std::string> cr_names;
-    for (std::size_t j = 0; crs.IsSequence() && j < crs.size(); ++j) {
-      const std::string cp = qp + ".ComputeResources[" + std::to_string(j) + "]";
-      const YAML::Node cname = at(crs[j], {"Name"});
-      const std::string cn = text(cname);
-      if (!std::regex_match(cn, pattern) || cn.size() > 25) {
-        c.add(cname, cp + ".Name",
-              "compute resource name '" + cn + "' must match [a-z][a-z0-9-]* and be at most 25 characters",
-              kPcSchema);
+    if ((type == "FsxOpenZfs" || type == "FsxOntap" || type == "FileCache") &&
+        !at(storage[i], {settings_of.at(type).c_str()}).IsDefined())
+      c.error(storage[i], sp + "." + settings_of.at(type),
+              "StorageType " + type + " needs its " + settings_of.at(type),
+              schema_rule("SharedStorageSchema (required_when in the schema data)"));
+    static const std::regex none("/?NONE");
+    if (std::regex_match(text(at(storage[i], {"MountDir"})), none))
+      c.error(at(storage[i], {"MountDir"}), sp + ".MountDir", "NONE is not a mount directory",
+              schema_rule("SharedStorageSchema.shared_dir_validator"));
+    const YAML::Node fsx = at(storage[i], {"FsxLustreSettings"});
+    if (type != "FsxLustre" || !fsx.IsMap()) continue;
+    if (at(fsx, {"FileSystemId"}).IsDefined() && fsx.size() > 1)
+      c.error(fsx, sp + ".FsxLustreSettings",
+              "with FileSystemId (an existing file system) no other FsxLustreSettings key may be set",
+              schema_rule("FsxLustreSettingsSchema.validate_file_system_id_ignored_parameters"));
+    if (at(fsx, {"BackupId"}).IsDefined()) {
+      for (const char* key : {"DeploymentType", "PerUnitStorageThroughput", "StorageCapacity", "ImportPath",
+                              "ExportPath", "ImportedFileChunkSize", "KmsKeyId"}) {
+        if (at(fsx, {key}).IsDefined())
+          c.error(at(fsx, {key}), sp + ".FsxLustreSettings." + key,
+                  std::string(key) + " is taken from the backup",
+                  schema_rule("FsxLustreSettingsSchema.validate_backup_id_unsupported_parameters"));
       }
-      if (!cr_names.insert(cn).second)
-        c.add(cname, cp + ".Name", "compute resource name '" + cn + "' is used twice", kPcSchema);
-      const YAML::Node min = at(crs[j], {"MinCount"}), max = at(crs[j], {"MaxCount"});
-      const std::optional<int> min_count = integer_key(c, min, cp + ".MinCount", 0),
-                               max_count = integer_key(c, max, cp + ".MaxCount", 10);
-      if (!min_count || !max_count) continue;
-      const int lo = *min_count, hi = *max_count;
-      if (lo > hi) {
-        c.add(min, cp + ".MinCount",
-              "MinCount " + std::to_string(lo) + " is greater than MaxCount " + std::to_string(hi));
-      }
-      // A capacity block is a fixed number of reserved instances, all of them static nodes.
-      if (text(at(queues[i], {"CapacityType"})) != "CAPACITY_BLOCK") continue;
-      if (lo != hi) {
-        c.add(max.IsDefined() ? max : crs[j], cp + ".MaxCount",
-              "a CAPACITY_BLOCK queue needs MaxCount equal to MinCount (the block's size), got MinCount " +
-                  std::to_string(lo) + " and MaxCount " + std::to_string(hi),
-              kSizeValidator);
-      }
-      if (lo == 0) {
-        c.add(min.IsDefined() ? min : crs[j], cp + ".MinCount",
-              "a CAPACITY_BLOCK queue needs MinCount > 0 (the block's size)", kSizeValidator);
-      }
-      const YAML::Node own = at(crs[j], {"CapacityReservationTarget"});
-      const std::string reservation = text(
-          at(own.IsDefined() ? crs[j] : queues[i], {"CapacityReservationTarget", "CapacityReservationId"}));
-      if (reservation.empty()) {
-        c.add(crs[j], cp + ".CapacityReservationTarget.CapacityReservationId",
-              "a CAPACITY_BLOCK queue needs the block's reservation id (cr-...), on the compute resource or "
-              "the "
-              "queue (a resource group ARN does not do)",
-              kCapacityTypeValidator);
-      }
+    }
+  }
+
+  const auto queues = items(at(scheduling, {"SlurmQueues"}));
+  for (std::size_t i = 0; i < queues.size(); ++i) {
+    const auto resources = items(at(queues[i], {"ComputeResources"}));
+    for (std::size_t j = 0; j < resources.size(); ++j) {
+      const YAML::Node cr = resources[j];
+      const bool type = at(cr, {"InstanceType"}).IsDefined(), instances = at(cr, {"Instances"}).IsDefined();
+      if (type && instances)
+        c.error(at(cr, {"Instances"}), resource_path(i, j) + ".Instances",
+                "InstanceType and Instances cannot both be set",
+                schema_rule("SlurmComputeResourceSchema.no_coexist_instance_type_flexibility"));
+      if (!type && !instances && !at(cr, {"CapacityReservationTarget", "CapacityReservationId"}).IsDefined())
+        c.error(cr, resource_path(i, j) + ".InstanceType",
+                "needs InstanceType, Instances or its own CapacityReservationTarget.CapacityReservationId",
+                schema_rule("SlurmComputeResourceSchema.instance_type_declaration"));
     }
   }
 }
 
-void check_queue_hardware(Checker& c, const YAML::Node& queues) {
+// ---------------------------------------------------------------------------------------------------
+// ParallelCluster's validators that need no AWS call, and the facts about instance types it checks online.
+
+void check_queues(Checker& c, const std::vector<YAML::Node>& queues) {
+  const std::string names = validator("cluster_validators.py", "NameValidator");
+  const std::string duplicates = validator("cluster_validators.py", "DuplicateNameValidator");
+  std::set<std::string> queue_names;
+  std::size_t total_resources = 0;
   for (std::size_t i = 0; i < queues.size(); ++i) {
-    const std::string qp = "Scheduling.SlurmQueues[" + std::to_string(i) + "]";
+    const std::string qp = queue_path(i);
     const YAML::Node q = queues[i];
-    const YAML::Node crs = at(q, {"ComputeResources"});
-    bool any_efa = false, all_have_store = true;
-    for (std::size_t j = 0; crs.IsSequence() && j < crs.size(); ++j) {
-      const std::string cp = qp + ".ComputeResources[" + std::to_string(j) + "]";
-      const std::string type = text(at(crs[j], {"InstanceType"}));
+    const YAML::Node name = at(q, {"Name"});
+    const std::string qn = text(name);
+    if (qn.size() > 25 || qn == "default")
+      c.error(name, qp + ".Name", "queue name '" + qn + "' must be at most 25 characters and not 'default'",
+              names);
+    if (!qn.empty() && !queue_names.insert(qn).second)
+      c.error(name, qp + ".Name", "queue name '" + qn + "' is used twice", duplicates);
+    const std::string capacity_type = text(at(q, {"CapacityType"}));
+    const bool block = capacity_type == "CAPACITY_BLOCK";
+    const auto subnets = items(at(q, {"Networking", "SubnetIds"}));
+    std::set<std::string> subnet_ids;
+    for (std::size_t k = 0; k < subnets.size(); ++k) {
+      if (!subnet_ids.insert(text(subnets[k])).second)
+        c.error(subnets[k], qp + ".Networking.SubnetIds[" + std::to_string(k) + "]",
+                "subnet " + text(subnets[k]) + " is listed twice",
+                validator("networking_validators.py", "QueueSubnetsValidator"));
+    }
+    const bool multi_az =
+        subnet_ids.size() > 1;  // offline: other validators keep a queue's subnets in distinct AZs
+    const auto resources = items(at(q, {"ComputeResources"}));
+    total_resources += resources.size();
+    std::set<std::string> cr_names;
+    bool any_instance_type = false, all_have_store = true;
+    for (std::size_t j = 0; j < resources.size(); ++j) {
+      const std::string cp = resource_path(i, j);
+      const YAML::Node cr = resources[j];
+      const YAML::Node cname = at(cr, {"Name"});
+      const std::string cn = text(cname);
+      if (cn.size() > 25 || cn == "default")
+        c.error(cname, cp + ".Name",
+                "compute resource name '" + cn + "' must be at most 25 characters and not 'default'", names);
+      if (!cn.empty() && !cr_names.insert(cn).second)
+        c.error(cname, cp + ".Name", "compute resource name '" + cn + "' is used twice in this queue",
+                duplicates);
+
+      // Sizes: MaxCount >= MinCount; a capacity block is a fixed number of reserved, static nodes.
+      const YAML::Node min = at(cr, {"MinCount"}), max = at(cr, {"MaxCount"});
+      const std::optional<long long> lo = min.IsDefined() ? as_int(min) : 0,
+                                     hi = max.IsDefined() ? as_int(max) : 10;
+      const std::string size = validator("cluster_validators.py", "ComputeResourceSizeValidator");
+      if (lo && hi && *lo > *hi)
+        c.error(min.IsDefined() ? min : cr, cp + ".MinCount",
+                "MinCount " + std::to_string(*lo) + " is greater than MaxCount " + std::to_string(*hi), size);
+      if (block && lo && hi && *lo != *hi)
+        c.error(max.IsDefined() ? max : cr, cp + ".MaxCount",
+                "a CAPACITY_BLOCK queue needs MaxCount equal to MinCount (the block's size), got MinCount " +
+                    std::to_string(*lo) + " and MaxCount " + std::to_string(*hi),
+                size);
+      if (block && lo && *lo == 0)
+        c.error(min.IsDefined() ? min : cr, cp + ".MinCount",
+                "a CAPACITY_BLOCK queue needs MinCount > 0 (the block's size)", size);
+      const YAML::Node own = at(cr, {"CapacityReservationTarget"});
+      if (block &&
+          text(at(own.IsDefined() ? cr : q, {"CapacityReservationTarget", "CapacityReservationId"})).empty())
+        c.error(cr, cp + ".CapacityReservationTarget.CapacityReservationId",
+                "a CAPACITY_BLOCK queue needs the block's reservation id (cr-...), on the compute resource "
+                "or the "
+                "queue (a resource group ARN does not do)",
+                validator("ec2_validators.py", "CapacityTypeValidator"));
+      if (at(cr, {"Instances"}).IsDefined() &&
+          at(cr, {"CapacityReservationTarget", "CapacityReservationId"}).IsDefined())
+        c.error(at(cr, {"CapacityReservationTarget"}), cp + ".CapacityReservationTarget",
+                "a CapacityReservationId cannot be used with Instances",
+                validator("ec2_validators.py", "CapacityReservationValidator"));
+
+      // The effective placement group: the compute resource's own, else the queue's.
+      const YAML::Node pg = at(cr, {"Networking", "PlacementGroup"}).IsDefined()
+                                ? at(cr, {"Networking", "PlacementGroup"})
+                                : at(q, {"Networking", "PlacementGroup"});
+      const bool pg_named = !text(at(pg, {"Name"})).empty() || !text(at(pg, {"Id"})).empty();
+      const bool pg_on = pg_named || truthy(at(pg, {"Enabled"}));
+      if (pg_named && is_false(at(pg, {"Enabled"})))
+        c.error(at(pg, {"Enabled"}), cp + ".Networking.PlacementGroup.Enabled",
+                "a placement group with a Name or Id cannot have Enabled: false",
+                validator("ec2_validators.py", "PlacementGroupNamingValidator"));
+      if (!text(at(pg, {"Name"})).empty() && !text(at(pg, {"Id"})).empty())
+        c.error(at(pg, {"Id"}), cp + ".Networking.PlacementGroup.Id", "set Name or Id, not both",
+                validator("ec2_validators.py", "PlacementGroupNamingValidator"));
+      if (block && pg_on)
+        c.warning(pg, qp + ".Networking.PlacementGroup",
+                  "a placement group with a CAPACITY_BLOCK queue can fail to launch the reserved instances",
+                  validator("ec2_validators.py", "PlacementGroupCapacityTypeValidator"));
+      if (multi_az && pg_on)
+        c.error(pg, qp + ".Networking.PlacementGroup",
+                "a queue over several subnets (AZs) cannot use a placement group",
+                validator("networking_validators.py", "MultiAzPlacementGroupValidator"));
+
+      // EFA: the type must support it (a fact ParallelCluster checks online, here from the catalogue).
+      const YAML::Node efa = at(cr, {"Efa", "Enabled"});
+      const bool efa_on = truthy(efa);
+      if (truthy(at(cr, {"Efa", "GdrSupport"})) && !efa_on)
+        c.error(at(cr, {"Efa", "GdrSupport"}), cp + ".Efa.GdrSupport", "GdrSupport needs Efa.Enabled: true",
+                validator("cluster_validators.py", "EfaValidator"));
+      if (efa_on && multi_az)
+        c.error(efa, cp + ".Efa.Enabled", "EFA cannot be used in a queue over several subnets (AZs)",
+                validator("cluster_validators.py", "EfaMultiAzValidator"));
+      if (efa_on && !block && !multi_az && !pg_on && !is_false(at(pg, {"Enabled"})))
+        c.error(efa, qp + ".Networking.PlacementGroup.Enabled",
+                "an EFA compute resource needs its placement group stated (Enabled: true for the bandwidth "
+                "EFA is for, or Enabled: false)",
+                validator("cluster_validators.py", "EfaPlacementGroupValidator"));
+      else if (efa_on && !block && !multi_az && is_false(at(pg, {"Enabled"})))
+        c.warning(at(pg, {"Enabled"}), qp + ".Networking.PlacementGroup.Enabled",
+                  "EFA without a placement group: expect less bandwidth",
+                  validator("cluster_validators.py", "EfaPlacementGroupValidator"));
+
+      if (!at(cr, {"InstanceType"}).IsDefined()) continue;
+      any_instance_type = true;
+      const std::string type = text(at(cr, {"InstanceType"}));
       const InstanceType* it = find_instance(type);
       if (it == nullptr) {
-        c.add(at(crs[j], {"InstanceType"}), cp + ".InstanceType",
-              "'" + type +
-                  "' is not in pcdino's instance catalogue: its EFA, GPU and storage facts are not checked",
-              kInstanceSource, false);
+        c.warning(
+            at(cr, {"InstanceType"}), cp + ".InstanceType",
+            "'" + type +
+                "' is not in pcdino's instance catalogue: its EFA, GPU and storage facts are not checked",
+            kInstanceSource);
+        all_have_store = false;
         continue;
       }
       if (it->instance_store_disks == 0) all_have_store = false;
-      const YAML::Node efa = at(crs[j], {"Efa", "Enabled"});
-      if (truthy(efa)) {
-        any_efa = true;
-        if (!it->efa) c.add(efa, cp + ".Efa.Enabled", type + " does not support EFA", kInstanceSource);
-      } else if (it->efa && it->gpus > 0) {
-        c.add(crs[j], cp + ".Efa.Enabled",
-              type + " supports EFA but it is not enabled: multi-node training uses TCP", kInstanceSource,
-              false);
-      }
+      if (efa_on && !it->efa)
+        c.error(efa, cp + ".Efa.Enabled",
+                type + " does not support EFA (ParallelCluster's EfaValidator asks EC2 the same, online)",
+                kInstanceSource);
+      else if (!efa_on && it->efa && it->gpus > 0 && !multi_az)
+        c.warning(cr, cp + ".Efa.Enabled",
+                  type + " supports EFA but it is not enabled: multi-node training uses TCP",
+                  kInstanceSource);
     }
-    if (any_efa) {
-      const YAML::Node pg = at(q, {"Networking", "PlacementGroup", "Enabled"});
-      if (!pg.IsDefined()) {
-        c.add(
-            at(q, {"Networking"}), qp + ".Networking.PlacementGroup.Enabled",
-            "a queue with EFA needs its placement group stated (Enabled: true for the bandwidth EFA is for)");
-      }
-      const YAML::Node subnets = at(q, {"Networking", "SubnetIds"});
-      if (!subnets.IsSequence() || subnets.size() != 1) {
-        c.add(subnets, qp + ".Networking.SubnetIds", "a queue with EFA must use exactly one subnet (one AZ)");
-      }
-    }
+    if (any_instance_type && subnet_ids.size() > 1)
+      c.error(at(q, {"Networking", "SubnetIds"}), qp + ".Networking.SubnetIds",
+              "a queue whose compute resources use InstanceType takes exactly one subnet (use Instances for "
+              "several)",
+              validator("networking_validators.py", "SingleInstanceTypeSubnetValidator"));
     const YAML::Node eph = at(q, {"ComputeSettings", "LocalStorage", "EphemeralVolume"});
-    if (eph.IsDefined() && !all_have_store) {
-      c.add(
+    if (eph.IsDefined() && !all_have_store)
+      c.warning(
           eph, qp + ".ComputeSettings.LocalStorage.EphemeralVolume",
-          "EphemeralVolume needs instance store on every compute resource; an EBS-only type boots without it "
-          "(ParallelCluster does not check this)",
+          "EphemeralVolume needs instance store on every compute resource; an EBS-only type boots without "
+          "the volume (ParallelCluster does not check this)",
           kInstanceSource);
-    }
   }
+  if (total_resources > 50)
+    c.error(queues.back(), "Scheduling.SlurmQueues",
+            std::to_string(total_resources) + " compute resources in the cluster, at most 50 are allowed",
+            validator("cluster_validators.py", "MaxCountValidator"));
 }
 
-void check_fsx(Checker& c, const YAML::Node& storage) {
-  for (std::size_t i = 0; storage.IsSequence() && i < storage.size(); ++i) {
+// FSx for Lustre, as ParallelCluster's fsx_validators.py checks a new file system (constants.py
+// FSX_SSD_THROUGHPUT, FSX_HDD_THROUGHPUT).
+void check_fsx(Checker& c, const std::vector<YAML::Node>& storage, const std::vector<YAML::Node>& queues) {
+  static const std::map<std::string, std::vector<long long>> ssd_throughput = {
+      {"PERSISTENT_1", {50, 100, 200}}, {"PERSISTENT_2", {125, 250, 500, 1000}}};
+  static const std::vector<long long> hdd_throughput = {12, 40};
+  const auto list = [](const std::vector<long long>& v) {
+    std::string s;
+    for (long long x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
+    return s;
+  };
+  std::set<std::string> compute_subnets;
+  for (const auto& q : queues)
+    for (const auto& s : items(at(q, {"Networking", "SubnetIds"}))) compute_subnets.insert(text(s));
+
+  for (std::size_t i = 0; i < storage.size(); ++i) {
     if (text(at(storage[i], {"StorageType"})) != "FsxLustre") continue;
     const std::string p = "SharedStorage[" + std::to_string(i) + "].FsxLustreSettings";
     const YAML::Node s = at(storage[i], {"FsxLustreSettings"});
-    if (!s.IsDefined() || at(s, {"FileSystemId"}).IsDefined()) continue;  // an existing file system
-    const std::string type =
+    if (!s.IsMap() || at(s, {"FileSystemId"}).IsDefined()) continue;  // an existing file system
+    if (compute_subnets.size() > 1)
+      c.error(s, p, "a new FSx for Lustre file system cannot serve compute subnets in several AZs",
+              validator("cluster_validators.py", "ManagedFsxMultiAzValidator"));
+    const std::string deployment =
         text(at(s, {"DeploymentType"})).empty() ? "SCRATCH_2" : text(at(s, {"DeploymentType"}));
-    const FsxRules* rules = fsx_rules(type);
-    if (rules == nullptr) {
-      c.add(at(s, {"DeploymentType"}), p + ".DeploymentType",
-            "unknown deployment type '" + type + "' (SCRATCH_1, SCRATCH_2, PERSISTENT_1, PERSISTENT_2)",
-            kFsxSource);
-      continue;
-    }
-    const YAML::Node cap = at(s, {"StorageCapacity"});
-    if (!cap.IsDefined()) {
-      c.add(s, p + ".StorageCapacity", "a new file system needs StorageCapacity", kFsxSource);
+    const bool hdd = text(at(s, {"StorageType"})) == "HDD";
+    const bool persistent = deployment.rfind("PERSISTENT_", 0) == 0;
+    const YAML::Node tp_node = at(s, {"PerUnitStorageThroughput"});
+    const std::optional<long long> tp = as_int(tp_node);
+    const bool tp_set = tp && *tp != 0;
+    const std::string persistent_options = validator("fsx_validators.py", "FsxPersistentOptionsValidator");
+    const std::string storage_options = validator("fsx_validators.py", "FsxStorageTypeOptionsValidator");
+    if (persistent && !tp_set)
+      c.error(tp_node.IsDefined() ? tp_node : s, p + ".PerUnitStorageThroughput",
+              deployment + " needs PerUnitStorageThroughput", persistent_options);
+    if (!persistent && tp_set)
+      c.error(tp_node, p + ".PerUnitStorageThroughput", deployment + " takes no PerUnitStorageThroughput",
+              persistent_options);
+    if (!persistent && at(s, {"KmsKeyId"}).IsDefined())
+      c.error(at(s, {"KmsKeyId"}), p + ".KmsKeyId", deployment + " takes no KmsKeyId", persistent_options);
+    if (hdd) {
+      if (deployment != "PERSISTENT_1")
+        c.error(at(s, {"DeploymentType"}).IsDefined() ? at(s, {"DeploymentType"}) : s, p + ".DeploymentType",
+                "HDD storage needs DeploymentType PERSISTENT_1, got " + deployment, storage_options);
+      if (!tp || std::find(hdd_throughput.begin(), hdd_throughput.end(), *tp) == hdd_throughput.end())
+        c.error(tp_node.IsDefined() ? tp_node : s, p + ".PerUnitStorageThroughput",
+                "HDD storage needs PerUnitStorageThroughput of " + list(hdd_throughput) + " MB/s/TiB, got '" +
+                    text(tp_node) + "'",
+                storage_options);
     } else {
-      if (const auto gib = integer_key(c, cap, p + ".StorageCapacity", 0)) {
-        const std::string problem = fsx_capacity_problem(*rules, *gib);
-        if (!problem.empty()) c.add(cap, p + ".StorageCapacity", problem, kFsxSource);
-      }
+      if (at(s, {"DriveCacheType"}).IsDefined())
+        c.error(at(s, {"DriveCacheType"}), p + ".DriveCacheType", "a drive cache needs StorageType: HDD",
+                storage_options);
+      const auto allowed = ssd_throughput.find(deployment);
+      if (tp_set && allowed != ssd_throughput.end() &&
+          std::find(allowed->second.begin(), allowed->second.end(), *tp) == allowed->second.end())
+        c.error(tp_node, p + ".PerUnitStorageThroughput",
+                deployment + " SSD storage needs PerUnitStorageThroughput of " + list(allowed->second) +
+                    " MB/s/TiB, got " + std::to_string(*tp),
+                storage_options);
     }
-    const YAML::Node tp = at(s, {"PerUnitStorageThroughput"});
-    if (rules->throughputs.empty() && tp.IsDefined()) {
-      c.add(tp, p + ".PerUnitStorageThroughput", type + " takes no PerUnitStorageThroughput", kFsxSource);
-    } else if (!rules->throughputs.empty()) {
-      std::string allowed;
-      bool ok = false;
-      for (int t : rules->throughputs) {
-        allowed += (allowed.empty() ? "" : ", ") + std::to_string(t);
-        ok = ok || as_int(tp) == t;
-      }
-      if (!ok) {
-        c.add(tp.IsDefined() ? tp : s, p + ".PerUnitStorageThroughput",
-              type + " needs PerUnitStorageThroughput of " + allowed + " MB/s/TiB, got '" + text(tp) + "'",
-              kFsxSource);
-      }
+    // Capacity (GiB), unless restored from a backup.
+    const YAML::Node cap_node = at(s, {"StorageCapacity"});
+    const std::optional<long long> cap = as_int(cap_node);
+    const std::string capacity = validator("fsx_validators.py", "FsxStorageCapacityValidator");
+    std::string rule;
+    if (at(s, {"BackupId"}).IsDefined()) {
+    } else if (!cap_node.IsDefined() || (cap && *cap == 0)) {
+      c.error(cap_node.IsDefined() ? cap_node : s, p + ".StorageCapacity",
+              "a new file system needs StorageCapacity", capacity);
+    } else if (!cap) {
+    } else if (deployment == "SCRATCH_1") {
+      if (!(*cap == 1200 || *cap == 2400 || *cap % 3600 == 0))
+        rule = "SCRATCH_1: 1200, 2400 or a multiple of 3600";
+    } else if (deployment == "PERSISTENT_1" && hdd) {
+      if (tp == 12 && *cap % 6000 != 0) rule = "HDD at 12 MB/s/TiB: a multiple of 6000";
+      if (tp == 40 && *cap % 1800 != 0) rule = "HDD at 40 MB/s/TiB: a multiple of 1800";
+    } else if (!(*cap == 1200 || *cap % 2400 == 0)) {
+      rule = deployment + ": 1200 or a multiple of 2400";
     }
-    // ParallelCluster's schema allows LZ4 only (FsxLustreSettingsSchema, cluster_schema.py, v3.11.1); no
-    // compression is the key left out, and FSx's own "NONE" is refused there.
-    const std::string comp = text(at(s, {"DataCompressionType"}));
-    if (!comp.empty() && comp != "LZ4") {
-      c.add(at(s, {"DataCompressionType"}), p + ".DataCompressionType",
-            "ParallelCluster accepts only LZ4 (leave the key out for no compression), got '" + comp + "'",
-            kPcSchema);
+    if (!rule.empty())
+      c.error(cap_node, p + ".StorageCapacity", "StorageCapacity " + std::to_string(*cap) + " GiB; " + rule,
+              capacity);
+    // Backups: a start time or tag copying needs a retention; a retention needs a persistent file system
+    // without S3 links (retention 0 counts as none).
+    const std::string backups = validator("fsx_validators.py", "FsxBackupOptionsValidator");
+    const std::optional<long long> retention = as_int(at(s, {"AutomaticBackupRetentionDays"}));
+    const bool retained = retention && *retention != 0;
+    for (const char* key : {"DailyAutomaticBackupStartTime", "CopyTagsToBackups"}) {
+      if (at(s, {key}).IsDefined() && !retained)
+        c.error(at(s, {key}), p + "." + key,
+                std::string(key) + " needs a non-zero AutomaticBackupRetentionDays", backups);
     }
+    if (retained && !persistent)
+      c.error(at(s, {"AutomaticBackupRetentionDays"}), p + ".AutomaticBackupRetentionDays",
+              "automatic backups need a PERSISTENT_1 or PERSISTENT_2 file system", backups);
+    // S3 links.
+    for (const char* key : {"ImportedFileChunkSize", "ExportPath", "AutoImportPolicy"}) {
+      if (at(s, {key}).IsDefined() && !at(s, {"ImportPath"}).IsDefined())
+        c.error(at(s, {key}), p + "." + key, std::string(key) + " needs ImportPath",
+                validator("fsx_validators.py", "FsxS3Validator"));
+    }
+    if (at(s, {"DataRepositoryAssociations"}).IsDefined() &&
+        (at(s, {"ImportPath"}).IsDefined() || at(s, {"ExportPath"}).IsDefined()))
+      c.error(at(s, {"DataRepositoryAssociations"}), p + ".DataRepositoryAssociations",
+              "DataRepositoryAssociations cannot be used with ImportPath or ExportPath",
+              validator("fsx_validators.py", "FsxDraValidator"));
     for (const char* key : {"ImportPath", "ExportPath"}) {
-      if (at(s, {key}).IsDefined() && !rules->import_export_paths) {
-        c.add(at(s, {key}), p + "." + key,
-              type + " links S3 through data repository associations, not " + key, kFsxSource);
-      }
+      const std::string path = text(at(s, {key}));
+      if (at(s, {key}).IsDefined() && path.rfind("s3://", 0) != 0)
+        c.error(at(s, {key}), p + "." + key, "'" + path + "' is not an s3:// URL",
+                validator("s3_validators.py", "S3BucketUriValidator"));
+      if (at(s, {key}).IsDefined() && deployment == "PERSISTENT_2")
+        c.error(at(s, {key}), p + "." + key,
+                "PERSISTENT_2 links S3 through DataRepositoryAssociations, not " + std::string(key) +
+                    " (FSx refuses it when the stack is created; ParallelCluster does not check this)",
+                kFsxSource);
     }
   }
 }
 
-void check_access(Checker& c, const YAML::Node& root, const ValidateOptions& options) {
+void check_mount_dirs(Checker& c, const std::vector<YAML::Node>& storage) {
+  static const std::set<std::string> reserved = {"/bin",
+                                                 "/boot",
+                                                 "/dev",
+                                                 "/etc",
+                                                 "/lib",
+                                                 "/lib64",
+                                                 "/media",
+                                                 "/mnt",
+                                                 "/opt",
+                                                 "/opt/parallelcluster",
+                                                 "/opt/parallelcluster/shared",
+                                                 "/opt/parallelcluster/shared_login_nodes",
+                                                 "/opt/slurm",
+                                                 "/opt/intel",
+                                                 "/proc",
+                                                 "/root",
+                                                 "/run",
+                                                 "/sbin",
+                                                 "/srv",
+                                                 "/sys",
+                                                 "/tmp",
+                                                 "/usr",
+                                                 "/var"};
+  std::map<std::string, std::size_t> seen;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < storage.size(); ++i) {
+    const std::string sp = "SharedStorage[" + std::to_string(i) + "]";
+    const YAML::Node dir = at(storage[i], {"MountDir"});
+    std::string d = text(dir);
+    if (!d.empty() && reserved.count(d[0] == '/' ? d : "/" + d))
+      c.error(dir, sp + ".MountDir", "'" + d + "' is a system directory",
+              validator("cluster_validators.py", "SharedStorageMountDirValidator"));
+    if (!d.empty() && !seen.emplace(d, i).second)
+      c.error(dir, sp + ".MountDir",
+              "'" + d + "' is also the MountDir of SharedStorage[" + std::to_string(seen[d]) + "]",
+              validator("cluster_validators.py", "DuplicateMountDirValidator"));
+    const YAML::Node name = at(storage[i], {"Name"});
+    if (text(name).size() > 30 || text(name) == "default")
+      c.error(name, sp + ".Name", "a storage name must be at most 30 characters and not 'default'",
+              validator("cluster_validators.py", "SharedStorageNameValidator"));
+    if (!text(name).empty() && !names.insert(text(name)).second)
+      c.error(name, sp + ".Name", "storage name '" + text(name) + "' is used twice",
+              validator("cluster_validators.py", "DuplicateNameValidator"));
+  }
+  for (const auto& [a, i] : seen)
+    for (const auto& [b, j] : seen)
+      if (i != j && b.rfind(a + "/", 0) == 0)
+        c.error(at(storage[j], {"MountDir"}), "SharedStorage[" + std::to_string(j) + "].MountDir",
+                "'" + b + "' is inside '" + a + "', the MountDir of SharedStorage[" + std::to_string(i) + "]",
+                validator("cluster_validators.py", "OverlappingMountDirValidator"));
+}
+
+// EBS volumes (shared EbsSettings), as ebs_validators.py bounds them: size per volume type, IOPS only on
+// io1, io2 and gp3.
+void check_ebs(Checker& c, const std::vector<YAML::Node>& storage) {
+  static const std::map<std::string, std::pair<long long, long long>> size_gib = {
+      {"standard", {1, 1024}}, {"io1", {4, 16384}},   {"io2", {4, 65536}},  {"gp2", {1, 16384}},
+      {"gp3", {1, 16384}},     {"st1", {500, 16384}}, {"sc1", {500, 16384}}};
+  for (std::size_t i = 0; i < storage.size(); ++i) {
+    const YAML::Node e = at(storage[i], {"EbsSettings"});
+    if (text(at(storage[i], {"StorageType"})) != "Ebs" || !e.IsMap()) continue;
+    const std::string p = "SharedStorage[" + std::to_string(i) + "].EbsSettings";
+    const std::string type = text(at(e, {"VolumeType"})).empty() ? "gp3" : text(at(e, {"VolumeType"}));
+    const auto bounds = size_gib.find(type);
+    const std::optional<long long> size = as_int(at(e, {"Size"}));
+    if (size && bounds != size_gib.end() && (*size < bounds->second.first || *size > bounds->second.second))
+      c.error(at(e, {"Size"}), p + ".Size",
+              type + " volumes are " + std::to_string(bounds->second.first) + " to " +
+                  std::to_string(bounds->second.second) + " GiB, got " + std::to_string(*size),
+              validator("ebs_validators.py", "EbsVolumeTypeSizeValidator"));
+    if (at(e, {"Iops"}).IsDefined() && type != "io1" && type != "io2" && type != "gp3")
+      c.error(at(e, {"Iops"}), p + ".Iops", type + " volumes take no Iops",
+              validator("ebs_validators.py", "EbsVolumeIopsValidator"));
+  }
+}
+
+// Custom action scripts are downloaded by every node: https or s3://bucket/key.
+void check_custom_actions(Checker& c, const YAML::Node& root, const std::vector<YAML::Node>& queues) {
+  const std::string url = validator("s3_validators.py", "UrlValidator");
+  const auto check = [&](const YAML::Node& actions, const std::string& path) {
+    for (const char* event : {"OnNodeStart", "OnNodeConfigured", "OnNodeUpdated"}) {
+      const YAML::Node e = at(actions, {event});
+      std::vector<std::pair<YAML::Node, std::string>> scripts = {
+          {at(e, {"Script"}), path + "." + event + ".Script"}};
+      const auto seq = items(at(e, {"Sequence"}));
+      for (std::size_t k = 0; k < seq.size(); ++k)
+        scripts.push_back(
+            {at(seq[k], {"Script"}), path + "." + event + ".Sequence[" + std::to_string(k) + "].Script"});
+      for (const auto& [node, p] : scripts) {
+        if (!node.IsDefined()) continue;
+        static const std::regex s3("s3://[^/]+/.+");
+        const std::string s = text(node);
+        if (s.rfind("https://", 0) != 0 && !std::regex_match(s, s3))
+          c.error(node, p, "'" + s + "' is not an https:// or s3://bucket/key URL", url);
+      }
+    }
+  };
+  check(at(root, {"HeadNode", "CustomActions"}), "HeadNode.CustomActions");
+  for (std::size_t i = 0; i < queues.size(); ++i)
+    check(at(queues[i], {"CustomActions"}), queue_path(i) + ".CustomActions");
+}
+
+// Reserved and repeated tag keys in one Tags list (common_schema.py validate_no_reserved_tag,
+// validate_no_duplicate_tag); types and lengths are the schema walk's.
+void check_tag_list(Checker& c, const YAML::Node& tags, const std::string& path) {
+  std::set<std::string> keys;
+  const auto list = items(tags);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node key = at(list[i], {"Key"});
+    const std::string k = text(key), kp = path + "[" + std::to_string(i) + "].Key";
+    if (k.rfind("parallelcluster:", 0) == 0 && k != "parallelcluster:custom_resource")
+      c.error(key, kp, "the prefix 'parallelcluster:' is reserved",
+              upstream("schemas/common_schema.py", "validate_no_reserved_tag"));
+    if (!k.empty() && !keys.insert(k).second)
+      c.error(key, kp, "tag key '" + k + "' is used twice in this list",
+              upstream("schemas/common_schema.py", "validate_no_duplicate_tag"));
+  }
+}
+
+void check_tags(Checker& c, const YAML::Node& root, const std::vector<YAML::Node>& queues) {
+  check_tag_list(c, at(root, {"Tags"}), "Tags");
+  for (std::size_t i = 0; i < queues.size(); ++i) {
+    check_tag_list(c, at(queues[i], {"Tags"}), queue_path(i) + ".Tags");
+    const auto resources = items(at(queues[i], {"ComputeResources"}));
+    for (std::size_t j = 0; j < resources.size(); ++j)
+      check_tag_list(c, at(resources[j], {"Tags"}), resource_path(i, j) + ".Tags");
+  }
+}
+
+// pcdino's policy: who may reach the head node, IMDSv2, and where the nodes live. Not ParallelCluster's
+// verdict; fails a validation only with --strict.
+void check_policy(Checker& c, const YAML::Node& root, const std::vector<YAML::Node>& queues,
+                  const ValidateOptions& options) {
   const YAML::Node ips = at(root, {"HeadNode", "Ssh", "AllowedIps"});
   if (!ips.IsDefined() && !options.allow_ssh_from_anywhere) {
-    c.add(at(root, {"HeadNode"}), "HeadNode.Ssh.AllowedIps",
-          "not set: ParallelCluster then allows SSH from 0.0.0.0/0; name the CIDR that may connect");
+    c.policy(at(root, {"HeadNode"}), "HeadNode.Ssh.AllowedIps",
+             "not set: ParallelCluster then allows SSH from 0.0.0.0/0; name the CIDR that may connect");
   } else if (text(ips) == "0.0.0.0/0" && !options.allow_ssh_from_anywhere) {
-    c.add(ips, "HeadNode.Ssh.AllowedIps",
-          "SSH from anywhere (0.0.0.0/0); say so explicitly if that is intended");
+    c.policy(ips, "HeadNode.Ssh.AllowedIps",
+             "SSH from anywhere (0.0.0.0/0); say so explicitly if that is intended");
   }
   const YAML::Node imds = at(root, {"Imds", "ImdsSupport"});
-  if (imds.IsDefined() && text(imds) != "v2.0")
-    c.add(imds, "Imds.ImdsSupport", "use IMDSv2 only (v2.0)", kPcSchema);
+  if (!imds.IsDefined() || text(imds) != "v2.0")
+    c.policy(imds.IsDefined() ? imds : root, "Imds.ImdsSupport",
+             "require IMDSv2 on every node (ImdsSupport: v2.0)");
   const YAML::Node secured = at(root, {"HeadNode", "Imds", "Secured"});
-  if (secured.IsDefined() && !truthy(secured)) {
-    c.add(secured, "HeadNode.Imds.Secured",
-          "the head node's IMDS must stay restricted to root and the cluster admin");
-  }
-  // Compute subnets are private (reached through NAT); the head node's is public. Offline we can only
-  // tell that they are the same subnet.
+  if (is_false(secured))
+    c.policy(secured, "HeadNode.Imds.Secured",
+             "the head node's IMDS must stay restricted to root and the cluster admin");
+  // Compute subnets are private (reached through NAT); the head node's is public. Offline we can only tell
+  // that they are the same subnet.
   const std::string head_subnet = text(at(root, {"HeadNode", "Networking", "SubnetId"}));
-  const YAML::Node queues = at(root, {"Scheduling", "SlurmQueues"});
-  for (std::size_t i = 0; queues.IsSequence() && i < queues.size(); ++i) {
-    const YAML::Node subnets = at(queues[i], {"Networking", "SubnetIds"});
-    for (std::size_t k = 0; subnets.IsSequence() && k < subnets.size(); ++k) {
-      if (!head_subnet.empty() && text(subnets[k]) == head_subnet) {
-        c.add(subnets[k],
-              "Scheduling.SlurmQueues[" + std::to_string(i) + "].Networking.SubnetIds[" + std::to_string(k) +
-                  "]",
-              "compute nodes in the head node's subnet " + head_subnet +
-                  ": the head node belongs in a public subnet, compute nodes in a private one");
-      }
+  for (std::size_t i = 0; i < queues.size(); ++i) {
+    const auto subnets = items(at(queues[i], {"Networking", "SubnetIds"}));
+    for (std::size_t k = 0; k < subnets.size(); ++k) {
+      if (!head_subnet.empty() && text(subnets[k]) == head_subnet)
+        c.policy(subnets[k], queue_path(i) + ".Networking.SubnetIds[" + std::to_string(k) + "]",
+                 "compute nodes in the head node's subnet " + head_subnet +
+                     ": the head node belongs in a public subnet, compute nodes in a private one");
     }
-  }
-}
-
-// A plain (unquoted) scalar that YAML reads as a number or a boolean: ParallelCluster's string fields
-// refuse it ("Not a valid string"), so 123 or true must be quoted.
-bool plain_non_string(const YAML::Node& n) {
-  if (!n.IsScalar() || n.Tag() != "?") return false;
-  static const std::regex number_or_bool(
-      R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|true|True|TRUE|false|False|FALSE|\.inf|\.nan)");
-  return std::regex_match(n.Scalar(), number_or_bool);
-}
-
-// One Tags list (the cluster's, a queue's or a compute resource's), as ParallelCluster's TagSchema and its
-// validate_no_reserved_tag / validate_no_duplicate_tag (common_schema.py, v3.11.1) check it.
-void check_tag_list(Checker& c, const YAML::Node& tags, const std::string& path) {
-  if (!tags.IsDefined()) return;
-  if (!tags.IsSequence()) {
-    c.add(tags, path, "expected a list of {Key, Value}", kPcSchema);
-    return;
-  }
-  std::set<std::string> keys;
-  for (std::size_t i = 0; i < tags.size(); ++i) {
-    const std::string tp = path + "[" + std::to_string(i) + "]";
-    const struct {
-      const char* name;
-      std::size_t max;
-    } fields[] = {{"Key", 128}, {"Value", 256}};
-    for (const auto& f : fields) {
-      const YAML::Node v = at(tags[i], {f.name});
-      if (!v.IsDefined() || !v.IsScalar()) {
-        c.add(v.IsDefined() ? v : tags[i], tp + "." + f.name,
-              "a tag needs a " + std::string(f.name) + " string", kPcSchema);
-      } else if (plain_non_string(v)) {
-        c.add(v, tp + "." + f.name, "'" + v.Scalar() + "' is read as a number or boolean: quote it",
-              kPcSchema);
-      } else if (v.Scalar().size() > f.max) {
-        c.add(v, tp + "." + f.name, "longer than " + std::to_string(f.max) + " characters", kPcSchema);
-      }
-    }
-    const std::string key = text(at(tags[i], {"Key"}));
-    if (key.rfind("parallelcluster:", 0) == 0 && key != "parallelcluster:custom_resource") {
-      c.add(at(tags[i], {"Key"}), tp + ".Key", "the prefix 'parallelcluster:' is reserved", kPcSchema);
-    }
-    if (!key.empty() && !keys.insert(key).second) {
-      c.add(at(tags[i], {"Key"}), tp + ".Key", "tag key '" + key + "' is used twice in this list", kPcSchema);
-    }
-  }
-}
-
-void check_tags(Checker& c, const YAML::Node& root, const YAML::Node& queues) {
-  check_tag_list(c, at(root, {"Tags"}), "Tags");
-  for (std::size_t i = 0; queues.IsSequence() && i < queues.size(); ++i) {
-    const std::string qp = "Scheduling.SlurmQueues[" + std::to_string(i) + "]";
-    check_tag_list(c, at(queues[i], {"Tags"}), qp + ".Tags");
-    const YAML::Node crs = at(queues[i], {"ComputeResources"});
-    for (std::size_t j = 0; crs.IsSequence() && j < crs.size(); ++j)
-      check_tag_list(c, at(crs[j], {"Tags"}), qp + ".ComputeResources[" + std::to_string(j) + "].Tags");
   }
 }
 
 }  // namespace
 
+const char* severity_name(Severity s) {
+  switch (s) {
+    case Severity::error:
+      return "error";
+    case Severity::policy:
+      return "policy";
+    case Severity::warning:
+      return "warning";
+  }
+  return "?";
+}
+
 std::string Finding::str() const {
-  return std::string(error ? "error" : "warning") + ": " + where + ": " + path + ": " + message +
+  return std::string(severity_name(severity)) + ": " + where + ": " + path + ": " + message +
          (source.empty() ? "" : " [" + source + "]");
+}
+
+std::string parallelcluster_release() {
+  return ParallelClusterSchema::get().release();
 }
 
 std::vector<Finding> validate_cluster_config(const std::string& yaml_text, const std::string& name,
@@ -367,19 +681,26 @@ std::vector<Finding> validate_cluster_config(const std::string& yaml_text, const
   const YAML::Node root = load_yaml(yaml_text, name);
   Checker c(name);
   if (!root.IsMap()) {
-    c.add(root, "", "not a ParallelCluster configuration (expected a mapping)");
+    c.error(root, "", "not a ParallelCluster configuration (expected a mapping)");
     return c.findings;
   }
-  const YAML::Node queues = at(root, {"Scheduling", "SlurmQueues"});
-  if (!queues.IsSequence() || queues.size() == 0) {
-    c.add(at(root, {"Scheduling"}), "Scheduling.SlurmQueues", "at least one queue is needed", kPcSchema);
-  } else {
-    check_names(c, queues);
-    check_queue_hardware(c, queues);
-  }
-  check_fsx(c, at(root, {"SharedStorage"}));
-  check_access(c, root, options);
+  walk_schema(root, options.template_placeholders,
+              [&](const YAML::Node& node, const std::string& path, const std::string& message,
+                  const std::string& source) { c.error(node, path, message, source); });
+  check_schema_rules(c, root);
+  const auto queues = items(at(root, {"Scheduling", "SlurmQueues"}));
+  const auto storage = items(at(root, {"SharedStorage"}));
+  check_queues(c, queues);
+  check_fsx(c, storage, queues);
+  check_mount_dirs(c, storage);
+  check_ebs(c, storage);
+  check_custom_actions(c, root, queues);
   check_tags(c, root, queues);
+  if (!at(root, {"HeadNode", "Ssh", "KeyName"}).IsDefined())
+    c.warning(at(root, {"HeadNode"}), "HeadNode.Ssh.KeyName",
+              "no key pair: nobody can log in to the head node unless the AMI allows another way",
+              validator("ec2_validators.py", "KeyPairValidator"));
+  check_policy(c, root, queues, options);
   return c.findings;
 }
 
@@ -394,47 +715,47 @@ std::vector<Finding> check_pipeline_fit(const std::string& cluster_yaml, const s
     if (text(at(queues[i], {"Name"})) == queue) index = i, found = true;
   }
   if (!found) {
-    c.add(at(root, {"Scheduling"}), "Scheduling.SlurmQueues",
-          "no queue '" + queue + "' to run the pipeline on");
+    c.error(at(root, {"Scheduling"}), "Scheduling.SlurmQueues",
+            "no queue '" + queue + "' to run the pipeline on");
     return c.findings;
   }
-  const std::string cp = "Scheduling.SlurmQueues[" + std::to_string(index) + "].ComputeResources[0]";
+  const std::string cp = resource_path(index, 0);
   const YAML::Node cr = at(queues[index], {"ComputeResources"})[0];
   const std::string type = text(at(cr, {"InstanceType"}));
   const InstanceType* it = find_instance(type);
   if (it == nullptr) {
-    c.add(at(cr, {"InstanceType"}), cp + ".InstanceType",
-          "'" + type + "' is not in the catalogue: cannot check the pipeline's fit", kInstanceSource, false);
+    c.warning(at(cr, {"InstanceType"}), cp + ".InstanceType",
+              "'" + type + "' is not in the catalogue: cannot check the pipeline's fit", kInstanceSource);
     return c.findings;
   }
   const std::string where = pipeline.source.empty() ? "pipeline" : pipeline.source;
   const auto gpus_fit = [&](int asked, const std::string& key) {
     if (asked > it->gpus) {
-      c.add(at(cr, {"InstanceType"}), cp + ".InstanceType",
-            where + ": " + key + " asks for " + std::to_string(asked) + " GPUs per node (--gres=gpu:" +
-                std::to_string(asked) + ") but " + type + " has " + std::to_string(it->gpus),
-            kInstanceSource);
+      c.error(at(cr, {"InstanceType"}), cp + ".InstanceType",
+              where + ": " + key + " asks for " + std::to_string(asked) + " GPUs per node (--gres=gpu:" +
+                  std::to_string(asked) + ") but " + type + " has " + std::to_string(it->gpus),
+              kInstanceSource);
     }
   };
   gpus_fit(pipeline.train.num_gpus, "train_scDINO.num_gpus");
   gpus_fit(pipeline.downstream.compute_cls_features.num_gpus,
            "downstream_analyses.compute_cls_features.num_gpus");
   const YAML::Node max_node = at(cr, {"MaxCount"});
-  const std::optional<int> max_count = max_node.IsDefined() ? as_int(max_node) : std::optional<int>(10);
+  const std::optional<long long> max_count = max_node.IsDefined() ? as_int(max_node) : 10;
   if (max_count && pipeline.train.nnodes > *max_count) {
-    c.add(at(cr, {"MaxCount"}), cp + ".MaxCount",
-          where + ": train_scDINO.nnodes " + std::to_string(pipeline.train.nnodes) +
-              " is more than MaxCount " + std::to_string(*max_count));
+    c.error(at(cr, {"MaxCount"}), cp + ".MaxCount",
+            where + ": train_scDINO.nnodes " + std::to_string(pipeline.train.nnodes) +
+                " is more than MaxCount " + std::to_string(*max_count));
   }
   // One task per GPU, each with num_workers loader processes plus itself.
   const int tasks = std::max(1, pipeline.train.num_gpus);
   const int cpus = tasks * (pipeline.train.num_workers + 1);
   if (cpus > it->vcpus) {
-    c.add(at(cr, {"InstanceType"}), cp + ".InstanceType",
-          where + ": train_scDINO.num_workers " + std::to_string(pipeline.train.num_workers) +
-              " + 1 CPUs for each of " + std::to_string(tasks) + " task(s) is " + std::to_string(cpus) +
-              " CPUs per node, " + type + " has " + std::to_string(it->vcpus) + " vCPUs",
-          kInstanceSource);
+    c.error(at(cr, {"InstanceType"}), cp + ".InstanceType",
+            where + ": train_scDINO.num_workers " + std::to_string(pipeline.train.num_workers) +
+                " + 1 CPUs for each of " + std::to_string(tasks) + " task(s) is " + std::to_string(cpus) +
+                " CPUs per node, " + type + " has " + std::to_string(it->vcpus) + " vCPUs",
+            kInstanceSource);
   }
   return c.findings;
 }

@@ -113,34 +113,17 @@ class Reader {
     return out.c_str();
   }
 
-  // Edit distance <= 2 to a known key in the same section: "did you mean 'epochs'?"
+  // A known key in the same section within edit distance 2: "did you mean 'epochs'?"
   std::string suggestion(const std::string& unknown) const {
     const auto dot = unknown.rfind('.');
     const std::string prefix = dot == std::string::npos ? "" : unknown.substr(0, dot + 1);
-    const std::string leaf = unknown.substr(prefix.size());
-    std::string best;
-    std::size_t best_distance = 3;
+    std::vector<std::string> siblings;
     for (const auto& known : known_) {
       if (known.rfind(prefix, 0) != 0 || known.find('.', prefix.size()) != std::string::npos) continue;
-      const std::size_t d = edit_distance(leaf, known.substr(prefix.size()));
-      if (d < best_distance) best_distance = d, best = known;
+      siblings.push_back(known.substr(prefix.size()));
     }
-    return best.empty() ? "" : " (did you mean '" + best + "'?)";
-  }
-
-  static std::size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-      std::size_t diagonal = row[0];
-      row[0] = i;
-      for (std::size_t j = 1; j <= b.size(); ++j) {
-        const std::size_t up = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-        diagonal = up;
-      }
-    }
-    return row[b.size()];
+    const std::string best = did_you_mean(unknown.substr(prefix.size()), siblings);
+    return best.empty() ? "" : " (did you mean '" + prefix + best + "'?)";
   }
 
   std::string file_;

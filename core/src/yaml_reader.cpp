@@ -1,5 +1,7 @@
 #include "pcdino/core/yaml_reader.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 #include <regex>
 
@@ -39,6 +41,42 @@ void refuse_duplicate_keys(const YAML::Node& node, const std::string& source) {
 
 std::string yaml_location(const std::string& source, const YAML::Node& node) {
   return location(source, node.IsDefined() ? node.Mark() : YAML::Mark::null_mark());
+}
+
+namespace {
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  for (const auto& c : candidates)
+    if (lower(c) == lower(word)) return c;
+  std::string best;
+  std::size_t best_distance = 3;
+  for (const auto& c : candidates) {
+    const std::size_t d = edit_distance(word, c);
+    if (d < best_distance) best_distance = d, best = c;
+  }
+  return best;
 }
 
 YAML::Node load_yaml(const std::string& text, const std::string& source) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Integration: `pcdino cluster generate` on the three example site specs writes what is checked in under
-# cluster/examples/, YAML that Debian's yamllint accepts (strict), scripts shellcheck accepts; the
-# workshop's GPU mismatch (jobs asking --gres=gpu:4 of a 1-GPU g4dn.2xlarge) fails with exit code 78.
+# cluster/examples/, YAML that Debian's yamllint accepts (strict), scripts shellcheck accepts, no finding
+# even with --strict; the workshop's GPU mismatch (jobs asking --gres=gpu:4 of a 1-GPU g4dn.2xlarge) fails
+# with exit code 78; ParallelCluster's minimal example has policy findings only.
 source "$(dirname "$0")/../lib/assert.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 W="$PCDINO_BUILD_DIR/test-work/cluster_examples"
@@ -9,8 +10,8 @@ rm -rf "$W" && mkdir -p "$W"
 EX="$PCDINO_SOURCE_DIR/cluster/examples"
 
 for name in workshop p5-efa cpu-only; do
-  run "$PCDINO_BIN" cluster generate "$EX/$name.yaml" --out "$W/$name"
-  assert_rc 0 "$name: generate with no validator errors"
+  run "$PCDINO_BIN" cluster generate "$EX/$name.yaml" --out "$W/$name" --strict
+  assert_rc 0 "$name: generate with no validator errors or policy findings (--strict)"
   run yamllint -s "$W/$name/cluster-config.yaml" "$W/$name/network.yaml"
   assert_rc 0 "$name: yamllint (strict) on cluster-config.yaml and network.yaml"
   run shellcheck "$W/$name/commands.sh"
@@ -36,6 +37,20 @@ assert_contains "$OUT" "Scheduling.SlurmQueues[0].ComputeResources[0].InstanceTy
 sed 's/instance_type: g4dn.2xlarge/instance_type: g4dn.12xlarge/' "$EX/workshop.yaml" >"$W/fixed.yaml"
 run "$PCDINO_BIN" cluster generate "$W/fixed.yaml" --out "$W/fixed" --pipeline "$W/workshop-pipeline.yaml"
 assert_rc 0 "with 4-GPU g4dn.12xlarge nodes it fits"
+# ParallelCluster's minimal example: no error, three pcdino policy findings that fail only with --strict.
+run "$PCDINO_BIN" cluster validate "$PCDINO_SOURCE_DIR/tests/cluster/pcluster-slurm.required.yaml"
+assert_rc 0 "ParallelCluster's slurm.required.yaml has no error"
+assert_contains "$OUT" "0 error(s), 3 policy, 0 warning(s)" "its policy findings are counted apart"
+run "$PCDINO_BIN" cluster validate --strict "$PCDINO_SOURCE_DIR/tests/cluster/pcluster-slurm.required.yaml"
+assert_rc 78 "policy findings fail with --strict"
+# A generated template is a configuration only once rendered.
+run "$PCDINO_BIN" cluster validate "$EX/workshop/cluster-config.yaml"
+assert_rc 78 "unrendered placeholders are errors"
+assert_contains "$OUT" "HeadNode.Networking.SubnetId: '\${PUBLIC_SUBNET_ID}' is an unrendered template placeholder" \
+  "named with their key path"
+run "$PCDINO_BIN" cluster validate --template --strict "$EX/workshop/cluster-config.yaml"
+assert_rc 0 "as a template it passes --strict"
+
 run "$PCDINO_BIN" cluster cost "$EX/workshop.yaml"
 assert_rc 0 "cost report"
 assert_contains "$OUT" "always-on total" "cost report totals the always-on resources"

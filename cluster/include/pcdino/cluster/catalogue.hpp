@@ -1,6 +1,5 @@
 // Facts about AWS that the validators and the cost estimate need, each table with its source and the
-// date it was read, because AWS's rules move (FSx's own capacity rules already differ from the checks of
-// ParallelCluster 3.12).
+// date it was read, because AWS's rules move.
 #pragma once
 
 #include <string>
@@ -34,21 +33,8 @@ const InstanceType* find_instance(const std::string& name);
 /// Every known type (for messages).
 const std::vector<InstanceType>& instance_catalogue();
 
-/// FSx for Lustre deployment-type rules.
-struct FsxRules {
-  std::string deployment_type;      ///< SCRATCH_1, SCRATCH_2, PERSISTENT_1, PERSISTENT_2
-  std::vector<int> throughputs;     ///< allowed PerUnitStorageThroughput (MB/s/TiB); empty: not settable
-  int first = 1200, second = 2400;  ///< the two smallest capacities (GiB)
-  int increment = 2400;             ///< then multiples of this (GiB)
-  bool import_export_paths = true;  ///< ImportPath/ExportPath allowed (not on PERSISTENT_2)
-};
+/// Where the one FSx fact that ParallelCluster does not check (S3 links of PERSISTENT_2) comes from.
 extern const char* const kFsxSource;
-
-/// Rules for `deployment_type`, or nullptr if unknown.
-const FsxRules* fsx_rules(const std::string& deployment_type);
-
-/// "" if `capacity_gib` is valid for the deployment type (SSD storage), else why not.
-std::string fsx_capacity_problem(const FsxRules& rules, int capacity_gib);
 
 /// FSx for Lustre price in USD per GB-month for a deployment type and throughput (0 if unknown).
 double fsx_price_per_gb_month(const std::string& deployment_type, int throughput);

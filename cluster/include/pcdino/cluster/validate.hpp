@@ -1,6 +1,12 @@
-// Offline validators for ParallelCluster v3 configurations: the checks users wish they had run before
-// `pcluster create-cluster`, each reporting the configuration's own key path
-// (Scheduling.SlurmQueues[0].ComputeResources[0].Efa.Enabled) with line and column.
+// Offline validation of ParallelCluster v3 configurations: what `pcluster create-cluster` would refuse,
+// found before anyone pays for it. Three kinds of finding, kept apart:
+//   error    ParallelCluster would reject the configuration (its schema, restated as data in
+//            cluster/upstream/, or one of its validators that need no AWS call), or the cluster would
+//            not work (EFA on a type without it, a queue the pipeline cannot fit);
+//   policy   pcdino's security and layout advice (SSH CIDR, IMDSv2, head node and compute subnets);
+//   warning  what ParallelCluster warns about, and what pcdino cannot check.
+// Each finding names the configuration's own key path (Scheduling.SlurmQueues[0].ComputeResources[0].
+// Efa.Enabled) with file:line:col, and the upstream source of the rule.
 #pragma once
 
 #include <string>
@@ -10,25 +16,40 @@
 
 namespace pcdino::cluster {
 
+enum class Severity { error, policy, warning };
+
+/// "error", "policy", "warning".
+const char* severity_name(Severity s);
+
 struct Finding {
-  bool error = true;  ///< false: a warning
+  Severity severity = Severity::error;
   std::string where;  ///< "cluster-config.yaml:31:13"
   std::string path;   ///< "Scheduling.SlurmQueues[0].ComputeResources[0].Efa.Enabled"
   std::string message;
-  std::string source;  ///< where the rule comes from, when it is a fact about AWS
+  std::string source;  ///< where the rule comes from: an upstream file and class, or a dated AWS fact
+  /// "error: file:line:col: path: message [source]"
   std::string str() const;
 };
 
 struct ValidateOptions {
+  /// Accept HeadNode.Ssh.AllowedIps 0.0.0.0/0 (or left out) without a policy finding.
   bool allow_ssh_from_anywhere = false;
+  /// The file is a template whose values written exactly "${NAME}" are filled in later (the generated
+  /// cluster-config.yaml, rendered by commands.sh): such a value passes its key's pattern. Without this,
+  /// any "${" left in a value is an error.
+  bool template_placeholders = false;
 };
 
-/// Runs every validator on a ParallelCluster v3 configuration (YAML text; `name` for messages): EFA only
-/// on types that support it; EFA queues with a stated placement group and one subnet; EphemeralVolume only
-/// with instance store; FSx capacity, throughput, compression and S3 paths valid for the deployment type;
-/// queue and compute resource names and counts; MinCount <= MaxCount; head node and compute nodes not in
-/// the same subnet; IMDSv2; no SSH from 0.0.0.0/0 unless allowed. Throws ConfigError only for text that is
-/// not YAML.
+/// The ParallelCluster release whose schema and validators are restated ("3.11.1").
+std::string parallelcluster_release();
+
+/// Checks a ParallelCluster v3 configuration (YAML text; `name` for messages): the schema walk (unknown
+/// keys with a did-you-mean, types as ParallelCluster's loader reads them, required keys, allowed values,
+/// ranges, patterns, keys that exclude each other), the schema's cross-key rules, the offline validators
+/// (names and counts, compute resource sizes and capacity blocks, EFA and placement groups, subnets,
+/// FSx for Lustre capacity and throughput per deployment and storage type, mount dirs, custom action
+/// URLs, tags), and pcdino's policy. At most one finding per key path and kind. Throws ConfigError only
+/// for text that is not YAML (or writes a key twice in one mapping).
 std::vector<Finding> validate_cluster_config(const std::string& yaml_text, const std::string& name,
                                              const ValidateOptions& options = {});
 

@@ -7,6 +7,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 namespace pcdino {
 
@@ -19,6 +20,11 @@ std::string yaml_location(const std::string& source, const YAML::Node& node);
 /// twice in one mapping (yaml-cpp would silently use the first, other readers the last): the one error
 /// type of every YAML file pcdino reads.
 YAML::Node load_yaml(const std::string& text, const std::string& source);
+
+/// The candidate an unknown key was probably meant to be, for "did you mean" hints: one equal to `word`
+/// ignoring case ("instanceType" -> "InstanceType"), else the nearest within an edit distance of 2
+/// (Levenshtein); "" when none is that close.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
 
 class YamlReader {
  public:
