@@ -22,10 +22,6 @@ std::string parent_of(const std::string& path) {
   return dot == std::string::npos ? "" : path.substr(0, dot);
 }
 
-std::string join(const std::string& parent, const std::string& key) {
-  return parent.empty() ? key : parent + "." + key;
-}
-
 std::vector<std::string> strings(const YAML::Node& n) {
   std::vector<std::string> out;
   if (n.IsDefined() && n.IsSequence())
@@ -115,7 +111,7 @@ ParallelClusterSchema::ParallelClusterSchema() {
     const YAML::Node shape = data["shapes"][kv.second["shape"].Scalar()];
     const std::string below = keys_[path].type == "list" ? path + "[]" : path;
     for (const auto& child : shape["keys"]) {
-      const std::string cp = join(below, child.first.Scalar());
+      const std::string cp = YamlReader::join(below, child.first.Scalar());
       if (!keys_.count(cp)) keys_[cp] = read(cp, child.second), keys_[cp].source = keys_[path].source;
     }
     if (shape["exactly_one_of"]) keys_[path].exactly_one_of = strings(shape["exactly_one_of"]);
@@ -228,8 +224,8 @@ class Walker {
     for (const auto& kv : node) {
       const std::string key = kv.first.Scalar();
       present.insert(key);
-      const std::string key_path = join(path, key);
-      const SchemaKey* k = schema_.find(join(schema_path, key));
+      const std::string key_path = YamlReader::join(path, key);
+      const SchemaKey* k = schema_.find(YamlReader::join(schema_path, key));
       if (k == nullptr) {
         const std::string hint = did_you_mean(key, known);
         report_(kv.first, key_path,
@@ -247,9 +243,9 @@ class Walker {
       }
     }
     for (const auto& child : known) {
-      const SchemaKey* k = schema_.find(join(schema_path, child));
+      const SchemaKey* k = schema_.find(YamlReader::join(schema_path, child));
       if (k->required && !present.count(child)) {
-        report_(node, join(path, child), "missing required key '" + child + "'", k->source);
+        report_(node, YamlReader::join(path, child), "missing required key '" + child + "'", k->source);
       }
     }
     const SchemaKey* self = schema_.find(schema_path);
@@ -292,6 +288,16 @@ class Walker {
                     " are allowed",
                 k.source);
       }
+      // The key every element of a list of strings answers to.
+      SchemaKey item;
+      if (k.items == "string") {
+        item.path = k.path + "[]";
+        item.type = "string";
+        item.values = k.item_values;
+        item.pattern = k.item_pattern;
+        item.pattern_text = k.item_pattern_text;
+        item.source = k.source;
+      }
       for (std::size_t i = 0; i < v.size(); ++i) {
         const std::string ip = path + "[" + std::to_string(i) + "]";
         if (k.items == "map") {
@@ -302,13 +308,6 @@ class Walker {
         } else if (k.items == "dict") {
           if (!v[i].IsMap()) report_(v[i], ip, "expected a mapping of keys, got " + describe(v[i]), k.source);
         } else if (k.items == "string") {
-          SchemaKey item;
-          item.path = k.path + "[]";
-          item.type = "string";
-          item.values = k.item_values;
-          item.pattern = k.item_pattern;
-          item.pattern_text = k.item_pattern_text;
-          item.source = k.source;
           scalar(v[i], item, ip);
         }
       }
