@@ -116,11 +116,25 @@ ParallelClusterSchema::ParallelClusterSchema() {
     }
     if (shape["exactly_one_of"]) keys_[path].exactly_one_of = strings(shape["exactly_one_of"]);
   }
+  for (const auto& v : data["validators"]) {
+    for (const auto& limit : v["limits"])
+      if (limit.second.IsSequence() && (limit.second.size() == 0 || limit.second[0].IsScalar()))
+        validator_limits_[{v["class"].Scalar(), limit.first.Scalar()}] = strings(limit.second);
+  }
   for (const auto& [path, key] : keys_) {
     if (key.type.empty())
       throw Error(ExitCode::kSoftware, std::string(kDataName) + ": " + path + " has no type");
     children_[parent_of(path)].push_back(path.substr(path.rfind('.') + 1));  // npos + 1 == 0
   }
+}
+
+const std::vector<std::string>& ParallelClusterSchema::validator_limit(const std::string& validator,
+                                                                       const std::string& name) const {
+  const auto it = validator_limits_.find({validator, name});
+  if (it == validator_limits_.end())
+    throw Error(ExitCode::kSoftware,
+                std::string(kDataName) + ": validators: " + validator + " has no limit list " + name);
+  return it->second;
 }
 
 const ParallelClusterSchema& ParallelClusterSchema::get() {
@@ -172,18 +186,6 @@ std::string describe(const YAML::Node& n) {
       {"str", "the string"},   {"int", "the integer"}, {"float", "the number"},
       {"bool", "the boolean"}, {"null", "no value"},   {"timestamp", "the date"}};
   return kind == "null" ? "no value" : names.at(kind) + " '" + n.Scalar() + "'";
-}
-
-// The number a scalar stands for where ParallelCluster's loader converts it (int() of an integer, a
-// float or a numeric string), or nothing.
-std::optional<double> number_of(const YAML::Node& n) {
-  const std::string kind = yaml11_kind(n);
-  if (kind != "int" && kind != "float" && kind != "str") return std::nullopt;
-  std::string s = n.Scalar();
-  s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
-  static const std::regex decimal("\\s*[-+]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][-+]?[0-9]+)?\\s*");
-  if (!std::regex_match(s, decimal)) return std::nullopt;
-  return std::stod(s);
 }
 
 // marshmallow's Boolean field: booleans, 1/0, and these strings.
@@ -385,6 +387,16 @@ class Walker {
 };
 
 }  // namespace
+
+std::optional<double> number_of(const YAML::Node& n) {
+  const std::string kind = yaml11_kind(n);
+  if (kind != "int" && kind != "float" && kind != "str") return std::nullopt;
+  std::string s = n.Scalar();
+  s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
+  static const std::regex decimal("\\s*[-+]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][-+]?[0-9]+)?\\s*");
+  if (!std::regex_match(s, decimal)) return std::nullopt;
+  return std::stod(s);
+}
 
 void walk_schema(const YAML::Node& root, bool template_placeholders, const SchemaReport& report) {
   Walker(template_placeholders, report).map(root, "", "");

@@ -50,6 +50,12 @@ class ParallelClusterSchema {
   const std::string& release() const { return release_; }
   const std::string& commit() const { return commit_; }
 
+  /// A list that the data's `validators` section gives as one of a validator's limits, lower case as
+  /// written (CustomSlurmSettingsValidator's "Queue_CustomSlurmSettings" deny-list, say). Throws Error
+  /// (exit 70) if the data has no such list.
+  const std::vector<std::string>& validator_limit(const std::string& validator,
+                                                  const std::string& name) const;
+
   /// Number of key paths.
   std::size_t size() const { return keys_.size(); }
 
@@ -57,6 +63,7 @@ class ParallelClusterSchema {
   ParallelClusterSchema();
   std::map<std::string, SchemaKey> keys_;
   std::map<std::string, std::vector<std::string>> children_;
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> validator_limits_;
   std::string release_, commit_;
 };
 
@@ -70,6 +77,10 @@ using SchemaReport = std::function<void(const YAML::Node& at, const std::string&
 /// later, as commands.sh does) passes its pattern; otherwise any "${" in a value is reported as
 /// unrendered.
 void walk_schema(const YAML::Node& root, bool template_placeholders, const SchemaReport& report);
+
+/// The number a scalar stands for where ParallelCluster's loader (marshmallow's Integer and Float) converts
+/// it: an integer, a float or a numeric string; nothing for anything else (booleans included).
+std::optional<double> number_of(const YAML::Node& scalar);
 
 /// How PyYAML (YAML 1.1, the reader ParallelCluster uses) types a scalar: "str", "int", "float", "bool",
 /// "null" or "timestamp". Quoted scalars are "str".

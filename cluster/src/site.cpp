@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "pcdino/cluster/validate.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/yaml_reader.hpp"
@@ -13,6 +14,31 @@ namespace {
 const char* const kInstance = R"([a-z][a-z0-9-]*\.[0-9a-z]+)";
 const char* const kAnyText = R"([^\n]{1,512})";
 const char* const kCidr = R"(([0-9]{1,3}\.){3}[0-9]{1,3}/[0-9]{1,2})";
+const char* const kBucket = R"([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])";
+
+// A root volume no smaller than the AMI's: ParallelCluster's own AMIs have 40 GiB (constants.py
+// EBS_VOLUME_SIZE_DEFAULT, v3.11.1), and its RootVolumeSizeValidator refuses less. EBS gp3 ends at 16 TiB.
+int root_volume(const YamlReader& r, const YAML::Node& parent, const std::string& path, bool custom_ami) {
+  const int gib = r.integer(parent, "root_volume_gib", path, 1, 16384, 0);
+  if (gib != 0 && gib < 40 && !custom_ami)
+    r.fail(parent["root_volume_gib"], path,
+           std::to_string(gib) + " GiB is smaller than the 40 GiB root volume of ParallelCluster's AMIs");
+  return gib;
+}
+
+// One slurm.conf line: a mapping of Slurm parameters (their case as Slurm documents it) to scalar values.
+SlurmLine slurm_line(const YamlReader& r, const YAML::Node& node, const std::string& path) {
+  if (!node.IsMap() || node.size() == 0)
+    r.fail(node, path, "expected a mapping of slurm.conf parameters to values (Key: value)");
+  SlurmLine line;
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    if (!kv.second.IsScalar() || kv.second.Scalar().empty())
+      r.fail(kv.second, YamlReader::join(path, key), "expected a value for the slurm.conf parameter");
+    line.emplace_back(key, kv.second.Scalar());
+  }
+  return line;
+}
 }  // namespace
 
 SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source) {
@@ -21,10 +47,19 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
   if (!root.IsMap())
     throw ConfigError(source + ": expected a mapping (name, region, head_node, queues, ...)");
   r.only(root, "",
-         {"name", "region", "availability_zone", "head_node", "image", "queues", "storage", "iam", "tags",
-          "monitoring", "custom_actions", "network"});
+         {"name", "region", "availability_zone", "parallelcluster_version", "head_node", "image", "queues",
+          "storage", "iam", "slurm", "tags", "monitoring", "custom_actions", "network"});
   SiteSpec s;
   s.source = source;
+  // Only a release whose schema and validators pcdino restates: the configuration is checked against it.
+  const std::string release = parallelcluster_release();
+  s.parallelcluster_version = r.text(root, "parallelcluster_version", "parallelcluster_version", false,
+                                     "[0-9]+\\.[0-9]+\\.[0-9]+", "a release like " + release);
+  if (s.parallelcluster_version.empty()) s.parallelcluster_version = release;
+  if (s.parallelcluster_version != release)
+    r.fail(root["parallelcluster_version"], "parallelcluster_version",
+           "pcdino checks configurations against ParallelCluster " + release + " only, not " +
+               s.parallelcluster_version);
   // ParallelCluster's cluster name: letters, digits, hyphens, starting with a letter, at most 60.
   s.name = r.text(root, "name", "name", true, R"([A-Za-z][A-Za-z0-9-]{0,59})",
                   "a cluster name (letters, digits, '-')");
@@ -39,7 +74,8 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
   }
 
   const YAML::Node head = r.map(root, "head_node", "head_node", true);
-  r.only(head, "head_node", {"instance_type", "key_name", "ssh_allowed_cidr", "allow_ssh_from_anywhere"});
+  r.only(head, "head_node",
+         {"instance_type", "key_name", "ssh_allowed_cidr", "allow_ssh_from_anywhere", "root_volume_gib"});
   const std::string head_type =
       r.text(head, "instance_type", "head_node.instance_type", false, kInstance, "an EC2 instance type");
   if (!head_type.empty()) s.head_node_type = head_type;
@@ -56,6 +92,7 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
              "alinux2, alinux2023, ubuntu2004, ubuntu2204, rhel8 or rhel9");
   if (!os.empty()) s.os = os;
   s.custom_ami = r.text(image, "custom_ami", "image.custom_ami", false, R"(ami-[0-9a-f]{8,17})", "an AMI id");
+  s.head_root_volume_gib = root_volume(r, head, "head_node.root_volume_gib", !s.custom_ami.empty());
 
   const YAML::Node queues = root["queues"];
   if (!queues.IsDefined() || !queues.IsSequence() || queues.size() == 0)
@@ -66,7 +103,8 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
     if (!q.IsMap()) r.fail(q, p, "expected a mapping");
     r.only(q, p,
            {"name", "instance_type", "min_count", "max_count", "efa", "placement_group", "capacity_type",
-            "local_scratch", "capacity_reservation_id"});
+            "local_scratch", "capacity_reservation_id", "capacity_reservation_resource_group_arn",
+            "root_volume_gib", "slurm_settings"});
     QueueSpec qs;
     // Checked against ParallelCluster's own pattern by the validators, so that the message uses its key path.
     qs.name = r.text(q, "name", p + ".name", true, kAnyText, "a queue name");
@@ -83,6 +121,26 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
     qs.capacity_reservation_id = r.text(
         q, "capacity_reservation_id", p + ".capacity_reservation_id", qs.capacity_type == "CAPACITY_BLOCK",
         "cr-[0-9a-f]{17}", "a capacity reservation id cr-... (a CAPACITY_BLOCK queue needs its block's)");
+    qs.capacity_reservation_resource_group_arn =
+        r.text(q, "capacity_reservation_resource_group_arn", p + ".capacity_reservation_resource_group_arn",
+               false, R"(arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:[0-9]{12}:group/[A-Za-z0-9_.-]+)",
+               "a resource group ARN arn:aws:resource-groups:REGION:ACCOUNT:group/NAME");
+    // Reservations are on-demand capacity: a spot queue has none, a capacity block names its own id.
+    const std::string reservation_key = !qs.capacity_reservation_resource_group_arn.empty()
+                                            ? "capacity_reservation_resource_group_arn"
+                                            : "capacity_reservation_id";
+    if (qs.capacity_type == "SPOT" && q[reservation_key].IsDefined())
+      r.fail(q[reservation_key], p + "." + reservation_key,
+             "a SPOT queue cannot use a capacity reservation (ONDEMAND or CAPACITY_BLOCK can)");
+    if (qs.capacity_type == "CAPACITY_BLOCK" && !qs.capacity_reservation_resource_group_arn.empty())
+      r.fail(q["capacity_reservation_resource_group_arn"], p + ".capacity_reservation_resource_group_arn",
+             "a CAPACITY_BLOCK queue names its block by capacity_reservation_id");
+    if (!qs.capacity_reservation_id.empty() && !qs.capacity_reservation_resource_group_arn.empty())
+      r.fail(q["capacity_reservation_resource_group_arn"], p + ".capacity_reservation_resource_group_arn",
+             "give capacity_reservation_id or capacity_reservation_resource_group_arn, not both");
+    qs.root_volume_gib = root_volume(r, q, p + ".root_volume_gib", !s.custom_ami.empty());
+    if (q["slurm_settings"].IsDefined())
+      qs.slurm_settings = slurm_line(r, q["slurm_settings"], p + ".slurm_settings");
     qs.local_scratch = r.text(q, "local_scratch", p + ".local_scratch", false, R"(/[A-Za-z0-9/_.-]*)",
                               "an absolute mount dir");
     s.queues.push_back(qs);
@@ -118,7 +176,7 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
   }
 
   const YAML::Node iam = r.map(root, "iam", "iam", false);
-  r.only(iam, "iam", {"additional_policies"});
+  r.only(iam, "iam", {"additional_policies", "s3_access"});
   if (iam["additional_policies"].IsDefined()) {
     const YAML::Node list = iam["additional_policies"];
     if (!list.IsSequence()) r.fail(list, "iam.additional_policies", "expected a list of policy ARNs");
@@ -128,6 +186,29 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
         r.fail(list[i], "iam.additional_policies[" + std::to_string(i) + "]", "expected an IAM policy ARN");
       s.iam_policies.push_back(arn);
     }
+  }
+  if (iam["s3_access"].IsDefined()) {
+    const YAML::Node list = iam["s3_access"];
+    if (!list.IsSequence()) r.fail(list, "iam.s3_access", "expected a list of {bucket, key, write}");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string p = "iam.s3_access[" + std::to_string(i) + "]";
+      if (!list[i].IsMap()) r.fail(list[i], p, "expected a mapping {bucket, key, write}");
+      r.only(list[i], p, {"bucket", "key", "write"});
+      S3AccessSpec a;
+      a.bucket = r.text(list[i], "bucket", p + ".bucket", true, kBucket, "an S3 bucket name");
+      a.key = r.text(list[i], "key", p + ".key", false, kAnyText, "an object key or prefix/*");
+      a.write = r.boolean(list[i], "write", p + ".write", false);
+      s.s3_access.push_back(a);
+    }
+  }
+  const YAML::Node slurm = r.map(root, "slurm", "slurm", false);
+  r.only(slurm, "slurm", {"settings"});
+  if (slurm["settings"].IsDefined()) {
+    const YAML::Node list = slurm["settings"];
+    if (!list.IsSequence())
+      r.fail(list, "slurm.settings", "expected a list of slurm.conf lines, each a mapping (- Key: value)");
+    for (std::size_t i = 0; i < list.size(); ++i)
+      s.slurm_settings.push_back(slurm_line(r, list[i], "slurm.settings[" + std::to_string(i) + "]"));
   }
   if (root["tags"].IsDefined()) {
     const YAML::Node tags = r.map(root, "tags", "tags", true);

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <regex>
@@ -81,14 +82,13 @@ std::string text(const YAML::Node& n) {
   return n.IsDefined() && n.IsScalar() ? n.Scalar() : "";
 }
 
-// A defined scalar that is an integer, or nothing (type errors are the schema walk's findings).
+// A defined scalar as ParallelCluster's Integer field reads it (2.5 and "6" are 2 and 6), or nothing (type
+// errors are the schema walk's findings).
 std::optional<long long> as_int(const YAML::Node& n) {
-  if (!n.IsDefined() || !n.IsScalar() || yaml11_kind(n) == "bool") return std::nullopt;
-  try {
-    return n.as<long long>();
-  } catch (const YAML::Exception&) {
-    return std::nullopt;
-  }
+  if (!n.IsDefined() || !n.IsScalar()) return std::nullopt;
+  const std::optional<double> number = number_of(n);
+  if (!number) return std::nullopt;
+  return static_cast<long long>(*number);
 }
 
 bool truthy(const YAML::Node& n) {
@@ -542,27 +542,101 @@ void check_mount_dirs(Checker& c, const std::vector<YAML::Node>& storage) {
                 validator("cluster_validators.py", "OverlappingMountDirValidator"));
 }
 
-// EBS volumes (shared EbsSettings), as ebs_validators.py bounds them: size per volume type, IOPS only on
-// io1, io2 and gp3.
-void check_ebs(Checker& c, const std::vector<YAML::Node>& storage) {
+// An EBS volume (shared EbsSettings or a RootVolume) as ebs_validators.py bounds it: size per volume type,
+// IOPS only on io1, io2 and gp3. A root volume without Size has the AMI's (checked online upstream).
+void check_ebs_volume(Checker& c, const YAML::Node& e, const std::string& p) {
   static const std::map<std::string, std::pair<long long, long long>> size_gib = {
       {"standard", {1, 1024}}, {"io1", {4, 16384}},   {"io2", {4, 65536}},  {"gp2", {1, 16384}},
       {"gp3", {1, 16384}},     {"st1", {500, 16384}}, {"sc1", {500, 16384}}};
-  for (std::size_t i = 0; i < storage.size(); ++i) {
-    const YAML::Node e = at(storage[i], {"EbsSettings"});
-    if (text(at(storage[i], {"StorageType"})) != "Ebs" || !e.IsMap()) continue;
-    const std::string p = "SharedStorage[" + std::to_string(i) + "].EbsSettings";
-    const std::string type = text(at(e, {"VolumeType"})).empty() ? "gp3" : text(at(e, {"VolumeType"}));
-    const auto bounds = size_gib.find(type);
-    const std::optional<long long> size = as_int(at(e, {"Size"}));
-    if (size && bounds != size_gib.end() && (*size < bounds->second.first || *size > bounds->second.second))
-      c.error(at(e, {"Size"}), p + ".Size",
-              type + " volumes are " + std::to_string(bounds->second.first) + " to " +
-                  std::to_string(bounds->second.second) + " GiB, got " + std::to_string(*size),
-              validator("ebs_validators.py", "EbsVolumeTypeSizeValidator"));
-    if (at(e, {"Iops"}).IsDefined() && type != "io1" && type != "io2" && type != "gp3")
-      c.error(at(e, {"Iops"}), p + ".Iops", type + " volumes take no Iops",
-              validator("ebs_validators.py", "EbsVolumeIopsValidator"));
+  if (!e.IsMap()) return;
+  const std::string type = text(at(e, {"VolumeType"})).empty() ? "gp3" : text(at(e, {"VolumeType"}));
+  const auto bounds = size_gib.find(type);
+  const std::optional<long long> size = as_int(at(e, {"Size"}));
+  if (size && bounds != size_gib.end() && (*size < bounds->second.first || *size > bounds->second.second))
+    c.error(at(e, {"Size"}), p + ".Size",
+            type + " volumes are " + std::to_string(bounds->second.first) + " to " +
+                std::to_string(bounds->second.second) + " GiB, got " + std::to_string(*size),
+            validator("ebs_validators.py", "EbsVolumeTypeSizeValidator"));
+  if (at(e, {"Iops"}).IsDefined() && type != "io1" && type != "io2" && type != "gp3")
+    c.error(at(e, {"Iops"}), p + ".Iops", type + " volumes take no Iops",
+            validator("ebs_validators.py", "EbsVolumeIopsValidator"));
+}
+
+void check_ebs(Checker& c, const YAML::Node& root, const std::vector<YAML::Node>& storage,
+               const std::vector<YAML::Node>& queues) {
+  for (std::size_t i = 0; i < storage.size(); ++i)
+    if (text(at(storage[i], {"StorageType"})) == "Ebs")
+      check_ebs_volume(c, at(storage[i], {"EbsSettings"}),
+                       "SharedStorage[" + std::to_string(i) + "].EbsSettings");
+  check_ebs_volume(c, at(root, {"HeadNode", "LocalStorage", "RootVolume"}),
+                   "HeadNode.LocalStorage.RootVolume");
+  for (std::size_t i = 0; i < queues.size(); ++i)
+    check_ebs_volume(c, at(queues[i], {"ComputeSettings", "LocalStorage", "RootVolume"}),
+                     queue_path(i) + ".ComputeSettings.LocalStorage.RootVolume");
+}
+
+// Custom slurm.conf parameters: each level has parameters ParallelCluster writes itself and refuses from
+// the user (compared lower case; the deny-lists are the schema data's), and node names it reserves.
+void check_slurm_settings(Checker& c, const YAML::Node& root, const std::vector<YAML::Node>& queues) {
+  const ParallelClusterSchema& schema = ParallelClusterSchema::get();
+  const std::string deny = validator("slurm_settings_validator.py", "CustomSlurmSettingsValidator");
+  // One finding per level, naming every refused parameter, as upstream.
+  const auto check = [&](const std::vector<YAML::Node>& lines, const std::string& path,
+                         const std::string& level, bool skip_multi_key,
+                         std::initializer_list<const char*> deny_lists) {
+    std::set<std::string> denied;
+    for (const YAML::Node& line : lines) {
+      if (!line.IsMap() || (skip_multi_key && line.size() > 1)) continue;  // a custom node or partition
+      for (const auto& kv : line) {
+        const std::string key = ascii_lower(kv.first.Scalar());
+        for (const char* list : deny_lists) {
+          const auto& names = schema.validator_limit("CustomSlurmSettingsValidator", list);
+          if (std::find(names.begin(), names.end(), key) != names.end()) denied.insert(kv.first.Scalar());
+        }
+      }
+    }
+    if (denied.empty()) return;
+    std::string names;
+    for (const auto& d : denied) names += (names.empty() ? "" : ", ") + d;
+    c.error(lines.front(), path,
+            "ParallelCluster sets these slurm.conf parameters itself at " + level + " level: " + names, deny);
+  };
+  const YAML::Node settings = at(root, {"Scheduling", "SlurmSettings", "CustomSlurmSettings"});
+  const auto lines = items(settings);
+  if (!lines.empty()) {
+    if (at(root, {"Scheduling", "SlurmSettings", "Database"}).IsDefined())
+      check(lines, "Scheduling.SlurmSettings.CustomSlurmSettings", "SlurmConf", true,
+            {"SlurmSettings_CustomSlurmSettings_global",
+             "SlurmSettings_CustomSlurmSettings_when_Database_set"});
+    else
+      check(lines, "Scheduling.SlurmSettings.CustomSlurmSettings", "SlurmConf", true,
+            {"SlurmSettings_CustomSlurmSettings_global"});
+  }
+  for (std::size_t k = 0; k < lines.size(); ++k) {
+    if (!lines[k].IsMap()) continue;
+    for (const auto& kv : lines[k]) {
+      const std::string key = ascii_lower(kv.first.Scalar());
+      const std::string value = text(kv.second);
+      if (key == "nodename" &&
+          (value.find("-st-") != std::string::npos || value.find("-dy-") != std::string::npos))
+        c.error(
+            kv.second,
+            "Scheduling.SlurmSettings.CustomSlurmSettings[" + std::to_string(k) + "]." + kv.first.Scalar(),
+            "node name '" + value + "': '-st-' and '-dy-' are reserved for ParallelCluster's own nodes",
+            validator("slurm_settings_validator.py", "CustomSlurmNodeNamesValidator"));
+    }
+  }
+  for (std::size_t i = 0; i < queues.size(); ++i) {
+    const YAML::Node own = at(queues[i], {"CustomSlurmSettings"});
+    if (own.IsDefined())
+      check({own}, queue_path(i) + ".CustomSlurmSettings", "Queue", false, {"Queue_CustomSlurmSettings"});
+    const auto resources = items(at(queues[i], {"ComputeResources"}));
+    for (std::size_t j = 0; j < resources.size(); ++j) {
+      const YAML::Node cr = at(resources[j], {"CustomSlurmSettings"});
+      if (cr.IsDefined())
+        check({cr}, resource_path(i, j) + ".CustomSlurmSettings", "ComputeResource", false,
+              {"ComputeResource_CustomSlurmSettings"});
+    }
   }
 }
 
@@ -693,7 +767,8 @@ std::vector<Finding> validate_cluster_config(const std::string& yaml_text, const
   check_queues(c, queues);
   check_fsx(c, storage, queues);
   check_mount_dirs(c, storage);
-  check_ebs(c, storage);
+  check_ebs(c, root, storage, queues);
+  check_slurm_settings(c, root, queues);
   check_custom_actions(c, root, queues);
   check_tags(c, root, queues);
   if (!at(root, {"HeadNode", "Ssh", "KeyName"}).IsDefined())

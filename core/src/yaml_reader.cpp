@@ -60,16 +60,16 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-std::string lower(std::string s) {
+}  // namespace
+
+std::string ascii_lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 
-}  // namespace
-
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
   for (const auto& c : candidates)
-    if (lower(c) == lower(word)) return c;
+    if (ascii_lower(c) == ascii_lower(word)) return c;
   std::string best;
   std::size_t best_distance = 3;
   for (const auto& c : candidates) {

@@ -227,11 +227,169 @@ TEST(ClusterGenerate, P5SpecGivesAReservedCapacityBlockAndBucketAccess) {
   EXPECT_GT(cr["MinCount"].as<int>(), 0);
   EXPECT_EQ(cr["CapacityReservationTarget"]["CapacityReservationId"].as<std::string>(),
             "cr-0123456789abcdef0");
-  // The custom action comes from s3://research-bucket/...: every queue that runs it may read that bucket.
+  // The p4d queue draws on an on-demand capacity reservation.
+  EXPECT_EQ(c["Scheduling"]["SlurmQueues"][1]["ComputeResources"][0]["CapacityReservationTarget"]
+             ["CapacityReservationId"]
+                 .as<std::string>(),
+            "cr-0fedcba9876543210");
+  // S3Access as "Bucket[/Key][ rw]" lines.
+  const auto access = [](const YAML::Node& iam) {
+    std::string out;
+    for (const auto& a : iam["S3Access"])
+      out += a["BucketName"].as<std::string>() + (a["KeyName"] ? "/" + a["KeyName"].as<std::string>() : "") +
+             (a["EnableWriteAccess"] && a["EnableWriteAccess"].as<bool>() ? " rw" : "") + "\n";
+    return out;
+  };
+  // The site's buckets on every node; the custom action's bucket (s3://research-bucket/...) on every queue
+  // that runs it.
+  EXPECT_EQ(access(c["HeadNode"]["Iam"]), "research-datasets/fashion-mnist/*\nresearch-results rw\n");
   for (const auto& q : c["Scheduling"]["SlurmQueues"]) {
     ASSERT_TRUE(q["CustomActions"]["OnNodeConfigured"]["Script"].IsDefined());
-    EXPECT_EQ(q["Iam"]["S3Access"][0]["BucketName"].as<std::string>(), "research-bucket") << q["Name"];
+    EXPECT_EQ(access(q["Iam"]), "research-datasets/fashion-mnist/*\nresearch-results rw\nresearch-bucket\n")
+        << q["Name"];
+    EXPECT_EQ(q["ComputeSettings"]["LocalStorage"]["RootVolume"]["Size"].as<int>(), 200);
   }
+  EXPECT_EQ(c["HeadNode"]["LocalStorage"]["RootVolume"]["Size"].as<int>(), 100);
+}
+
+// A bucket granted whole by the site is not granted again for the custom action.
+TEST(ClusterGenerate, CustomActionBucketIsGrantedOnce) {
+  SiteSpec s = example("p5-efa.yaml");
+  s.s3_access = {{"research-bucket", "", false}};
+  const YAML::Node c = YAML::Load(generate_cluster(s).cluster_config);
+  EXPECT_EQ(c["Scheduling"]["SlurmQueues"][0]["Iam"]["S3Access"].size(), 1u);
+  s.s3_access = {{"research-bucket", "data/*", false}};
+  const YAML::Node d = YAML::Load(generate_cluster(s).cluster_config);
+  EXPECT_EQ(d["Scheduling"]["SlurmQueues"][0]["Iam"]["S3Access"].size(), 2u) << "a key is not the script";
+}
+
+// commands.sh checks the pinned release first and asks ParallelCluster (--dryrun) before creating.
+TEST(ClusterGenerate, CommandsPinTheReleaseAndDryRunFirst) {
+  const std::string sh = generate_cluster(example("p5-efa.yaml")).commands;
+  EXPECT_NE(sh.find("PCLUSTER_VERSION=" + parallelcluster_release() + "\n"), std::string::npos) << sh;
+  const auto version = sh.find("pcluster version"), deploy = sh.find("aws cloudformation deploy"),
+             dry = sh.find("create --dryrun true\n"), real = sh.find("\ncreate\n");
+  ASSERT_NE(version, std::string::npos);
+  ASSERT_NE(dry, std::string::npos);
+  ASSERT_NE(real, std::string::npos);
+  EXPECT_LT(version, deploy);
+  EXPECT_LT(dry, real);
+}
+
+// Site spec keys of this release: reservations (capacity blocks and on-demand), root volumes, Slurm
+// settings, S3 access, the pinned release, Amazon Linux 2023 by default.
+TEST(ClusterSite, ReservationsRootVolumesSlurmSettingsAndRelease) {
+  const std::string base =
+      "name: c\nregion: us-west-2\navailability_zone: us-west-2a\nhead_node:\n  ssh_allowed_cidr: "
+      "10.0.0.0/8\nqueues:\n  - {name: q, instance_type: p4d.24xlarge";
+  const auto error = [&](const std::string& queue, const std::string& extra = "") {
+    try {
+      parse_site_spec(base + queue + "}\n" + extra, "site.yaml");
+      return std::string("no error");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+  };
+  const SiteSpec plain = parse_site_spec(base + "}\n", "site.yaml");
+  EXPECT_EQ(plain.os, "alinux2023");
+  EXPECT_EQ(plain.parallelcluster_version, parallelcluster_release());
+  // On-demand capacity reservations: by id or by resource group, not both, never on spot.
+  EXPECT_EQ(error(", capacity_reservation_id: cr-0123456789abcdef0"), "no error");
+  EXPECT_EQ(error(", capacity_reservation_resource_group_arn: "
+                  "arn:aws:resource-groups:us-west-2:123456789012:group/odcr"),
+            "no error");
+  EXPECT_NE(error(", capacity_type: SPOT, capacity_reservation_id: cr-0123456789abcdef0")
+                .find("queues[0].capacity_reservation_id: a SPOT queue cannot use a capacity reservation"),
+            std::string::npos);
+  EXPECT_NE(error(", capacity_reservation_id: cr-0123456789abcdef0, capacity_reservation_resource_group_arn: "
+                  "arn:aws:resource-groups:us-west-2:123456789012:group/odcr")
+                .find("not both"),
+            std::string::npos);
+  // Root volumes no smaller than ParallelCluster's AMIs (40 GiB), unless the AMI is the site's own.
+  EXPECT_NE(
+      error(", root_volume_gib: 30").find("queues[0].root_volume_gib: 30 GiB is smaller than the 40 GiB"),
+      std::string::npos);
+  EXPECT_EQ(error(", root_volume_gib: 30", "image: {custom_ami: ami-0123456789abcdef0}\n"), "no error");
+  EXPECT_EQ(parse_site_spec(base + ", root_volume_gib: 64}\n", "site.yaml").queues[0].root_volume_gib, 64);
+  // Slurm settings: mappings of slurm.conf parameters, kept in order.
+  const SiteSpec slurm = parse_site_spec(
+      base +
+          ", slurm_settings: {DefMemPerCPU: 1900}}\nslurm:\n  settings:\n    - {NodeName: gpu1, CPUs: 8}\n",
+      "site.yaml");
+  ASSERT_EQ(slurm.slurm_settings.size(), 1u);
+  EXPECT_EQ(slurm.slurm_settings[0], (SlurmLine{{"NodeName", "gpu1"}, {"CPUs", "8"}}));
+  EXPECT_EQ(slurm.queues[0].slurm_settings, (SlurmLine{{"DefMemPerCPU", "1900"}}));
+  EXPECT_NE(error("", "slurm:\n  settings: {MaxJobCount: 1}\n").find("slurm.settings: expected a list"),
+            std::string::npos);
+  EXPECT_NE(
+      error(", slurm_settings: {Weight: [1]}").find("queues[0].slurm_settings.Weight: expected a value"),
+      std::string::npos);
+  // S3 access and the release.
+  EXPECT_NE(error("", "iam:\n  s3_access:\n    - {bucket: Not_A_Bucket}\n").find("iam.s3_access[0].bucket"),
+            std::string::npos);
+  EXPECT_NE(error("", "parallelcluster_version: 3.12.0\n")
+                .find("parallelcluster_version: pcdino checks configurations against ParallelCluster " +
+                      parallelcluster_release() + " only, not 3.12.0"),
+            std::string::npos);
+}
+
+// ParallelCluster 3.11.1 slurm_settings_validator.py: parameters it writes itself are refused at each level
+// (case-insensitively; at the cluster level only one-parameter lines, and the accounting ones only with a
+// Database), and node names with -st- or -dy- are its own.
+TEST(ClusterValidate, CustomSlurmSettingsDenyListsAndNodeNames) {
+  const std::string cluster_level = "  SlurmSettings:\n    CustomSlurmSettings:\n";
+  const auto with = [&](const std::string& settings, const std::string& queue_extra = "") {
+    std::string c = config(kPlainQueue + queue_extra);
+    return findings(c.insert(c.find("  SlurmQueues:"), cluster_level + settings));
+  };
+  EXPECT_EQ(with("      - MaxJobCount: 50000\n").find("E "), std::string::npos)
+      << with("      - MaxJobCount: 50000\n");
+  EXPECT_NE(with("      - resumeProgram: /bin/true\n      - SuspendTime: 60\n")
+                .find("E Scheduling.SlurmSettings.CustomSlurmSettings: ParallelCluster sets these slurm.conf "
+                      "parameters itself at SlurmConf level: SuspendTime, resumeProgram"),
+            std::string::npos);
+  EXPECT_EQ(with("      - {NodeName: extra1, Gres: 'gpu:1'}\n").find("E "), std::string::npos)
+      << "a node line (several parameters) is not checked against the deny-list";
+  EXPECT_NE(with("      - {NodeName: q-st-cr-1, CPUs: 4}\n")
+                .find("E Scheduling.SlurmSettings.CustomSlurmSettings[0]."
+                      "NodeName: node name 'q-st-cr-1'"),
+            std::string::npos);
+  EXPECT_EQ(with("      - AccountingStorageType: accounting_storage/none\n").find("E "), std::string::npos);
+  const std::string database =
+      "    Database:\n      Uri: db.example.com:3306\n      UserName: slurm\n      PasswordSecretArn: "
+      "arn:aws:secretsmanager:us-west-2:123456789012:secret:db\n";
+  EXPECT_NE(with("      - AccountingStorageType: accounting_storage/none\n" + database)
+                .find("SlurmConf level: AccountingStorageType"),
+            std::string::npos)
+      << "with a Database the accounting parameters are ParallelCluster's";
+  EXPECT_NE(
+      with("      - MaxJobCount: 1\n", "      CustomSlurmSettings: {OverSubscribe: 'YES', MaxTime: 60}\n")
+          .find("E Scheduling.SlurmQueues[0].CustomSlurmSettings: ParallelCluster sets these slurm.conf "
+                "parameters itself at Queue level: OverSubscribe"),
+      std::string::npos);
+  std::string cr_queue = kPlainQueue;
+  cr_queue.insert(cr_queue.find("          MaxCount: 2\n"), "          CustomSlurmSettings: {Weight: 5}\n");
+  EXPECT_NE(findings(config(cr_queue))
+                .find("E Scheduling.SlurmQueues[0].ComputeResources[0].CustomSlurmSettings: "
+                      "ParallelCluster sets these slurm.conf parameters itself at "
+                      "ComputeResource level: Weight"),
+            std::string::npos);
+}
+
+// Root volumes are bounded as every EBS volume (ebs_validators.py EbsVolumeTypeSizeValidator).
+TEST(ClusterValidate, RootVolumesHaveTheirTypesBounds) {
+  std::string queue = kPlainQueue;
+  queue += "      ComputeSettings:\n        LocalStorage:\n          RootVolume: {Size: 20000}\n";
+  EXPECT_NE(findings(config(queue))
+                .find("E Scheduling.SlurmQueues[0].ComputeSettings.LocalStorage.RootVolume."
+                      "Size: gp3 volumes are 1 to 16384 GiB, got 20000"),
+            std::string::npos)
+      << findings(config(queue));
+  std::string head = config(kPlainQueue);
+  head.insert(head.find("  Ssh:"), "  LocalStorage:\n    RootVolume: {VolumeType: io1, Size: 2}\n");
+  EXPECT_NE(findings(head).find("E HeadNode.LocalStorage.RootVolume.Size: io1 volumes are 4 to 16384 GiB"),
+            std::string::npos)
+      << findings(head);
 }
 
 TEST(ClusterSite, CapacityBlockNeedsItsReservation) {

@@ -2,7 +2,8 @@
 # Integration: `pcdino cluster generate` on the three example site specs writes what is checked in under
 # cluster/examples/, YAML that Debian's yamllint accepts (strict), scripts shellcheck accepts, no finding
 # even with --strict; the workshop's GPU mismatch (jobs asking --gres=gpu:4 of a 1-GPU g4dn.2xlarge) fails
-# with exit code 78; ParallelCluster's minimal example has policy findings only.
+# with exit code 78; ParallelCluster's minimal example has policy findings only; commands.sh refuses
+# another pcluster release and runs `create-cluster --dryrun true` before the real call.
 source "$(dirname "$0")/../lib/assert.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 W="$PCDINO_BUILD_DIR/test-work/cluster_examples"
@@ -50,6 +51,37 @@ assert_contains "$OUT" "HeadNode.Networking.SubnetId: '\${PUBLIC_SUBNET_ID}' is 
   "named with their key path"
 run "$PCDINO_BIN" cluster validate --template --strict "$EX/workshop/cluster-config.yaml"
 assert_rc 0 "as a template it passes --strict"
+
+# commands.sh against stand-ins for the two cloud CLIs (no AWS account here): `pcluster version` prints
+# what ParallelCluster 3.11.1 prints (cli/commands/version.py: json.dumps({"version": ...}, indent=2)),
+# and every call is logged. envsubst is the real one.
+mkdir -p "$W/bin"
+cat >"$W/bin/pcluster" <<'SH'
+#!/bin/sh
+echo "pcluster $*" >>"$CALLS"
+[ "$1" = version ] && printf '{\n  "version": "%s"\n}\n' "$FAKE_PCLUSTER_VERSION"
+exit 0
+SH
+cat >"$W/bin/aws" <<'SH'
+#!/bin/sh
+echo "aws $*" >>"$CALLS"
+case "$*" in *describe-stacks*) echo "subnet-0123456789abcdef0" ;; esac
+SH
+chmod +x "$W/bin/pcluster" "$W/bin/aws"
+cp -r "$EX/p5-efa" "$W/commands"
+export CALLS="$W/calls.log"
+FAKE_PCLUSTER_VERSION=3.12.0 PATH="$W/bin:$PATH" run "$W/commands/commands.sh"
+assert_rc 69 "commands.sh refuses a pcluster of another release"
+assert_contains "$ERR" "this configuration is for pcluster 3.11.1, found '3.12.0'" "naming both releases"
+assert_eq "$(cat "$CALLS")" "pcluster version" "and calls nothing else"
+rm -f "$CALLS"
+FAKE_PCLUSTER_VERSION=3.11.1 PATH="$W/bin:$PATH" run "$W/commands/commands.sh"
+assert_rc 0 "commands.sh with pcluster 3.11.1"
+assert_eq "$(grep -c '^pcluster create-cluster' "$CALLS")" 2 "create-cluster runs twice"
+assert_contains "$(grep '^pcluster create-cluster' "$CALLS" | head -1)" "--dryrun true" "first as a dry run"
+assert_not_contains "$(grep '^pcluster create-cluster' "$CALLS" | tail -1)" "--dryrun" "then for real"
+assert_not_contains "$(grep -v '^#' "$W/commands/cluster-config.rendered.yaml")" "\${" \
+  "the rendered configuration has no placeholder left"
 
 run "$PCDINO_BIN" cluster cost "$EX/workshop.yaml"
 assert_rc 0 "cost report"

@@ -4,9 +4,20 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pcdino::cluster {
+
+/// One line of slurm.conf as ParallelCluster's CustomSlurmSettings writes it: key = value pairs in order.
+using SlurmLine = std::vector<std::pair<std::string, std::string>>;
+
+/// Read (or read-write) access for the nodes' instance role to one S3 bucket (ParallelCluster's S3Access).
+struct S3AccessSpec {
+  std::string bucket;
+  std::string key;  ///< object key or prefix with '*' ("" = the whole bucket)
+  bool write = false;
+};
 
 struct QueueSpec {
   std::string name;
@@ -17,8 +28,15 @@ struct QueueSpec {
   /// Placement group: "" = not stated (a validator wants it stated for EFA queues), "true", "false".
   std::string placement_group;
   std::string capacity_type = "ONDEMAND";  ///< ONDEMAND, SPOT, CAPACITY_BLOCK
-  std::string capacity_reservation_id;     ///< cr-...: the capacity block (required for CAPACITY_BLOCK)
-  std::string local_scratch;               ///< EphemeralVolume mount dir ("" = none)
+  /// cr-...: the capacity block (required for CAPACITY_BLOCK), or an on-demand capacity reservation
+  /// (ONDEMAND). Not with SPOT.
+  std::string capacity_reservation_id;
+  /// arn:aws:resource-groups:...: a group of on-demand capacity reservations (ONDEMAND only; not with
+  /// capacity_reservation_id).
+  std::string capacity_reservation_resource_group_arn;
+  std::string local_scratch;  ///< EphemeralVolume mount dir ("" = none)
+  int root_volume_gib = 0;    ///< root EBS volume size, GiB (0 = the AMI's)
+  SlurmLine slurm_settings;   ///< the queue's CustomSlurmSettings (its PartitionName line)
 };
 
 struct FsxSpec {
@@ -40,12 +58,19 @@ struct SiteSpec {
   std::string key_name;
   std::string ssh_allowed_cidr;  ///< required; 0.0.0.0/0 only with allow_ssh_from_anywhere
   bool allow_ssh_from_anywhere = false;
-  std::string os = "alinux2";
+  /// The ParallelCluster release the configuration targets; only releases whose schema pcdino carries
+  /// are accepted (parallelcluster_release()). commands.sh checks `pcluster version` against it.
+  std::string parallelcluster_version;
+  int head_root_volume_gib = 0;  ///< head node's root EBS volume, GiB (0 = the AMI's)
+  /// Amazon Linux 2 reaches its end of support on 2026-06-30, so the default is its successor.
+  std::string os = "alinux2023";
   std::string custom_ami;
   std::vector<QueueSpec> queues;
   FsxSpec fsx;
   int apps_ebs_gib = 0;  ///< EBS volume at /apps (0 = none)
   std::vector<std::string> iam_policies;
+  std::vector<S3AccessSpec> s3_access;    ///< buckets the pipeline reads or writes (head and compute nodes)
+  std::vector<SlurmLine> slurm_settings;  ///< Scheduling.SlurmSettings.CustomSlurmSettings
   std::map<std::string, std::string> tags;
   bool dashboards = true;
   bool logs = true;
@@ -55,7 +80,8 @@ struct SiteSpec {
   std::string source;
 };
 
-/// Parses a site spec. Throws ConfigError ("file:line:col: key.path: what").
+/// Parses a site spec. Throws ConfigError ("file:line:col: key.path: what"). Slurm settings that
+/// ParallelCluster reserves are left to the validation of the generated configuration.
 SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source);
 SiteSpec load_site_spec(const std::string& path);
 

@@ -21,6 +21,9 @@ std::string yaml_location(const std::string& source, const YAML::Node& node);
 /// type of every YAML file pcdino reads.
 YAML::Node load_yaml(const std::string& text, const std::string& source);
 
+/// `s` with ASCII letters in lower case: for keys compared without case (Slurm's parameter names).
+std::string ascii_lower(std::string s);
+
 /// The candidate an unknown key was probably meant to be, for "did you mean" hints: one equal to `word`
 /// ignoring case ("instanceType" -> "InstanceType"), else the nearest within an edit distance of 2
 /// (Levenshtein); "" when none is that close.
