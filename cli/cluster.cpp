@@ -43,6 +43,7 @@ void report(std::vector<cluster::Finding> findings, const std::string& what, boo
                               std::to_string(count[cluster::Severity::warning]) +
                               " warning(s) (ParallelCluster " + cluster::parallelcluster_release() +
                               " schema and offline validators)";
+  std::cout.flush();  // the findings before the summary, also where stdout and stderr meet
   if (errors > 0 || (strict && policy > 0))
     throw ConfigError(what + ": " + summary + (errors == 0 ? "; policy findings fail with --strict" : ""));
   std::cout << what << ": " << summary << "\n";

@@ -145,7 +145,8 @@ void check_schema_rules(Checker& c, const YAML::Node& root) {
             validator("slurm_settings_validator.py", "ExternalSlurmdbdRequiresCustomMungeKey"));
   if (scheduler == "awsbatch") {
     c.warning(scheduling, "Scheduling.Scheduler",
-              "AWS Batch clusters are not checked by pcdino (it runs on Slurm)");
+              "AWS Batch clusters are not checked by pcdino (it runs on Slurm): AwsBatchQueues and "
+              "AwsBatchSettings are left to ParallelCluster");
   }
 
   // Each shared storage carries the settings of its StorageType and no other.
@@ -514,7 +515,7 @@ void check_mount_dirs(Checker& c, const std::vector<YAML::Node>& storage) {
                                                  "/usr",
                                                  "/var"};
   std::map<std::string, std::size_t> seen;
-  std::set<std::string> names;
+  std::set<std::string> names, ids;
   for (std::size_t i = 0; i < storage.size(); ++i) {
     const std::string sp = "SharedStorage[" + std::to_string(i) + "]";
     const YAML::Node dir = at(storage[i], {"MountDir"});
@@ -532,6 +533,21 @@ void check_mount_dirs(Checker& c, const std::vector<YAML::Node>& storage) {
               validator("cluster_validators.py", "SharedStorageNameValidator"));
     if (!text(name).empty() && !names.insert(text(name)).second)
       c.error(name, sp + ".Name", "storage name '" + text(name) + "' is used twice",
+              validator("cluster_validators.py", "DuplicateNameValidator"));
+    // An existing volume or file system is mounted once (cluster_config.py existing_storage_id_list).
+    static const std::map<std::string, std::pair<const char*, const char*>> existing_id = {
+        {"Ebs", {"EbsSettings", "VolumeId"}},
+        {"Efs", {"EfsSettings", "FileSystemId"}},
+        {"FsxLustre", {"FsxLustreSettings", "FileSystemId"}},
+        {"FsxOpenZfs", {"FsxOpenZfsSettings", "VolumeId"}},
+        {"FsxOntap", {"FsxOntapSettings", "VolumeId"}},
+        {"FileCache", {"FileCacheSettings", "FileCacheId"}}};
+    const auto kind = existing_id.find(text(at(storage[i], {"StorageType"})));
+    if (kind == existing_id.end()) continue;
+    const auto& [settings, key] = kind->second;
+    const YAML::Node id = at(storage[i], {settings, key});
+    if (!text(id).empty() && !ids.insert(text(id)).second)
+      c.error(id, sp + "." + settings + "." + key, "'" + text(id) + "' is mounted twice",
               validator("cluster_validators.py", "DuplicateNameValidator"));
   }
   for (const auto& [a, i] : seen)
@@ -758,9 +774,15 @@ std::vector<Finding> validate_cluster_config(const std::string& yaml_text, const
     c.error(root, "", "not a ParallelCluster configuration (expected a mapping)");
     return c.findings;
   }
+  // The schema data restates Slurm's sections only: an AWS Batch cluster's are not unknown, just unchecked
+  // (check_schema_rules says so).
+  const bool batch = text(at(root, {"Scheduling", "Scheduler"})) == "awsbatch";
   walk_schema(root, options.template_placeholders,
               [&](const YAML::Node& node, const std::string& path, const std::string& message,
-                  const std::string& source) { c.error(node, path, message, source); });
+                  const std::string& source) {
+                if (!(batch && path.rfind("Scheduling.AwsBatch", 0) == 0))
+                  c.error(node, path, message, source);
+              });
   check_schema_rules(c, root);
   const auto queues = items(at(root, {"Scheduling", "SlurmQueues"}));
   const auto storage = items(at(root, {"SharedStorage"}));

@@ -22,7 +22,7 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "offline")
 sys.path.insert(0, os.environ.get("PCLUSTER_SRC", "/tmp/pc/cli/src"))
 
 import pcluster.aws.aws_api as aws_api  # noqa: E402
-from pcluster.aws.aws_resources import ImageInfo, InstanceTypeInfo  # noqa: E402
+from pcluster.aws.aws_resources import FsxStorageInfo, ImageInfo, InstanceTypeInfo  # noqa: E402
 from pcluster.aws.common import AWSClientError  # noqa: E402
 from pcluster.schemas.cluster_schema import ClusterSchema  # noqa: E402
 from pcluster.validators.common import ValidatorContext  # noqa: E402
@@ -57,6 +57,13 @@ class Offline:
 
     def get_instance_type_info(self, name):
         return type_info(name)
+
+    def describe_volumes(self, ids):  # FSx ONTAP/OpenZFS volumes: each on a file system of its own
+        return [{"VolumeId": i, "FileSystemId": "fs-" + i[-17:]} for i in ids]
+
+    def get_file_systems_info(self, ids):  # existing file systems: Lustre, in the first subnet's AZ
+        return [FsxStorageInfo({"FileSystemId": i, "FileSystemType": "LUSTRE", "SubnetIds": ["subnet-0123456789abcdef0"],
+                                "LustreConfiguration": {"MountName": "m"}, "DNSName": i + ".fsx"}) for i in ids]
 
     def get_official_image_id(self, *a, **k):
         return "ami-0123456789abcdef0"

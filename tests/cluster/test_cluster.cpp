@@ -520,6 +520,46 @@ TEST(ClusterExamples, ParallelClustersMinimalExampleHasNoError) {
 
 // tests/cluster/pcluster_corpus.yaml: hand-edits of the examples with ParallelCluster 3.11.1's verdict
 // beside each; pcdino must give the same verdict, its error at the case's key path.
+// ParallelCluster's full published example is refused by ParallelCluster's own code (run offline with
+// tests/cluster/pcluster_verdict.py on 2026-11-24) for 11 errors. pcdino finds the 10 that need no AWS call
+// or that its catalogue knows (EFA on c5.2xlarge, cited as the online fact it is); the eleventh
+// (EfaSecurityGroupValidator) reads security group rules from EC2.
+TEST(ClusterExamples, ParallelClustersFullExampleGetsItsOwnErrors) {
+  std::string errors, sources;
+  for (const auto& f : validate_cluster_config(
+           read_text(std::string(PCDINO_SOURCE_DIR) + "/tests/cluster/pcluster-slurm.full.yaml"),
+           "full.yaml")) {
+    if (f.severity != Severity::error) continue;
+    errors += f.path + "\n";
+    sources += f.source + "\n";
+  }
+  EXPECT_EQ(
+      errors,
+      "Scheduling.SlurmSettings.ExternalSlurmdbd\n"                  // ExternalSlurmdbdVsDatabase...
+      "Scheduling.SlurmSettings.MungeKeySecretArn\n"                 // ExternalSlurmdbdRequiresCustomMungeKey
+      "Scheduling.SlurmQueues[1].ComputeResources[1].Efa.Enabled\n"  // EfaValidator
+      "SharedStorage[2].FsxLustreSettings.PerUnitStorageThroughput\n"       // FsxStorageTypeOptionsValidator
+      "SharedStorage[2].FsxLustreSettings.DailyAutomaticBackupStartTime\n"  // FsxBackupOptionsValidator
+      "SharedStorage[2].FsxLustreSettings.CopyTagsToBackups\n"              // FsxBackupOptionsValidator
+      "SharedStorage[4].FsxOntapSettings.VolumeId\n"                        // DuplicateNameValidator (IDs)
+      "SharedStorage[0].EbsSettings.Iops\n"                                 // EbsVolumeIopsValidator
+      "HeadNode.LocalStorage.RootVolume.Iops\n"                             // EbsVolumeIopsValidator
+      "Scheduling.SlurmQueues[1].ComputeSettings.LocalStorage.RootVolume.Iops\n");  // EbsVolumeIopsValidator
+  EXPECT_NE(sources.find(kInstanceSource), std::string::npos) << "the EFA fact cites the instance catalogue";
+  EXPECT_NE(sources.find("validators/ebs_validators.py EbsVolumeIopsValidator"), std::string::npos);
+}
+
+// pcdino restates the Slurm scheduler's schema; an AWS Batch cluster is unchecked, said as a warning, not
+// "unknown key" errors on ParallelCluster's own AwsBatchQueues.
+TEST(ClusterValidate, AwsBatchIsLeftToParallelCluster) {
+  const std::string f = findings(
+      "Region: us-east-1\nImage:\n  Os: alinux2023\nHeadNode:\n  InstanceType: t3.micro\n  Networking:\n    "
+      "SubnetId: subnet-12345678\nScheduling:\n  Scheduler: awsbatch\n  AwsBatchQueues:\n    - Name: q\n");
+  EXPECT_EQ(f.find("E "), std::string::npos) << f;
+  EXPECT_NE(f.find("W Scheduling.Scheduler: AWS Batch clusters are not checked by pcdino"), std::string::npos)
+      << f;
+}
+
 TEST(ClusterCorpus, SameVerdictAsParallelCluster) {
   const YAML::Node corpus =
       YAML::LoadFile(std::string(PCDINO_SOURCE_DIR) + "/tests/cluster/pcluster_corpus.yaml");
