@@ -15,8 +15,22 @@ for name in workshop current; do
   assert_rc 0 "$name: packer validate image.pkr.hcl"
   run bash -c "cd '$W/$name' && timeout 120 packer validate image.json"
   assert_rc 0 "$name: packer validate image.json"
-  run shellcheck "$W/$name"/scripts/*.sh "$W/$name/verify.sh"
-  assert_rc 0 "$name: shellcheck on every script and verify.sh"
+  run shellcheck "$W/$name"/scripts/*.sh "$W/$name/verify.sh" "$W/$name/ami_cleanup.sh"
+  assert_rc 0 "$name: shellcheck on every script, verify.sh and ami_cleanup.sh"
+  # The cleanup is the last provisioner of both templates.
+  assert_eq "$(grep -o '"scripts/[^"]*"\|"ami_cleanup.sh"' "$W/$name/image.pkr.hcl" | tail -n 1)" '"ami_cleanup.sh"' \
+    "$name: image.pkr.hcl runs ami_cleanup.sh last"
+  assert_eq "$(grep -o '"scripts/[^"]*"\|"ami_cleanup.sh"' "$W/$name/image.json" | tail -n 1)" '"ami_cleanup.sh"' \
+    "$name: image.json runs ami_cleanup.sh last"
+  assert_contains "$(cat "$W/$name/plugins.pkr.hcl")" 'source  = "github.com/hashicorp/amazon"' \
+    "$name: plugins.pkr.hcl names the amazon plugin for packer init"
+  # Packer >= 1.7 reads the folder (plugins included) after `packer init`; Debian's 1.6 has neither.
+  if packer init -help >/dev/null 2>&1; then
+    run bash -c "cd '$W/$name' && timeout 300 packer init . && timeout 120 packer validate ."
+    assert_rc 0 "$name: packer init . && packer validate ."
+  else
+    echo "note: $(packer version | head -n 1) has no packer init: plugins.pkr.hcl is not validated here"
+  fi
   run diff -r "$EX/$name" "$W/$name"
   assert_rc 0 "$name: ami/examples/$name is what the generator writes now (regenerate it if not)"
 done

@@ -16,7 +16,8 @@ dnf install -y -q "kernel-devel-$(uname -r)" || dnf install -y -q kernel-devel
 current=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1 || true)
 if [ "$current" != "$VERSION" ]; then
   wget -q -O /tmp/nvidia.run "https://us.download.nvidia.com/tesla/$VERSION/NVIDIA-Linux-x86_64-$VERSION.run"
-  sh /tmp/nvidia.run --silent --dkms --ui=none --no-questions
+  # Built for the running kernel, not loaded: the build instance needs no GPU.
+  sh /tmp/nvidia.run --silent --dkms --ui=none --no-questions --skip-module-load
   rm -f /tmp/nvidia.run
 fi
 installed=$(modinfo -F version nvidia 2>/dev/null || true)

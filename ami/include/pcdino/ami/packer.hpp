@@ -18,12 +18,14 @@ struct GeneratedFile {
 
 /// The files for `spec`:
 ///   image.pkr.hcl, image.json        Packer templates (amazon-ebs from ParallelCluster's official AMI)
+///   plugins.pkr.hcl                  the amazon plugin for Packer >= 1.7 (`packer init .`)
 ///   scripts/NN-component.sh          one per component: set -euo pipefail, does nothing if the pinned
 ///                                    version is already there, checks what it installed
 ///   files/manifest.json              every component and version; installed as /opt/pcdino/manifest.json
 ///   files/README                     what else belongs in files/ (the pcdino package)
 ///   verify.sh                        on a booted node: manifest against reality, then a two-node
 ///                                    nccl-tests all_reduce through Slurm against the published floor
+///   ami_cleanup.sh                   the last provisioner: host keys, cloud-init state, logs, uploads
 /// Throws ConfigError if check_compatibility() finds a problem (all of them, one per line).
 std::vector<GeneratedFile> generate_image(const ImageSpec& spec);
 

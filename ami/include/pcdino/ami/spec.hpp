@@ -3,7 +3,7 @@
 //   name: pcdino-workshop
 //   region: us-west-2
 //   base: {parallelcluster_version: "3.8.0", os: alinux2}   # or ami: ami-0123... to start elsewhere
-//   build: {instance_type: g4dn.12xlarge, root_volume_gb: 100}
+//   build: {instance_type: c6i.4xlarge, root_volume_gb: 100}              # no GPU needed to build
 //   accelerator: nvidia                                      # nvidia | habana | none
 //   versions: {nvidia_driver: "510.47.03", cuda: "11.6.2", cudnn: "8.4.1.50", nccl: "2.12.7-1",
 //              efa_installer: "1.15.1", aws_ofi_nccl: "1.3.0", enroot: "3.4.0", pyxis: "0.12.0",
@@ -23,7 +23,9 @@ struct ImageSpec {
       parallelcluster_version;  ///< of the official base AMI (and the AMI's parallelcluster:version tag)
   std::string os;               ///< alinux2, alinux2023, ubuntu2204
   std::string base_ami;         ///< explicit base AMI id; empty = ParallelCluster's official one
-  std::string build_instance_type = "g4dn.xlarge";
+  /// Building needs no GPU (the driver's kernel module is built, not loaded): a CPU type with cores for
+  /// NCCL's compile.
+  std::string build_instance_type = "c6i.4xlarge";
   int root_volume_gb = 100;
   std::string accelerator = "nvidia";  ///< nvidia, habana, none
   /// Pinned versions by component: nvidia_driver, cuda, cudnn, nccl, efa_installer, aws_ofi_nccl, enroot,
