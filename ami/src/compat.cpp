@@ -141,7 +141,36 @@ const std::vector<OsSupport>& os_support() {
   return table;
 }
 
+const char* const kFabricManagerSource =
+    "NVIDIA Fabric Manager user guide (driver and Fabric Manager versions must match); "
+    "aws-parallelcluster-cookbook v3.11.1 resources/fabric_manager (installed at the driver's version, "
+    "version-locked, started where lspci shows the P4 or P5 NVSwitch)";
+
 }  // namespace
+
+const BaseAmi* base_ami(const std::string& parallelcluster_version) {
+  static const BaseAmi table[] = {
+      {"3.10.0", "535.183.01", "535.183.01", "", "",
+       "aws-parallelcluster-cookbook v3.10.0 cookbooks/aws-parallelcluster-platform/attributes/platform.rb"},
+      {"3.10.1", "535.183.01", "535.183.01", "", "",
+       "aws-parallelcluster-cookbook v3.10.1 cookbooks/aws-parallelcluster-platform/attributes/platform.rb"},
+      {"3.11.0", "550.90.07", "550.90.07", "3.4.1", "",
+       "aws-parallelcluster-cookbook v3.11.0 cookbooks/aws-parallelcluster-platform/attributes/platform.rb"},
+      {"3.11.1", "550.90.07", "550.90.07", "3.4.1", "0.20.0",
+       "aws-parallelcluster-cookbook v3.11.1 "
+       "cookbooks/aws-parallelcluster-platform/attributes/platform.rb:13,19, "
+       "cookbooks/aws-parallelcluster-slurm/attributes/slurm_attributes.rb:26"},
+  };
+  for (const auto& b : table)
+    if (parallelcluster_version == b.release) return &b;
+  return nullptr;
+}
+
+bool has_nvswitch(const std::string& instance_type) {
+  for (const char* family : {"p4d.", "p4de.", "p5.", "p5e.", "p5en."})
+    if (instance_type.rfind(family, 0) == 0) return true;
+  return false;
+}
 
 std::string Incompatibility::message() const {
   return first + " and " + second + " do not work together: " + why + " (source: " + source + ")";
@@ -180,6 +209,24 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
 
   if (spec.accelerator != "nvidia") return found;
   const std::string driver = v("nvidia_driver"), cuda = v("cuda"), nccl = v("nccl"), ofi = v("aws_ofi_nccl");
+
+  // Fabric Manager: pinned, it is the driver's; on NVSwitch nodes a driver other than the base AMI's needs
+  // it.
+  const std::string fm = v("fabric_manager");
+  const BaseAmi* base = spec.base_ami.empty() ? base_ami(spec.parallelcluster_version) : nullptr;
+  if (!fm.empty() && fm != driver) {
+    found.push_back({"versions.fabric_manager " + fm, "versions.nvidia_driver " + driver,
+                     "Fabric Manager must be the driver's exact version", kFabricManagerSource});
+  } else if (fm.empty() && has_nvswitch(spec.verify_instance_type) &&
+             (base == nullptr || driver != base->nvidia_driver)) {
+    found.push_back(
+        {"versions.nvidia_driver " + driver,
+         "the base AMI's Fabric Manager " + std::string(base != nullptr ? base->fabric_manager : "(unknown)"),
+         spec.verify_instance_type +
+             " has NVSwitches: replacing the driver needs versions.fabric_manager: \"" + driver +
+             "\" (the base AMI's stays at its own driver's version and CUDA finds no GPU)",
+         kFabricManagerSource});
+  }
   const std::string cuda_mm = major_minor(cuda);
 
   const auto min = cuda_min_driver().find(cuda_mm);

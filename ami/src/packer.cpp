@@ -39,7 +39,8 @@ std::string fill(const std::string& text, const Vars& vars) {
 }
 
 struct OsInfo {
-  const char* ami_name;  // in ParallelCluster's official AMI names
+  const char* ami_name;   // in ParallelCluster's official AMI names
+  const char* cuda_repo;  // NVIDIA's CUDA repository for it (the cookbook's Fabric Manager platform)
   const char* ssh_user;
   const char* root_device;
   const char* install;     // package install command prefix
@@ -47,11 +48,16 @@ struct OsInfo {
 };
 
 OsInfo os_info(const std::string& os) {
-  if (os == "alinux2") return {"amzn2-hvm-x86_64", "ec2-user", "/dev/xvda", "yum install -y -q", "rpm-el7"};
+  if (os == "alinux2")
+    return {"amzn2-hvm-x86_64", "rhel7", "ec2-user", "/dev/xvda", "yum install -y -q", "rpm-el7"};
   if (os == "alinux2023")
-    return {"amzn2023-hvm-x86_64", "ec2-user", "/dev/xvda", "dnf install -y -q", "rpm-el8"};
-  return {"ubuntu-2204-lts-hvm-x86_64", "ubuntu", "/dev/sda1",
-          "DEBIAN_FRONTEND=noninteractive apt-get install -y -q", "deb"};
+    return {"amzn2023-hvm-x86_64", "rhel9", "ec2-user", "/dev/xvda", "dnf install -y -q", "rpm-el8"};
+  return {"ubuntu-2204-lts-hvm-x86_64",
+          "ubuntu2204",
+          "ubuntu",
+          "/dev/sda1",
+          "DEBIAN_FRONTEND=noninteractive apt-get install -y -q",
+          "deb"};
 }
 
 // Instance families whose larger sizes have EFA (for the default SPANK profile).
@@ -118,6 +124,30 @@ installed=$(modinfo -F version nvidia 2>/dev/null || true)
 [ "$installed" = "$VERSION" ] || fail "kernel module nvidia is '$installed'"
 done_ok
 )SH"});
+    if (s.versions.count("fabric_manager") != 0) {
+      // Replaces the base AMI's version-locked package; ParallelCluster's node configuration starts the
+      // service where it finds NVSwitches.
+      out.push_back({"15-fabric-manager.sh", "fabric_manager",
+                     apt ? R"SH(BRANCH=${VERSION%%.*}
+PKG=nvidia-fabricmanager-$BRANCH
+apt-mark unhold "$PKG" >/dev/null 2>&1 || true
+wget -q -O /tmp/fm.deb "https://developer.download.nvidia.com/compute/cuda/repos/@FM_REPO@/x86_64/${PKG}_${VERSION}-1_amd64.deb"
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades /tmp/fm.deb
+rm -f /tmp/fm.deb
+apt-mark hold "$PKG"
+installed=$(dpkg-query -W -f='${Version}' "$PKG")
+[ "${installed%-*}" = "$VERSION" ] || fail "$PKG is $installed, the driver is $VERSION"
+done_ok
+)SH"
+                         : R"SH(PKG=nvidia-fabric-manager
+yum versionlock delete "$PKG" >/dev/null 2>&1 || true
+@INSTALL@ "https://developer.download.nvidia.com/compute/cuda/repos/@FM_REPO@/x86_64/$PKG-$VERSION-1.x86_64.rpm"
+yum versionlock "$PKG"
+installed=$(rpm -q --qf '%{VERSION}' "$PKG")
+[ "$installed" = "$VERSION" ] || fail "$PKG is $installed, the driver is $VERSION"
+done_ok
+)SH"});
+    }
     out.push_back({"20-cuda.sh", "cuda", R"SH(CUDA_MM=@CUDA_MM@
 RUNFILE=cuda_@CUDA_FULL@_@CUDA_RUNFILE_DRIVER@_linux.run
 wget -q -O /tmp/cuda.run "https://developer.download.nvidia.com/compute/cuda/@CUDA_FULL@/local_installers/$RUNFILE"
@@ -532,6 +562,7 @@ std::vector<GeneratedFile> generate_image(const ImageSpec& spec) {
             {"REGION", spec.region},
             {"OS", spec.os},
             {"AMI_OS", os.ami_name},
+            {"FM_REPO", os.cuda_repo},
             {"SSH_USER", os.ssh_user},
             {"ROOT_DEVICE", os.root_device},
             {"INSTALL", os.install},

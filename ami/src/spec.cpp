@@ -56,9 +56,12 @@ ImageSpec parse_image_spec(const std::string& yaml_text, const std::string& sour
   const YAML::Node versions = r.map(root, "versions", "versions", true);
   std::set<std::string> allowed(std::begin(kCommonComponents), std::end(kCommonComponents));
   if (s.accelerator == "nvidia") allowed.insert(std::begin(kNvidiaComponents), std::end(kNvidiaComponents));
+  std::set<std::string> optional;
+  if (s.accelerator == "nvidia")
+    optional.insert(std::begin(kOptionalNvidiaComponents), std::end(kOptionalNvidiaComponents));
   for (const auto& kv : versions) {
     const std::string key = kv.first.Scalar();
-    if (allowed.count(key) == 0) {
+    if (allowed.count(key) == 0 && optional.count(key) == 0) {
       const bool nvidia_only = std::find(std::begin(kNvidiaComponents), std::end(kNvidiaComponents), key) !=
                                std::end(kNvidiaComponents);
       r.fail(kv.first, "versions." + key,

@@ -112,6 +112,50 @@ TEST(AmiCompat, OfiNcclAgainstEfaLibfabricAndOsAgainstParallelCluster) {
   EXPECT_NE(m.find("CHANGELOG.md 3.10.0"), std::string::npos) << m;
 }
 
+// On NVSwitch systems Fabric Manager runs at exactly the driver's version; the base AMI's is locked at its
+// own driver's (ParallelCluster 3.11.1: 550.90.07).
+TEST(AmiCompat, FabricManagerFollowsTheDriverOnNvswitchTypes) {
+  ImageSpec s = example("current.yaml");
+  EXPECT_EQ(all_messages(s), "");
+  s.versions.erase("fabric_manager");
+  std::string m = all_messages(s);
+  EXPECT_NE(m.find("versions.nvidia_driver 550.127.05 and the base AMI's Fabric Manager 550.90.07"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("p5.48xlarge has NVSwitches: replacing the driver needs versions.fabric_manager: "
+                   "\"550.127.05\""),
+            std::string::npos)
+      << m;
+  s.versions["nvidia_driver"] = "550.90.07";  // the base AMI's own: its Fabric Manager matches
+  EXPECT_EQ(all_messages(s), "");
+  s.verify_instance_type = "g5.48xlarge";  // no NVSwitch: any driver
+  s.versions["nvidia_driver"] = "550.127.05";
+  EXPECT_EQ(all_messages(s), "");
+  s.versions["fabric_manager"] = "550.90.07";  // pinned, it must be the driver's
+  m = all_messages(s);
+  EXPECT_NE(m.find("versions.fabric_manager 550.90.07 and versions.nvidia_driver 550.127.05"),
+            std::string::npos)
+      << m;
+  EXPECT_TRUE(has_nvswitch("p4de.24xlarge"));
+  EXPECT_FALSE(has_nvswitch("g6.48xlarge"));
+  ASSERT_NE(base_ami("3.11.1"), nullptr);
+  EXPECT_STREQ(base_ami("3.11.1")->nvidia_driver, "550.90.07");
+}
+
+// The generated script replaces and re-locks Fabric Manager at the driver's version.
+TEST(AmiGenerate, FabricManagerPinnedToTheDriver) {
+  std::string fm;
+  for (const auto& f : generate_image(example("current.yaml")))
+    if (f.path == "scripts/15-fabric-manager.sh") fm = f.content;
+  ASSERT_FALSE(fm.empty());
+  EXPECT_NE(fm.find("VERSION=550.127.05\n"), std::string::npos) << fm;
+  EXPECT_NE(fm.find("yum versionlock delete \"$PKG\""), std::string::npos) << fm;
+  EXPECT_NE(fm.find("repos/rhel9/x86_64/$PKG-$VERSION-1.x86_64.rpm"), std::string::npos) << fm;
+  EXPECT_NE(fm.find("\nyum versionlock \"$PKG\"\n"), std::string::npos) << fm;
+  for (const auto& f : generate_image(example("workshop.yaml")))
+    EXPECT_NE(f.path, "scripts/15-fabric-manager.sh") << "g4dn has no NVSwitch and pins none";
+}
+
 TEST(AmiGenerate, TemplatesScriptsAndManifest) {
   const auto files = generate_image(example("workshop.yaml"));
   std::map<std::string, std::string> by_path;

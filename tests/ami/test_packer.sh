@@ -45,6 +45,14 @@ run "$PCDINO_BIN" ami generate "$W/old-driver.yaml" --out "$W/never"
 assert_rc 78 "and nothing is generated for it"
 assert_eq "$(ls "$W/never" 2>/dev/null)" "" "no output folder contents"
 
+# p5 (NVSwitches) with a new driver and the base AMI's Fabric Manager: refused; with its own: accepted.
+grep -v 'fabric_manager' "$EX/current.yaml" >"$W/p5-no-fm.yaml"
+run "$PCDINO_BIN" ami check "$W/p5-no-fm.yaml"
+assert_rc 78 "a p5 driver change without its Fabric Manager is rejected"
+assert_contains "$OUT" "replacing the driver needs versions.fabric_manager" "naming the key to pin"
+run "$PCDINO_BIN" ami check "$EX/current.yaml"
+assert_rc 0 "with Fabric Manager pinned to the driver it is accepted"
+
 # verify.sh on this machine (no GPU, no EFA, no enroot): every missing component is reported, exit 1.
 run env MANIFEST="$W/workshop/files/manifest.json" bash "$W/workshop/verify.sh"
 assert_rc 1 "verify.sh fails on a machine that is not the image"

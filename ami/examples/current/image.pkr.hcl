@@ -48,6 +48,7 @@ source "amazon-ebs" "node" {
     "pcdino:cudnn" = "9.1.0.70"
     "pcdino:efa_installer" = "1.36.0"
     "pcdino:enroot" = "3.5.0"
+    "pcdino:fabric_manager" = "550.127.05"
     "pcdino:nccl" = "2.21.5-1"
     "pcdino:nccl_tests" = "2.13.11"
     "pcdino:nvidia_driver" = "550.127.05"
@@ -74,6 +75,7 @@ build {
     scripts = [
       "scripts/00-base.sh",
       "scripts/10-nvidia-driver.sh",
+      "scripts/15-fabric-manager.sh",
       "scripts/20-cuda.sh",
       "scripts/30-cudnn.sh",
       "scripts/40-nccl.sh",

@@ -18,10 +18,28 @@ struct Incompatibility {
   std::string message() const;
 };
 
-/// Every rule `spec` breaks (empty if none): the NVIDIA driver against the CUDA toolkit's minimum,
+/// Every rule `spec` breaks (empty if none): Fabric Manager against the driver on NVSwitch types (when the
+/// driver is not the base AMI's, versions.fabric_manager must be pinned to it), the NVIDIA driver against
+/// the CUDA toolkit's minimum,
 /// NCCL's published builds against the CUDA major/minor, aws-ofi-nccl's NCCL requirement, the OS against
 /// the ParallelCluster version's supported OSes, and known runfiles for the CUDA version.
 std::vector<Incompatibility> check_compatibility(const ImageSpec& spec);
+
+/// What ParallelCluster's official AMI of a release already holds (its cookbook's attributes), or nullptr
+/// for a release the table does not know.
+struct BaseAmi {
+  const char* release;
+  const char* nvidia_driver;
+  const char* fabric_manager;  ///< installed at the driver's version and version-locked
+  const char* enroot;          ///< "" where the release installs none
+  const char* pyxis;
+  const char* source;
+};
+const BaseAmi* base_ami(const std::string& parallelcluster_version);
+
+/// Whether `instance_type` has NVSwitches (p4d, p4de, p5, p5e, p5en), where NVIDIA Fabric Manager must run
+/// at exactly the driver's version or CUDA reports "system not yet initialized".
+bool has_nvswitch(const std::string& instance_type);
 
 /// The CUDA runfile's bundled driver for a full CUDA version ("11.6.2" -> "510.47.03"), or "" if the
 /// table does not know it (the runfile name cuda_{cuda}_{driver}_linux.run needs it).

@@ -41,6 +41,9 @@ struct ImageSpec {
 inline const char* const kCommonComponents[] = {"efa_installer", "enroot", "pyxis", "pcdino"};
 inline const char* const kNvidiaComponents[] = {"nvidia_driver", "cuda",         "cudnn",
                                                 "nccl",          "aws_ofi_nccl", "nccl_tests"};
+/// Pinned only where needed: Fabric Manager, which NVSwitch systems (p4d, p5) need at the driver's
+/// exact version when the image replaces the base AMI's driver (check_compatibility says when).
+inline const char* const kOptionalNvidiaComponents[] = {"fabric_manager"};
 
 /// Parses a spec. Throws pcdino::ConfigError ("file:line:col: key.path: what") for unknown keys, missing
 /// required keys, bad values (region, instance type, version strings, OS names), and components pinned
