@@ -154,8 +154,9 @@ const BaseAmi* base_ami(const std::string& parallelcluster_version) {
        "aws-parallelcluster-cookbook v3.10.0 cookbooks/aws-parallelcluster-platform/attributes/platform.rb"},
       {"3.10.1", "535.183.01", "535.183.01", "", "",
        "aws-parallelcluster-cookbook v3.10.1 cookbooks/aws-parallelcluster-platform/attributes/platform.rb"},
-      {"3.11.0", "550.90.07", "550.90.07", "3.4.1", "",
-       "aws-parallelcluster-cookbook v3.11.0 cookbooks/aws-parallelcluster-platform/attributes/platform.rb"},
+      {"3.11.0", "550.90.07", "550.90.07", "3.4.1", "0.20.0",
+       "aws-parallelcluster-cookbook v3.11.0 "
+       "cookbooks/aws-parallelcluster-platform/attributes/platform.rb:13,14,18"},
       {"3.11.1", "550.90.07", "550.90.07", "3.4.1", "0.20.0",
        "aws-parallelcluster-cookbook v3.11.1 "
        "cookbooks/aws-parallelcluster-platform/attributes/platform.rb:13,19, "
