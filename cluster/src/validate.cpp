@@ -599,7 +599,7 @@ void check_slurm_settings(Checker& c, const YAML::Node& root, const std::vector<
   // One finding per level, naming every refused parameter, as upstream.
   const auto check = [&](const std::vector<YAML::Node>& lines, const std::string& path,
                          const std::string& level, bool skip_multi_key,
-                         std::initializer_list<const char*> deny_lists) {
+                         const std::vector<const char*>& deny_lists) {
     std::set<std::string> denied;
     for (const YAML::Node& line : lines) {
       if (!line.IsMap() || (skip_multi_key && line.size() > 1)) continue;  // a custom node or partition
@@ -617,17 +617,11 @@ void check_slurm_settings(Checker& c, const YAML::Node& root, const std::vector<
     c.error(lines.front(), path,
             "ParallelCluster sets these slurm.conf parameters itself at " + level + " level: " + names, deny);
   };
-  const YAML::Node settings = at(root, {"Scheduling", "SlurmSettings", "CustomSlurmSettings"});
-  const auto lines = items(settings);
-  if (!lines.empty()) {
-    if (at(root, {"Scheduling", "SlurmSettings", "Database"}).IsDefined())
-      check(lines, "Scheduling.SlurmSettings.CustomSlurmSettings", "SlurmConf", true,
-            {"SlurmSettings_CustomSlurmSettings_global",
-             "SlurmSettings_CustomSlurmSettings_when_Database_set"});
-    else
-      check(lines, "Scheduling.SlurmSettings.CustomSlurmSettings", "SlurmConf", true,
-            {"SlurmSettings_CustomSlurmSettings_global"});
-  }
+  const auto lines = items(at(root, {"Scheduling", "SlurmSettings", "CustomSlurmSettings"}));
+  std::vector<const char*> cluster_lists = {"SlurmSettings_CustomSlurmSettings_global"};
+  if (at(root, {"Scheduling", "SlurmSettings", "Database"}).IsDefined())
+    cluster_lists.push_back("SlurmSettings_CustomSlurmSettings_when_Database_set");
+  check(lines, "Scheduling.SlurmSettings.CustomSlurmSettings", "SlurmConf", true, cluster_lists);
   for (std::size_t k = 0; k < lines.size(); ++k) {
     if (!lines[k].IsMap()) continue;
     for (const auto& kv : lines[k]) {
