@@ -46,7 +46,7 @@ void add_ami_commands(CLI::App& app) {
     const auto files = ami::generate_image(ami::load_image_spec(args->spec));
     ami::write_generated(files, args->out);
     std::cout << "wrote " << files.size() << " files to " << args->out
-              << "; add the pcdino package and accel-profiles.yaml to files/ (see files/README), then: "
+              << "; add the pcdino package (scripts/package) to files/ (see files/README), then: "
                  "packer build "
               << args->out << "/image.pkr.hcl\n";
   });

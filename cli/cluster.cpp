@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "pcdino/ami/spec.hpp"
 #include "pcdino/cluster/cost.hpp"
 #include "pcdino/cluster/generate.hpp"
 #include "pcdino/cluster/site.hpp"
@@ -58,13 +59,19 @@ void add_cluster_commands(CLI::App& app) {
   auto args = std::make_shared<ClusterArgs>();
 
   CLI::App* gen = cluster->add_subcommand(
-      "generate", "Write cluster-config.yaml, network.yaml (CloudFormation) and commands.sh; validate them");
+      "generate",
+      "Write cluster-config.yaml, network.yaml (CloudFormation), commands.sh (and head-node.sh for a spank "
+      "section); validate them");
   gen->add_option("site", args->input, "Site spec (YAML)")->required();
   gen->add_option("-o,--out", args->out, "Output folder")->required();
   gen->add_option("--pipeline", args->pipeline, "Pipeline YAML whose stages must fit the first queue");
   gen->add_flag("--strict", args->strict, "Fail on pcdino's policy findings too (SSH CIDR, IMDSv2, subnets)");
   gen->callback([args] {
     const cluster::SiteSpec site = cluster::load_site_spec(args->input);
+    if (!site.ami_spec.empty()) {
+      const ami::ImageSpec image = ami::load_image_spec(site.ami_spec);
+      cluster::check_image_spec(site, image.parallelcluster_version, image.os, site.ami_spec);
+    }
     const cluster::ClusterFiles files = cluster::generate_cluster(site);
     // The generated file is a template: commands.sh fills in the ${...} outputs of network.yaml.
     std::vector<cluster::Finding> findings = cluster::validate_cluster_config(
@@ -77,9 +84,18 @@ void add_cluster_commands(CLI::App& app) {
     write_file_atomic(args->out + "/cluster-config.yaml", files.cluster_config);
     write_file_atomic(args->out + "/network.yaml", files.network_stack);
     write_file_atomic(args->out + "/commands.sh", files.commands);
-    if (::chmod((args->out + "/commands.sh").c_str(), 0755) != 0)
-      throw CantCreateError("cannot make commands.sh executable");
-    std::cout << "wrote cluster-config.yaml, network.yaml, commands.sh to " << args->out << "\n";
+    std::string written = "cluster-config.yaml, network.yaml, commands.sh";
+    std::vector<std::string> scripts = {"commands.sh"};
+    if (!files.head_node_script.empty()) {
+      write_file_atomic(args->out + "/head-node.sh", files.head_node_script);
+      scripts.push_back("head-node.sh");
+      written += ", head-node.sh";
+    }
+    for (const auto& script : scripts) {
+      if (::chmod((args->out + "/" + script).c_str(), 0755) != 0)
+        throw CantCreateError("cannot make " + script + " executable");
+    }
+    std::cout << "wrote " << written << " to " << args->out << "\n";
     report(findings, args->out + "/cluster-config.yaml", args->strict);
   });
 

@@ -1,5 +1,6 @@
 #include "pcdino/cluster/site.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -48,7 +49,7 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
     throw ConfigError(source + ": expected a mapping (name, region, head_node, queues, ...)");
   r.only(root, "",
          {"name", "region", "availability_zone", "parallelcluster_version", "head_node", "image", "queues",
-          "storage", "iam", "slurm", "tags", "monitoring", "custom_actions", "network"});
+          "storage", "iam", "slurm", "tags", "monitoring", "custom_actions", "network", "spank"});
   SiteSpec s;
   s.source = source;
   // Only a release whose schema and validators pcdino restates: the configuration is checked against it.
@@ -86,13 +87,16 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
       r.boolean(head, "allow_ssh_from_anywhere", "head_node.allow_ssh_from_anywhere", false);
 
   const YAML::Node image = r.map(root, "image", "image", false);
-  r.only(image, "image", {"os", "custom_ami"});
+  r.only(image, "image", {"os", "custom_ami", "ami_spec"});
   const std::string os =
       r.text(image, "os", "image.os", false, "alinux2|alinux2023|ubuntu2204|ubuntu2004|rhel8|rhel9",
              "alinux2, alinux2023, ubuntu2004, ubuntu2204, rhel8 or rhel9");
   if (!os.empty()) s.os = os;
   s.custom_ami = r.text(image, "custom_ami", "image.custom_ami", false, R"(ami-[0-9a-f]{8,17})", "an AMI id");
   s.head_root_volume_gib = root_volume(r, head, "head_node.root_volume_gib", !s.custom_ami.empty());
+  s.ami_spec = r.text(image, "ami_spec", "image.ami_spec", false, kAnyText, "the path of a pcdino ami spec");
+  if (!s.ami_spec.empty())
+    s.ami_spec = (std::filesystem::path(source).parent_path() / s.ami_spec).lexically_normal().string();
 
   const YAML::Node queues = root["queues"];
   if (!queues.IsDefined() || !queues.IsSequence() || queues.size() == 0)
@@ -222,6 +226,19 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
   r.only(actions, "custom_actions", {"on_node_configured"});
   s.on_node_configured = r.text(actions, "on_node_configured", "custom_actions.on_node_configured", false,
                                 R"((s3|https)://[^\s]+)", "an s3:// or https:// script");
+  const YAML::Node spank = r.map(root, "spank", "spank", false);
+  r.only(spank, "spank", {"s3_prefix", "default_profile", "pyxis"});
+  s.spank.enabled = root["spank"].IsDefined();
+  s.spank.s3_prefix = r.text(spank, "s3_prefix", "spank.s3_prefix", s.spank.enabled,
+                             R"(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?)", "an s3://bucket/prefix");
+  while (!s.spank.s3_prefix.empty() && s.spank.s3_prefix.back() == '/') s.spank.s3_prefix.pop_back();
+  s.spank.default_profile = r.text(spank, "default_profile", "spank.default_profile", false,
+                                   "[A-Za-z0-9_.-]+", "a profile name of accel-profiles.yaml");
+  s.spank.pyxis = r.boolean(spank, "pyxis", "spank.pyxis", false);
+  // The head node installs the plugin from the pcdino image: without one there is nothing to install.
+  if (s.spank.enabled && s.custom_ami.empty())
+    r.fail(spank, "spank", "needs image.custom_ami, the pcdino image (`pcdino ami`) that holds the plugin");
+
   const YAML::Node net = r.map(root, "network", "network", false);
   r.only(net, "network", {"head_subnet_id", "compute_subnet_id"});
   s.head_subnet_id = r.text(net, "head_subnet_id", "network.head_subnet_id", false,
@@ -237,6 +254,16 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
 
 SiteSpec load_site_spec(const std::string& path) {
   return parse_site_spec(read_file(path, "site spec"), path);
+}
+
+void check_image_spec(const SiteSpec& site, const std::string& image_release, const std::string& image_os,
+                      const std::string& image_source) {
+  if (image_release != site.parallelcluster_version || image_os != site.os) {
+    throw ConfigError(site.source + ": image.ami_spec: " + image_source + " builds for ParallelCluster " +
+                      image_release + " on " + image_os + ", the cluster is ParallelCluster " +
+                      site.parallelcluster_version + " on " + site.os +
+                      " (a custom AMI runs only with its own release's cookbook and OS)");
+  }
 }
 
 }  // namespace pcdino::cluster

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -186,9 +187,42 @@ TEST(AmiGenerate, TemplatesScriptsAndManifest) {
     if (f.path == "verify.sh") {
       EXPECT_NE(f.content.find("THRESHOLD=250"), std::string::npos);
     }
-    if (f.path == "scripts/85-pcdino.sh") {
-      EXPECT_NE(f.content.find("default=nvidia-efa"), std::string::npos);
-    }
+  }
+}
+
+// The package is checked before anything is built; it is unpacked to /opt/pcdino, nothing under /opt/slurm
+// (the nodes mount that from the head node). Enroot and Pyxis the base AMI ships are checked, not rebuilt.
+TEST(AmiGenerate, PackageFirstAndWhatTheBaseShipsIsNotRebuilt) {
+  std::map<std::string, std::string> p5;
+  for (const auto& f : generate_image(example("current.yaml"))) p5[f.path] = f.content;
+  EXPECT_EQ(package_name("0.1.0", "alinux2023"), "pcdino-0.1.0-alinux2023-x86_64");
+  const std::string& base = p5.at("scripts/00-base.sh");
+  EXPECT_NE(base.find("PKG=/tmp/pcdino-files/pcdino-0.1.0-alinux2023-x86_64.tar.gz\n"), std::string::npos);
+  EXPECT_NE(base.find("\"pcdino-0.1.0-alinux2023-x86_64/share/pcdino/package.txt\""), std::string::npos);
+  EXPECT_NE(base.find("[ \"$built\" = alinux2023 ] || fail"), std::string::npos) << base;
+  EXPECT_LT(base.find("package.txt"), base.find("dnf install")) << "checked before installing anything";
+  const std::string& pcdino = p5.at("scripts/85-pcdino.sh");
+  EXPECT_EQ(pcdino.find("/opt/slurm"), std::string::npos) << pcdino;
+  EXPECT_NE(pcdino.find("awk '/not found/"), std::string::npos) << "missing libraries fail the build";
+  EXPECT_EQ(p5.at("files/README").find("accel-profiles.yaml"), std::string::npos) << "the package holds them";
+  // 3.11.1's AMI: enroot 3.4.1 and Pyxis 0.20.0. The spec wants enroot 3.5.0 and Pyxis 0.20.0.
+  const std::string& ep = p5.at("scripts/70-enroot-pyxis.sh");
+  EXPECT_NE(ep.find("enroot-$VERSION-1.el8.x86_64.rpm"), std::string::npos) << "another enroot: installed";
+  EXPECT_EQ(ep.find("pyxis.git"), std::string::npos) << "the base's Pyxis: not rebuilt\n" << ep;
+  EXPECT_NE(ep.find("ParallelCluster 3.11.1's AMI ships Pyxis 0.20.0"), std::string::npos) << ep;
+  EXPECT_EQ(ep.find("plugstack"), std::string::npos) << "the head node enables Pyxis, not the image";
+  ImageSpec same = example("current.yaml");
+  same.versions["enroot"] = "3.4.1";
+  for (const auto& f : generate_image(same)) {
+    if (f.path == "scripts/70-enroot-pyxis.sh")
+      EXPECT_EQ(f.content.find("rpm"), std::string::npos) << f.content;
+  }
+  // A release the table does not know (the workshop's 3.7.0): both built, Pyxis where ParallelCluster puts
+  // it.
+  for (const auto& f : generate_image(example("workshop.yaml"))) {
+    if (f.path != "scripts/70-enroot-pyxis.sh") continue;
+    EXPECT_NE(f.content.find("pyxis.git"), std::string::npos);
+    EXPECT_NE(f.content.find("/usr/local/lib/slurm/spank_pyxis.so"), std::string::npos);
   }
 }
 

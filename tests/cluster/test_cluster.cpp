@@ -242,7 +242,10 @@ TEST(ClusterGenerate, P5SpecGivesAReservedCapacityBlockAndBucketAccess) {
   };
   // The site's buckets on every node; the custom action's bucket (s3://research-bucket/...) on every queue
   // that runs it.
-  EXPECT_EQ(access(c["HeadNode"]["Iam"]), "research-datasets/fashion-mnist/*\nresearch-results rw\n");
+  // The head node also reads its own custom action, head-node.sh (the spank section).
+  EXPECT_EQ(access(c["HeadNode"]["Iam"]),
+            "research-datasets/fashion-mnist/*\nresearch-results "
+            "rw\nresearch-bucket/pcluster/pcdino/head-node.sh\n");
   for (const auto& q : c["Scheduling"]["SlurmQueues"]) {
     ASSERT_TRUE(q["CustomActions"]["OnNodeConfigured"]["Script"].IsDefined());
     EXPECT_EQ(access(q["Iam"]), "research-datasets/fashion-mnist/*\nresearch-results rw\nresearch-bucket\n")
@@ -261,6 +264,71 @@ TEST(ClusterGenerate, CustomActionBucketIsGrantedOnce) {
   s.s3_access = {{"research-bucket", "data/*", false}};
   const YAML::Node d = YAML::Load(generate_cluster(s).cluster_config);
   EXPECT_EQ(d["Scheduling"]["SlurmQueues"][0]["Iam"]["S3Access"].size(), 2u) << "a key is not the script";
+}
+
+// The spank section: the head node's OnNodeConfigured action, uploaded by commands.sh before the cluster
+// is created, installing the plugin from the pcdino image into /opt/slurm.
+TEST(ClusterGenerate, SpankSectionGivesTheHeadNodeItsAction) {
+  const SiteSpec site = example("p5-efa.yaml");
+  const ClusterFiles files = generate_cluster(site);
+  const YAML::Node c = YAML::Load(files.cluster_config);
+  EXPECT_EQ(c["HeadNode"]["CustomActions"]["OnNodeConfigured"]["Script"].as<std::string>(),
+            "s3://research-bucket/pcluster/pcdino/head-node.sh");
+  const std::string& sh = files.head_node_script;
+  EXPECT_NE(sh.find("DEFAULT_PROFILE=nvidia-efa\n"), std::string::npos) << "an EFA queue: the EFA profile";
+  EXPECT_NE(sh.find("ENABLE_PYXIS=true\n"), std::string::npos);
+  EXPECT_NE(sh.find(R"(include="include $etc/plugstack.conf.d/*")"), std::string::npos);
+  EXPECT_NE(sh.find("required $SLURM_PREFIX/lib/slurm/spank_pcdino.so config=$etc/accel-profiles.yaml"),
+            std::string::npos);
+  const auto upload = files.commands.find(
+      "aws s3 cp --region \"$REGION\" head-node.sh "
+      "s3://research-bucket/pcluster/pcdino/head-node.sh\n");
+  ASSERT_NE(upload, std::string::npos) << files.commands;
+  EXPECT_LT(upload, files.commands.find("create --dryrun true")) << "uploaded before the cluster exists";
+  // The default profile follows the queues' hardware; the site's choice wins.
+  SiteSpec gpu = site;
+  for (auto& q : gpu.queues) q.efa = false;
+  EXPECT_NE(generate_cluster(gpu).head_node_script.find("DEFAULT_PROFILE=nvidia\n"), std::string::npos);
+  gpu.spank.default_profile = "cpu";
+  EXPECT_NE(generate_cluster(gpu).head_node_script.find("DEFAULT_PROFILE=cpu\n"), std::string::npos);
+  // Without the section there is no script and no head-node action.
+  SiteSpec plain = site;
+  plain.spank = {};
+  EXPECT_EQ(generate_cluster(plain).head_node_script, "");
+  EXPECT_FALSE(YAML::Load(generate_cluster(plain).cluster_config)["HeadNode"]["CustomActions"].IsDefined());
+}
+
+// The plugin comes from the pcdino image: no custom AMI, no spank section; the image's release and OS
+// must be the cluster's.
+TEST(ClusterSite, SpankNeedsTheImageAndTheImageTheSitesRelease) {
+  const std::string base =
+      "name: c\nregion: us-east-1\navailability_zone: us-east-1a\nhead_node: {ssh_allowed_cidr: "
+      "203.0.113.0/24}\nqueues: [{name: q, instance_type: c5.xlarge}]\n";
+  try {
+    parse_site_spec(base + "spank:\n  s3_prefix: s3://bkt/p\n", "s.yaml");
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("s.yaml:7:3: spank: needs image.custom_ami"), std::string::npos)
+        << e.what();
+  }
+  const SiteSpec s = parse_site_spec(base +
+                                         "image: {custom_ami: ami-0123456789abcdef0, ami_spec: "
+                                         "../ami/x.yaml}\nspank: {s3_prefix: s3://bkt/p/}\n",
+                                     "/specs/site/s.yaml");
+  EXPECT_EQ(s.spank.s3_prefix, "s3://bkt/p");
+  EXPECT_EQ(s.ami_spec, "/specs/ami/x.yaml") << "resolved against the site spec's folder";
+  EXPECT_NO_THROW(check_image_spec(s, parallelcluster_release(), "alinux2023", "x.yaml"));
+  try {
+    check_image_spec(s, "3.10.1", "alinux2023", "x.yaml");
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("image.ami_spec: x.yaml builds for ParallelCluster 3.10.1 on alinux2023, "
+                                   "the cluster is ParallelCluster 3.11.1 on alinux2023"),
+        std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(check_image_spec(s, parallelcluster_release(), "ubuntu2204", "x.yaml"), ConfigError);
 }
 
 // commands.sh checks the pinned release first and asks ParallelCluster (--dryrun) before creating.

@@ -3,7 +3,8 @@
 # cluster/examples/, YAML that Debian's yamllint accepts (strict), scripts shellcheck accepts, no finding
 # even with --strict; the workshop's GPU mismatch (jobs asking --gres=gpu:4 of a 1-GPU g4dn.2xlarge) fails
 # with exit code 78; ParallelCluster's minimal example has policy findings only; commands.sh refuses
-# another pcluster release and runs `create-cluster --dryrun true` before the real call.
+# another pcluster release, uploads head-node.sh and runs `create-cluster --dryrun true` before the real
+# call; an image spec for another OS than the cluster's is refused.
 source "$(dirname "$0")/../lib/assert.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 W="$PCDINO_BUILD_DIR/test-work/cluster_examples"
@@ -15,8 +16,8 @@ for name in workshop p5-efa cpu-only; do
   assert_rc 0 "$name: generate with no validator errors or policy findings (--strict)"
   run yamllint -s "$W/$name/cluster-config.yaml" "$W/$name/network.yaml"
   assert_rc 0 "$name: yamllint (strict) on cluster-config.yaml and network.yaml"
-  run shellcheck "$W/$name/commands.sh"
-  assert_rc 0 "$name: shellcheck commands.sh"
+  run shellcheck "$W/$name"/*.sh
+  assert_rc 0 "$name: shellcheck commands.sh (and head-node.sh)"
   run diff -r "$EX/$name" "$W/$name"
   assert_rc 0 "$name: cluster/examples/$name is what the generator writes now"
 done
@@ -79,9 +80,24 @@ FAKE_PCLUSTER_VERSION=3.11.1 PATH="$W/bin:$PATH" run "$W/commands/commands.sh"
 assert_rc 0 "commands.sh with pcluster 3.11.1"
 assert_eq "$(grep -c '^pcluster create-cluster' "$CALLS")" 2 "create-cluster runs twice"
 assert_contains "$(grep '^pcluster create-cluster' "$CALLS" | head -1)" "--dryrun true" "first as a dry run"
+upload=$(grep -n '^aws s3 cp' "$CALLS" | cut -d: -f1)
+create=$(grep -n '^pcluster create-cluster' "$CALLS" | head -n 1 | cut -d: -f1)
+[ -n "$upload" ] && [ "$upload" -lt "$create" ]
+assert_eq "$?" 0 "head-node.sh is uploaded before the cluster is created"
+assert_contains "$(cat "$CALLS")" "aws s3 cp --region us-east-1 head-node.sh s3://research-bucket/pcluster/pcdino/head-node.sh" \
+  "to the spec's s3_prefix"
 assert_not_contains "$(grep '^pcluster create-cluster' "$CALLS" | tail -1)" "--dryrun" "then for real"
 assert_not_contains "$(grep -v '^#' "$W/commands/cluster-config.rendered.yaml")" "\${" \
   "the rendered configuration has no placeholder left"
+
+# The image spec must be built for the cluster's release and OS.
+sed 's/os: alinux2023/os: ubuntu2204/' "$PCDINO_SOURCE_DIR/ami/examples/current.yaml" >"$W/ubuntu-image.yaml"
+sed "s|ami_spec: .*|ami_spec: $W/ubuntu-image.yaml|" "$EX/p5-efa.yaml" >"$W/p5-other-os.yaml"
+run "$PCDINO_BIN" cluster generate "$W/p5-other-os.yaml" --out "$W/other-os"
+assert_rc 78 "generate refuses an image built for another OS"
+assert_contains "$ERR" "builds for ParallelCluster 3.11.1 on ubuntu2204, the cluster is ParallelCluster 3.11.1 on alinux2023" \
+  "naming both"
+assert_eq "$(ls "$W/other-os" 2>/dev/null)" "" "and writes nothing"
 
 run "$PCDINO_BIN" cluster cost "$EX/workshop.yaml"
 assert_rc 0 "cost report"

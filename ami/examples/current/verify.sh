@@ -3,8 +3,11 @@
 #   /opt/pcdino/verify.sh            compare /opt/pcdino/manifest.json with what is installed
 #   /opt/pcdino/verify.sh --nccl     also run a 2-node nccl-tests all_reduce through Slurm (from a login node)
 # Exit code 0 when everything matches (and the bus bandwidth reaches the published floor), 1 otherwise.
+# MANIFEST, PCDINO_PREFIX and SLURM_PREFIX in the environment move it off /opt/pcdino and /opt/slurm.
 set -uo pipefail
 MANIFEST=${MANIFEST:-/opt/pcdino/manifest.json}
+PCDINO_PREFIX=${PCDINO_PREFIX:-/opt/pcdino}
+SLURM_PREFIX=${SLURM_PREFIX:-/opt/slurm}
 problems=0
 want() { sed -n "s/^ *\"$1\": \"\\(.*\\)\",\{0,1\}\$/\\1/p" "$MANIFEST" | head -n 1; }
 check() {  # check NAME EXPECTED ACTUAL
@@ -25,8 +28,25 @@ check efa_installer "$efa" "$(sed -n 's/^# EFA installer version: //p' /opt/amaz
 if /opt/amazon/efa/bin/fi_info -p efa >/dev/null 2>&1; then echo "ok      fi_info -p efa"; else
   echo "MISMATCH fi_info -p efa: no EFA device (expected on EFA instance types only)"; problems=$((problems + 1)); fi
 check enroot "$(want enroot)" "$(enroot version 2>/dev/null)"
-check spank_pcdino "in plugstack" "$(grep -qs spank_pcdino.so /opt/slurm/etc/plugstack.conf /opt/slurm/etc/plugstack.conf.d/* && echo 'in plugstack')"
-check pcdino "$(want pcdino)" "$(/opt/pcdino/bin/pcdino --version 2>/dev/null | sed -n '1s/^pcdino \([^ ]*\).*/\1/p')"
+check pcdino "$(want pcdino)" "$("$PCDINO_PREFIX/bin/pcdino" --version 2>/dev/null | sed -n '1s/^pcdino \([^ ]*\).*/\1/p')"
+# The system libraries the package was built against (its package.txt), each resolved on this node.
+plugin=$SLURM_PREFIX/lib/slurm/spank_pcdino.so
+resolved=$(ldd "$PCDINO_PREFIX"/bin/* "$plugin" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1}' | sort -u)
+missing=$(sed -n 's/^needs=//p' "$PCDINO_PREFIX/share/pcdino/package.txt" 2>/dev/null | grep -vxF "$resolved" | tr '\n' ' ')
+needs=$(grep -c '^needs=' "$PCDINO_PREFIX/share/pcdino/package.txt" 2>/dev/null)
+check "pcdino libraries" "${needs:-?} of package.txt found" "${missing:+missing $missing}${missing:-${needs:-?} of package.txt found}"
+# What Slurm loads, not file names: srun reads plugstack.conf at every launch and lists the options of
+# every plugin it loaded; a required plugin that does not load makes srun fail.
+listed=$(grep -ls spank_pcdino.so "$SLURM_PREFIX/etc/plugstack.conf" "$SLURM_PREFIX"/etc/plugstack.conf.d/* 2>/dev/null | head -n 1)
+if help=$(srun --help 2>&1) && grep -q -- --accel-profile <<<"$help"; then
+  echo "ok      spank_pcdino loaded by srun (--accel-profile)"
+elif [ -n "$listed" ]; then
+  echo "MISMATCH spank_pcdino: listed in $listed but srun does not load it: $(grep -m 1 -i 'spank\|error' <<<"$help")"
+  problems=$((problems + 1))
+else
+  echo "MISMATCH spank_pcdino: not in $SLURM_PREFIX/etc/plugstack.conf (the head node's head-node.sh installs it)"
+  problems=$((problems + 1))
+fi
 
 if [ "${1:-}" = --nccl ] && [ "$(want accelerator)" = nvidia ]; then
   GPUS=8

@@ -16,14 +16,6 @@ base=https://github.com/NVIDIA/enroot/releases/download/v$VERSION
 rpm -q "enroot-$VERSION" >/dev/null 2>&1 || dnf install -y -q "$base/enroot-$VERSION-1.el8.x86_64.rpm" \
   "$base/enroot+caps-$VERSION-1.el8.x86_64.rpm"
 enroot version | grep -qx "$VERSION" || fail "enroot version is $(enroot version)"
-PYXIS=0.20.0
-rm -rf /tmp/pyxis
-git clone -q --depth 1 --branch "v$PYXIS" https://github.com/NVIDIA/pyxis.git /tmp/pyxis
-make -C /tmp/pyxis CPPFLAGS="-I /opt/slurm/include"
-install -m 0755 /tmp/pyxis/spank_pyxis.so /opt/slurm/lib/slurm/spank_pyxis.so
-rm -rf /tmp/pyxis
-mkdir -p /opt/slurm/etc/plugstack.conf.d
-echo "required /opt/slurm/lib/slurm/spank_pyxis.so" >/opt/slurm/etc/plugstack.conf.d/pyxis.conf.tmp
-mv /opt/slurm/etc/plugstack.conf.d/pyxis.conf.tmp /opt/slurm/etc/plugstack.conf.d/pyxis.conf
-[ -f /opt/slurm/lib/slurm/spank_pyxis.so ] || fail "spank_pyxis.so not installed"
+# ParallelCluster 3.11.1's AMI ships Pyxis 0.20.0 (aws-parallelcluster-cookbook v3.11.1 cookbooks/aws-parallelcluster-platform/attributes/platform.rb:13,19, cookbooks/aws-parallelcluster-slurm/attributes/slurm_attributes.rb:26).
+[ -f /usr/local/lib/slurm/spank_pyxis.so ] || fail "no /usr/local/lib/slurm/spank_pyxis.so"
 done_ok

@@ -12,6 +12,10 @@ fi
 mkdir -p /opt/pcdino/versions
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
+PKG=/tmp/pcdino-files/pcdino-0.1.0-alinux2-x86_64.tar.gz
+[ -f "$PKG" ] || fail "missing files/pcdino-0.1.0-alinux2-x86_64.tar.gz: make it with scripts/package on alinux2 (see files/README)"
+built=$(tar -xzOf "$PKG" "pcdino-0.1.0-alinux2-x86_64/share/pcdino/package.txt" 2>/dev/null | sed -n 's/^os=//p')
+[ "$built" = alinux2 ] || fail "files/pcdino-0.1.0-alinux2-x86_64.tar.gz was built for '${built:-no package.txt}', the image is alinux2"
 yum install -y -q gcc gcc-c++ make git wget tar autoconf automake libtool
 command -v git >/dev/null || fail "git missing"
 done_ok

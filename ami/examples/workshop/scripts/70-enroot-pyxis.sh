@@ -20,10 +20,9 @@ PYXIS=0.12.0
 rm -rf /tmp/pyxis
 git clone -q --depth 1 --branch "v$PYXIS" https://github.com/NVIDIA/pyxis.git /tmp/pyxis
 make -C /tmp/pyxis CPPFLAGS="-I /opt/slurm/include"
-install -m 0755 /tmp/pyxis/spank_pyxis.so /opt/slurm/lib/slurm/spank_pyxis.so
+mkdir -p /usr/local/lib/slurm
+install -m 0755 /tmp/pyxis/spank_pyxis.so /usr/local/lib/slurm/spank_pyxis.so.new
+mv -f /usr/local/lib/slurm/spank_pyxis.so.new /usr/local/lib/slurm/spank_pyxis.so
 rm -rf /tmp/pyxis
-mkdir -p /opt/slurm/etc/plugstack.conf.d
-echo "required /opt/slurm/lib/slurm/spank_pyxis.so" >/opt/slurm/etc/plugstack.conf.d/pyxis.conf.tmp
-mv /opt/slurm/etc/plugstack.conf.d/pyxis.conf.tmp /opt/slurm/etc/plugstack.conf.d/pyxis.conf
-[ -f /opt/slurm/lib/slurm/spank_pyxis.so ] || fail "spank_pyxis.so not installed"
+[ -f /usr/local/lib/slurm/spank_pyxis.so ] || fail "no /usr/local/lib/slurm/spank_pyxis.so"
 done_ok

@@ -12,19 +12,15 @@ fi
 mkdir -p /opt/pcdino/versions
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
-# The pcdino binary package for this OS goes into files/ before `packer build` (see files/README).
-PKG=/tmp/pcdino-files/pcdino-$VERSION-alinux2-x86_64.tar.gz
-[ -f "$PKG" ] || fail "missing $PKG: put the pcdino package into files/ before packer build"
+PKG=/tmp/pcdino-files/pcdino-0.1.0-alinux2-x86_64.tar.gz
+rm -rf /opt/pcdino.new && mkdir -p /opt/pcdino.new
+tar -xzf "$PKG" -C /opt/pcdino.new --strip-components=1
+# The image keeps manifest.json, verify.sh and the version stamps in /opt/pcdino beside the package.
 mkdir -p /opt/pcdino
-tar -xzf "$PKG" -C /opt/pcdino --strip-components=1
-plugin=$(find /opt/pcdino -name spank_pcdino.so | head -n 1)
-[ -n "$plugin" ] || fail "the package holds no spank_pcdino.so"
-install -m 0755 "$plugin" /opt/slurm/lib/slurm/spank_pcdino.so
-install -o root -g root -m 0644 /tmp/pcdino-files/accel-profiles.yaml /opt/slurm/etc/accel-profiles.yaml
-mkdir -p /opt/slurm/etc/plugstack.conf.d
-# Slurm re-reads plugstack.conf at every launch: replace by rename.
-echo "required /opt/slurm/lib/slurm/spank_pcdino.so config=/opt/slurm/etc/accel-profiles.yaml default=nvidia-efa" \
-  >/opt/slurm/etc/plugstack.conf.d/pcdino.conf.tmp
-mv /opt/slurm/etc/plugstack.conf.d/pcdino.conf.tmp /opt/slurm/etc/plugstack.conf.d/pcdino.conf
+for d in bin lib share; do rm -rf "/opt/pcdino/$d"; mv "/opt/pcdino.new/$d" "/opt/pcdino/$d"; done
+rm -rf /opt/pcdino.new
+[ -f /opt/pcdino/lib/slurm/spank_pcdino.so ] || fail "the package holds no lib/slurm/spank_pcdino.so"
+missing=$(ldd /opt/pcdino/bin/* /opt/pcdino/lib/slurm/spank_pcdino.so | awk '/not found/ {print $1}' | sort -u)
+[ -z "$missing" ] || fail "libraries the package needs are missing: $missing"
 /opt/pcdino/bin/pcdino --version | grep -q "pcdino $VERSION" || fail "pcdino --version is not $VERSION"
 done_ok

@@ -13,7 +13,14 @@ struct ClusterFiles {
                                ///< placeholders for the network stack's outputs unless the spec names subnets
   std::string network_stack;   ///< network.yaml: CloudFormation VPC (public + private subnet in one AZ, IGW,
                                ///< NAT, EFA security group, S3 gateway endpoint, flow logs)
-  std::string commands;        ///< commands.sh: create the stack, fill the placeholders, create the cluster
+  std::string commands;        ///< commands.sh: create the stack, fill the placeholders, upload head-node.sh,
+                               ///< create the cluster
+  /// head-node.sh, the head node's OnNodeConfigured action ("" without a `spank` section): installs
+  /// spank_pcdino.so and its profiles from the pcdino image (/opt/pcdino) into /opt/slurm and makes
+  /// /opt/slurm/etc/plugstack.conf include plugstack.conf.d/ with the plugin's line (and Pyxis's, when
+  /// asked). Idempotent: a second run rewrites nothing. SLURM_PREFIX, PCDINO_PREFIX and
+  /// PARALLELCLUSTER_EXAMPLES in its environment move it off /opt (the tests' ParallelCluster-shaped tree).
+  std::string head_node_script;
 };
 
 /// Builds the three files. Throws ConfigError for a spec that cannot become a configuration at all

@@ -50,6 +50,18 @@ struct FsxSpec {
   std::string import_path, export_path;
 };
 
+/// pcdino's SPANK plugin on the cluster: the head node's OnNodeConfigured action (head-node.sh) copies it
+/// and its profiles from the pcdino image into /opt/slurm, which every node mounts from the head node, and
+/// makes Slurm load it through /opt/slurm/etc/plugstack.conf.
+struct SpankSpec {
+  bool enabled = false;
+  std::string s3_prefix;        ///< s3://bucket/prefix that commands.sh uploads head-node.sh to
+  std::string default_profile;  ///< profile of jobs without --accel-profile (default from the queues)
+  /// Enable ParallelCluster's Pyxis (disabled by default since 3.11.1) from its example configuration;
+  /// a Pyxis line already in plugstack.conf.d is kept either way.
+  bool pyxis = false;
+};
+
 struct SiteSpec {
   std::string name;
   std::string region;
@@ -65,6 +77,9 @@ struct SiteSpec {
   /// Amazon Linux 2 reaches its end of support on 2026-06-30, so the default is its successor.
   std::string os = "alinux2023";
   std::string custom_ami;
+  /// The image spec (`pcdino ami`) the custom AMI was built from, resolved against the site spec's folder:
+  /// its ParallelCluster release and OS must be the site's (check_image_spec).
+  std::string ami_spec;
   std::vector<QueueSpec> queues;
   FsxSpec fsx;
   int apps_ebs_gib = 0;  ///< EBS volume at /apps (0 = none)
@@ -74,7 +89,8 @@ struct SiteSpec {
   std::map<std::string, std::string> tags;
   bool dashboards = true;
   bool logs = true;
-  std::string on_node_configured;  ///< s3:// or https:// script
+  std::string on_node_configured;  ///< s3:// or https:// script of the compute nodes
+  SpankSpec spank;
   // Existing network (else the generated VPC stack's outputs are used).
   std::string head_subnet_id, compute_subnet_id;
   std::string source;
@@ -84,5 +100,11 @@ struct SiteSpec {
 /// ParallelCluster reserves are left to the validation of the generated configuration.
 SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source);
 SiteSpec load_site_spec(const std::string& path);
+
+/// Refuses an image built for another ParallelCluster release or OS than the site's: ParallelCluster
+/// runs a custom AMI only with its own release's cookbook, and Image.Os must be the AMI's OS.
+/// `image_source` names the image spec in the message. Throws ConfigError naming both files and values.
+void check_image_spec(const SiteSpec& site, const std::string& image_release, const std::string& image_os,
+                      const std::string& image_source);
 
 }  // namespace pcdino::cluster
