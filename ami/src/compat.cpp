@@ -149,17 +149,23 @@ const char* const kFabricManagerSource =
 }  // namespace
 
 const BaseAmi* base_ami(const std::string& parallelcluster_version) {
+  // The cookbook installs no NCCL or aws-ofi-nccl of its own: the image builds those.
   static const BaseAmi table[] = {
-      {"3.10.0", "535.183.01", "535.183.01", "", "",
-       "aws-parallelcluster-cookbook v3.10.0 cookbooks/aws-parallelcluster-platform/attributes/platform.rb"},
-      {"3.10.1", "535.183.01", "535.183.01", "", "",
-       "aws-parallelcluster-cookbook v3.10.1 cookbooks/aws-parallelcluster-platform/attributes/platform.rb"},
-      {"3.11.0", "550.90.07", "550.90.07", "3.4.1", "0.20.0",
+      {"3.10.0", "535.183.01", "535.183.01", "12.2.2", "1.32.0", "", "",
+       "aws-parallelcluster-cookbook v3.10.0 cookbooks/aws-parallelcluster-platform/attributes/platform.rb, "
+       "recipes/install/cuda.rb:22-23, aws-parallelcluster-environment/attributes/environment.rb:72"},
+      {"3.10.1", "535.183.01", "535.183.01", "12.2.2", "1.32.0", "", "",
+       "aws-parallelcluster-cookbook v3.10.1 cookbooks/aws-parallelcluster-platform/attributes/platform.rb, "
+       "recipes/install/cuda.rb:22-23, aws-parallelcluster-environment/attributes/environment.rb:72"},
+      {"3.11.0", "550.90.07", "550.90.07", "12.4.1", "1.34.0", "3.4.1", "0.20.0",
        "aws-parallelcluster-cookbook v3.11.0 "
-       "cookbooks/aws-parallelcluster-platform/attributes/platform.rb:13,14,18"},
-      {"3.11.1", "550.90.07", "550.90.07", "3.4.1", "0.20.0",
+       "cookbooks/aws-parallelcluster-platform/attributes/platform.rb:13,14,18, "
+       "recipes/install/cuda.rb:22-23, "
+       "aws-parallelcluster-environment/attributes/environment.rb:73"},
+      {"3.11.1", "550.90.07", "550.90.07", "12.4.1", "1.34.0", "3.4.1", "0.20.0",
        "aws-parallelcluster-cookbook v3.11.1 "
-       "cookbooks/aws-parallelcluster-platform/attributes/platform.rb:13,19, "
+       "cookbooks/aws-parallelcluster-platform/attributes/platform.rb:13,19, recipes/install/cuda.rb:22-23, "
+       "aws-parallelcluster-environment/attributes/environment.rb:73, "
        "cookbooks/aws-parallelcluster-slurm/attributes/slurm_attributes.rb:26"},
   };
   for (const auto& b : table)

@@ -85,6 +85,8 @@ struct Script {
 
 std::vector<Script> scripts_for(const ImageSpec& s, const Vars& v) {
   std::vector<Script> out;
+  // What ParallelCluster's AMI of this release holds (nullptr from another base AMI).
+  const BaseAmi* base = s.base_ami.empty() ? base_ami(s.parallelcluster_version) : nullptr;
   const bool apt = s.os == "ubuntu2204";
   // The pcdino package is checked first: a missing or foreign one fails the build before the hour of
   // drivers, CUDA and NCCL.
@@ -110,7 +112,8 @@ done_ok
          std::string(apt ? R"SH(@INSTALL@ "linux-headers-$(uname -r)")SH"
                          : R"SH(@INSTALL@ "kernel-devel-$(uname -r)" || @INSTALL@ kernel-devel)SH") +
              R"SH(
-current=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1 || true)
+# The installed module, not nvidia-smi: the build instance has no GPU.
+current=$(modinfo -F version nvidia 2>/dev/null || true)
 if [ "$current" != "$VERSION" ]; then
   wget -q -O /tmp/nvidia.run "https://us.download.nvidia.com/tesla/$VERSION/NVIDIA-Linux-x86_64-$VERSION.run"
   # Built for the running kernel, not loaded: the build instance needs no GPU.
@@ -145,12 +148,16 @@ installed=$(rpm -q --qf '%{VERSION}' "$PKG")
 done_ok
 )SH"});
     }
-    out.push_back({"20-cuda.sh", "cuda", R"SH(CUDA_MM=@CUDA_MM@
-RUNFILE=cuda_@CUDA_FULL@_@CUDA_RUNFILE_DRIVER@_linux.run
+    const bool base_cuda = base != nullptr && v.at("CUDA_FULL") == base->cuda;
+    out.push_back(
+        {"20-cuda.sh", "cuda",
+         std::string("CUDA_MM=@CUDA_MM@\n") +
+             (base_cuda ? "# ParallelCluster @PC_VERSION@'s AMI ships CUDA @CUDA_FULL@ (@BASE_SOURCE@).\n"
+                        : R"SH(RUNFILE=cuda_@CUDA_FULL@_@CUDA_RUNFILE_DRIVER@_linux.run
 wget -q -O /tmp/cuda.run "https://developer.download.nvidia.com/compute/cuda/@CUDA_FULL@/local_installers/$RUNFILE"
 sh /tmp/cuda.run --silent --toolkit --toolkitpath="/usr/local/cuda-$CUDA_MM" --no-opengl-libs --override
 rm -f /tmp/cuda.run
-ln -sfn "/usr/local/cuda-$CUDA_MM" /usr/local/cuda
+)SH") + R"SH(ln -sfn "/usr/local/cuda-$CUDA_MM" /usr/local/cuda
 "/usr/local/cuda/bin/nvcc" --version | grep -q "release $CUDA_MM" || fail "nvcc does not report release $CUDA_MM"
 done_ok
 )SH"});
@@ -175,16 +182,20 @@ echo /opt/nccl/lib >/etc/ld.so.conf.d/nccl.conf && ldconfig
 done_ok
 )SH"});
   }
+  const bool base_efa = base != nullptr && s.versions.at("efa_installer") == base->efa_installer;
   out.push_back(
       {"50-efa.sh", "efa_installer",
-       R"SH(if ! grep -q "EFA installer version: $VERSION" /opt/amazon/efa_installed_packages 2>/dev/null; then
+       std::string(
+           base_efa
+               ? "# ParallelCluster @PC_VERSION@'s AMI ships EFA installer $VERSION (@BASE_SOURCE@).\n"
+               : R"SH(if ! grep -q "EFA installer version: $VERSION" /opt/amazon/efa_installed_packages 2>/dev/null; then
   cd /tmp
   curl -fsSL -o efa.tar.gz "https://efa-installer.amazonaws.com/aws-efa-installer-$VERSION.tar.gz"
   tar -xf efa.tar.gz
   (cd aws-efa-installer && ./efa_installer.sh -y)
   rm -rf efa.tar.gz aws-efa-installer
 fi
-grep -q "EFA installer version: $VERSION" /opt/amazon/efa_installed_packages || fail "efa_installed_packages"
+)SH") + R"SH(grep -q "EFA installer version: $VERSION" /opt/amazon/efa_installed_packages || fail "efa_installed_packages"
 /opt/amazon/efa/bin/fi_info --version >/dev/null || fail "fi_info does not run"
 [ -x /opt/amazon/openmpi/bin/mpirun ] || fail "Open MPI of the EFA installer missing"
 done_ok
@@ -207,7 +218,6 @@ done_ok
   // Enroot and Pyxis: what ParallelCluster's AMI already holds at the wanted version is checked, not rebuilt.
   // Pyxis goes where ParallelCluster puts it (a node-local path; its example plugstack line names it); the
   // head node's OnNodeConfigured action enables it (`pcdino cluster generate`, spank.pyxis).
-  const BaseAmi* base = s.base_ami.empty() ? base_ami(s.parallelcluster_version) : nullptr;
   const bool base_enroot = base != nullptr && s.versions.at("enroot") == base->enroot;
   const bool base_pyxis = base != nullptr && s.versions.at("pyxis") == base->pyxis;
   std::string enroot_pyxis =

@@ -191,7 +191,8 @@ TEST(AmiGenerate, TemplatesScriptsAndManifest) {
 }
 
 // The package is checked before anything is built; it is unpacked to /opt/pcdino, nothing under /opt/slurm
-// (the nodes mount that from the head node). Enroot and Pyxis the base AMI ships are checked, not rebuilt.
+// (the nodes mount that from the head node). What the base AMI ships (CUDA, EFA installer, Enroot, Pyxis)
+// at the wanted version is checked, not rebuilt.
 TEST(AmiGenerate, PackageFirstAndWhatTheBaseShipsIsNotRebuilt) {
   std::map<std::string, std::string> p5;
   for (const auto& f : generate_image(example("current.yaml"))) p5[f.path] = f.content;
@@ -211,12 +212,21 @@ TEST(AmiGenerate, PackageFirstAndWhatTheBaseShipsIsNotRebuilt) {
   EXPECT_EQ(ep.find("pyxis.git"), std::string::npos) << "the base's Pyxis: not rebuilt\n" << ep;
   EXPECT_NE(ep.find("ParallelCluster 3.11.1's AMI ships Pyxis 0.20.0"), std::string::npos) << ep;
   EXPECT_EQ(ep.find("plugstack"), std::string::npos) << "the head node enables Pyxis, not the image";
+  // CUDA 12.4.1 is the base's: checked, not downloaded; EFA installer 1.36.0 is not (1.34.0): installed.
+  EXPECT_EQ(p5.at("scripts/20-cuda.sh").find("cuda.run"), std::string::npos) << p5.at("scripts/20-cuda.sh");
+  EXPECT_NE(p5.at("scripts/20-cuda.sh").find("AMI ships CUDA 12.4.1"), std::string::npos);
+  EXPECT_NE(p5.at("scripts/50-efa.sh").find("efa_installer.sh -y"), std::string::npos);
+  // The driver is judged by its kernel module: the CPU build instance has no nvidia-smi to ask.
+  EXPECT_NE(p5.at("scripts/10-nvidia-driver.sh").find("current=$(modinfo -F version nvidia"),
+            std::string::npos);
   ImageSpec same = example("current.yaml");
   same.versions["enroot"] = "3.4.1";
-  for (const auto& f : generate_image(same)) {
-    if (f.path == "scripts/70-enroot-pyxis.sh")
-      EXPECT_EQ(f.content.find("rpm"), std::string::npos) << f.content;
-  }
+  same.versions["efa_installer"] = "1.34.0";
+  std::map<std::string, std::string> as_base;
+  for (const auto& f : generate_image(same)) as_base[f.path] = f.content;
+  EXPECT_EQ(as_base.at("scripts/70-enroot-pyxis.sh").find("rpm"), std::string::npos);
+  EXPECT_EQ(as_base.at("scripts/50-efa.sh").find("curl"), std::string::npos)
+      << as_base.at("scripts/50-efa.sh");
   // A release the table does not know (the workshop's 3.7.0): both built, Pyxis where ParallelCluster puts
   // it.
   for (const auto& f : generate_image(example("workshop.yaml"))) {

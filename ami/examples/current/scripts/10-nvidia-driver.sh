@@ -13,7 +13,8 @@ mkdir -p /opt/pcdino/versions
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
 dnf install -y -q "kernel-devel-$(uname -r)" || dnf install -y -q kernel-devel
-current=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1 || true)
+# The installed module, not nvidia-smi: the build instance has no GPU.
+current=$(modinfo -F version nvidia 2>/dev/null || true)
 if [ "$current" != "$VERSION" ]; then
   wget -q -O /tmp/nvidia.run "https://us.download.nvidia.com/tesla/$VERSION/NVIDIA-Linux-x86_64-$VERSION.run"
   # Built for the running kernel, not loaded: the build instance needs no GPU.

@@ -16,6 +16,6 @@ base=https://github.com/NVIDIA/enroot/releases/download/v$VERSION
 rpm -q "enroot-$VERSION" >/dev/null 2>&1 || dnf install -y -q "$base/enroot-$VERSION-1.el8.x86_64.rpm" \
   "$base/enroot+caps-$VERSION-1.el8.x86_64.rpm"
 enroot version | grep -qx "$VERSION" || fail "enroot version is $(enroot version)"
-# ParallelCluster 3.11.1's AMI ships Pyxis 0.20.0 (aws-parallelcluster-cookbook v3.11.1 cookbooks/aws-parallelcluster-platform/attributes/platform.rb:13,19, cookbooks/aws-parallelcluster-slurm/attributes/slurm_attributes.rb:26).
+# ParallelCluster 3.11.1's AMI ships Pyxis 0.20.0 (aws-parallelcluster-cookbook v3.11.1 cookbooks/aws-parallelcluster-platform/attributes/platform.rb:13,19, recipes/install/cuda.rb:22-23, aws-parallelcluster-environment/attributes/environment.rb:73, cookbooks/aws-parallelcluster-slurm/attributes/slurm_attributes.rb:26).
 [ -f /usr/local/lib/slurm/spank_pyxis.so ] || fail "no /usr/local/lib/slurm/spank_pyxis.so"
 done_ok

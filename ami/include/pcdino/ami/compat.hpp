@@ -31,7 +31,9 @@ struct BaseAmi {
   const char* release;
   const char* nvidia_driver;
   const char* fabric_manager;  ///< installed at the driver's version and version-locked
-  const char* enroot;          ///< "" where the release installs none
+  const char* cuda;            ///< full version, in /usr/local/cuda-<major.minor>
+  const char* efa_installer;
+  const char* enroot;  ///< "" where the release installs none
   const char* pyxis;
   const char* source;
 };
