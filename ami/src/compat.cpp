@@ -149,7 +149,8 @@ const char* const kFabricManagerSource =
 }  // namespace
 
 const BaseAmi* base_ami(const std::string& parallelcluster_version) {
-  // The cookbook installs no NCCL or aws-ofi-nccl of its own: the image builds those.
+  // The cookbook has no NCCL or aws-ofi-nccl step of its own (no "nccl" in its v3.11.1 cookbooks): the image
+  // builds both at the pinned versions. Whatever the EFA installer itself brings is not recorded here.
   static const BaseAmi table[] = {
       {"3.10.0", "535.183.01", "535.183.01", "12.2.2", "1.32.0", "", "",
        "aws-parallelcluster-cookbook v3.10.0 cookbooks/aws-parallelcluster-platform/attributes/platform.rb, "
