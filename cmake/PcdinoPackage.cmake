@@ -68,5 +68,6 @@ set(CPACK_GENERATOR TGZ)
 set(CPACK_PACKAGE_NAME pcdino)
 set(CPACK_PACKAGE_FILE_NAME "pcdino-${PROJECT_VERSION}-${PCDINO_PACKAGE_OS}-x86_64")
 set(CPACK_INCLUDE_TOPLEVEL_DIRECTORY ON)
+set(CPACK_STRIP_FILES ON)  # the build keeps its debug info; nodes need none
 set(CPACK_SOURCE_IGNORE_FILES "/build/;/\\\\.git/")
 include(CPack)
