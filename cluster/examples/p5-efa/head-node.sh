@@ -23,8 +23,7 @@ put() {
 put_text() {  # put_text TEXT TARGET
   local tmp
   tmp=$(mktemp)
-  printf '%s
-' "$1" >"$tmp"
+  printf '%s\n' "$1" >"$tmp"
   put "$tmp" "$2" 0644
   rm -f "$tmp"
 }
@@ -35,7 +34,8 @@ put_text() {  # put_text TEXT TARGET
 mkdir -p "$SLURM_PREFIX/lib/slurm" "$etc/plugstack.conf.d"
 put "$plugin" "$SLURM_PREFIX/lib/slurm/spank_pcdino.so" 0755
 put "$profiles" "$etc/accel-profiles.yaml" 0644
-put_text "required $SLURM_PREFIX/lib/slurm/spank_pcdino.so config=$etc/accel-profiles.yaml default=$DEFAULT_PROFILE"   "$etc/plugstack.conf.d/pcdino.conf"
+put_text "required $SLURM_PREFIX/lib/slurm/spank_pcdino.so config=$etc/accel-profiles.yaml default=$DEFAULT_PROFILE" \
+  "$etc/plugstack.conf.d/pcdino.conf"
 # Pyxis: a line already there (ParallelCluster 3.11.0's link) is kept; else ParallelCluster's example.
 if [ "$ENABLE_PYXIS" = true ] && [ ! -e "$etc/plugstack.conf.d/pyxis.conf" ]; then
   [ -f "$EXAMPLES/pyxis/pyxis.conf" ] || fail "no $EXAMPLES/pyxis/pyxis.conf to enable Pyxis from"
