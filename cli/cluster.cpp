@@ -81,19 +81,20 @@ void add_cluster_commands(CLI::App& app) {
                                                    load_config(args->pipeline));
       findings.insert(findings.end(), fit.begin(), fit.end());
     }
-    write_file_atomic(args->out + "/cluster-config.yaml", files.cluster_config);
-    write_file_atomic(args->out + "/network.yaml", files.network_stack);
-    write_file_atomic(args->out + "/commands.sh", files.commands);
-    std::string written = "cluster-config.yaml, network.yaml, commands.sh";
-    std::vector<std::string> scripts = {"commands.sh"};
-    if (!files.head_node_script.empty()) {
-      write_file_atomic(args->out + "/head-node.sh", files.head_node_script);
-      scripts.push_back("head-node.sh");
-      written += ", head-node.sh";
-    }
-    for (const auto& script : scripts) {
-      if (::chmod((args->out + "/" + script).c_str(), 0755) != 0)
-        throw CantCreateError("cannot make " + script + " executable");
+    // head-node.sh only for a spank section; the scripts executable.
+    const std::pair<const char*, const std::string*> outputs[] = {
+        {"cluster-config.yaml", &files.cluster_config},
+        {"network.yaml", &files.network_stack},
+        {"commands.sh", &files.commands},
+        {"head-node.sh", &files.head_node_script}};
+    std::string written;
+    for (const auto& [name, content] : outputs) {
+      if (content->empty()) continue;
+      const std::string path = args->out + "/" + name;
+      write_file_atomic(path, *content);
+      if (std::string(name).find(".sh") != std::string::npos && ::chmod(path.c_str(), 0755) != 0)
+        throw CantCreateError("cannot make " + path + " executable");
+      written += (written.empty() ? "" : ", ") + std::string(name);
     }
     std::cout << "wrote " << written << " to " << args->out << "\n";
     report(findings, args->out + "/cluster-config.yaml", args->strict);

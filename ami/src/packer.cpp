@@ -9,34 +9,13 @@
 #include "pcdino/ami/compat.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
+#include "pcdino/core/text_template.hpp"
 
 namespace pcdino::ami {
 
 namespace {
 
 using Vars = std::map<std::string, std::string>;
-
-// Replaces every @KEY@ of `text` with vars[KEY]; an unknown key is a bug in this file.
-std::string fill(const std::string& text, const Vars& vars) {
-  std::string out;
-  std::size_t pos = 0;
-  while (true) {
-    const auto open = text.find('@', pos);
-    if (open == std::string::npos) break;
-    const auto close = text.find('@', open + 1);
-    if (close == std::string::npos) break;
-    const std::string key = text.substr(open + 1, close - open - 1);
-    const auto it = vars.find(key);
-    if (it == vars.end() || key.empty() || key.find_first_of(" \n") != std::string::npos) {
-      out += text.substr(pos, open + 1 - pos);
-      pos = open + 1;
-      continue;
-    }
-    out += text.substr(pos, open - pos) + it->second;
-    pos = close + 1;
-  }
-  return out + text.substr(pos);
-}
 
 struct OsInfo {
   const char* ami_name;   // in ParallelCluster's official AMI names
@@ -85,8 +64,15 @@ struct Script {
 
 std::vector<Script> scripts_for(const ImageSpec& s, const Vars& v) {
   std::vector<Script> out;
-  // What ParallelCluster's AMI of this release holds (nullptr from another base AMI).
+  // What ParallelCluster's AMI of this release holds (nullptr from another base AMI): a component it ships at
+  // the wanted version is named in a comment and checked, not rebuilt.
   const BaseAmi* base = s.base_ami.empty() ? base_ami(s.parallelcluster_version) : nullptr;
+  const auto ships = [base](const std::string& wanted, const char* BaseAmi::*field) {
+    return base != nullptr && wanted == base->*field;
+  };
+  const auto shipped = [](const std::string& what) {
+    return "# ParallelCluster @PC_VERSION@'s AMI ships " + what + " (@BASE_SOURCE@).\n";
+  };
   const bool apt = s.os == "ubuntu2204";
   // The pcdino package is checked first: a missing or foreign one fails the build before the hour of
   // drivers, CUDA and NCCL.
@@ -148,12 +134,11 @@ installed=$(rpm -q --qf '%{VERSION}' "$PKG")
 done_ok
 )SH"});
     }
-    const bool base_cuda = base != nullptr && v.at("CUDA_FULL") == base->cuda;
-    out.push_back(
-        {"20-cuda.sh", "cuda",
-         std::string("CUDA_MM=@CUDA_MM@\n") +
-             (base_cuda ? "# ParallelCluster @PC_VERSION@'s AMI ships CUDA @CUDA_FULL@ (@BASE_SOURCE@).\n"
-                        : R"SH(RUNFILE=cuda_@CUDA_FULL@_@CUDA_RUNFILE_DRIVER@_linux.run
+    const bool base_cuda = ships(v.at("CUDA_FULL"), &BaseAmi::cuda);
+    out.push_back({"20-cuda.sh", "cuda",
+                   std::string("CUDA_MM=@CUDA_MM@\n") +
+                       (base_cuda ? shipped("CUDA @CUDA_FULL@")
+                                  : R"SH(RUNFILE=cuda_@CUDA_FULL@_@CUDA_RUNFILE_DRIVER@_linux.run
 wget -q -O /tmp/cuda.run "https://developer.download.nvidia.com/compute/cuda/@CUDA_FULL@/local_installers/$RUNFILE"
 sh /tmp/cuda.run --silent --toolkit --toolkitpath="/usr/local/cuda-$CUDA_MM" --no-opengl-libs --override
 rm -f /tmp/cuda.run
@@ -182,12 +167,12 @@ echo /opt/nccl/lib >/etc/ld.so.conf.d/nccl.conf && ldconfig
 done_ok
 )SH"});
   }
-  const bool base_efa = base != nullptr && s.versions.at("efa_installer") == base->efa_installer;
+  const bool base_efa = ships(s.versions.at("efa_installer"), &BaseAmi::efa_installer);
   out.push_back(
       {"50-efa.sh", "efa_installer",
        std::string(
            base_efa
-               ? "# ParallelCluster @PC_VERSION@'s AMI ships EFA installer $VERSION (@BASE_SOURCE@).\n"
+               ? shipped("EFA installer $VERSION")
                : R"SH(if ! grep -q "EFA installer version: $VERSION" /opt/amazon/efa_installed_packages 2>/dev/null; then
   cd /tmp
   curl -fsSL -o efa.tar.gz "https://efa-installer.amazonaws.com/aws-efa-installer-$VERSION.tar.gz"
@@ -218,24 +203,23 @@ done_ok
   // Enroot and Pyxis: what ParallelCluster's AMI already holds at the wanted version is checked, not rebuilt.
   // Pyxis goes where ParallelCluster puts it (a node-local path; its example plugstack line names it); the
   // head node's OnNodeConfigured action enables it (`pcdino cluster generate`, spank.pyxis).
-  const bool base_enroot = base != nullptr && s.versions.at("enroot") == base->enroot;
-  const bool base_pyxis = base != nullptr && s.versions.at("pyxis") == base->pyxis;
-  std::string enroot_pyxis =
-      base_enroot ? "# ParallelCluster @PC_VERSION@'s AMI ships enroot $VERSION (@BASE_SOURCE@).\n"
-      : apt       ? R"SH(base=https://github.com/NVIDIA/enroot/releases/download/v$VERSION
+  const bool base_enroot = ships(s.versions.at("enroot"), &BaseAmi::enroot);
+  const bool base_pyxis = ships(s.versions.at("pyxis"), &BaseAmi::pyxis);
+  std::string enroot_pyxis = base_enroot ? shipped("enroot $VERSION")
+                             : apt ? R"SH(base=https://github.com/NVIDIA/enroot/releases/download/v$VERSION
 wget -q -O /tmp/enroot.deb "$base/enroot_$VERSION-1_amd64.deb"
 wget -q -O /tmp/enroot-caps.deb "$base/enroot+caps_$VERSION-1_amd64.deb"
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades /tmp/enroot.deb /tmp/enroot-caps.deb
 rm -f /tmp/enroot.deb /tmp/enroot-caps.deb
 )SH"
-                  : R"SH(base=https://github.com/NVIDIA/enroot/releases/download/v$VERSION
+                                   : R"SH(base=https://github.com/NVIDIA/enroot/releases/download/v$VERSION
 rpm -q "enroot-$VERSION" >/dev/null 2>&1 || @INSTALL@ "$base/enroot-$VERSION-1.@RPM_DIST@.x86_64.rpm" \
   "$base/enroot+caps-$VERSION-1.@RPM_DIST@.x86_64.rpm"
 )SH";
   enroot_pyxis += R"SH(enroot version | grep -qx "$VERSION" || fail "enroot version is $(enroot version)"
 )SH";
   if (base_pyxis) {
-    enroot_pyxis += "# ParallelCluster @PC_VERSION@'s AMI ships Pyxis @PYXIS@ (@BASE_SOURCE@).\n";
+    enroot_pyxis += shipped("Pyxis @PYXIS@");
   } else {
     enroot_pyxis += R"SH(PYXIS=@PYXIS@
 rm -rf /tmp/pyxis
@@ -318,7 +302,7 @@ done_ok
     sv["COMPONENT"] = sc.component;
     const auto it = s.versions.find(sc.component);
     sv["VERSION"] = it != s.versions.end() ? it->second : s.versions.at("pcdino");
-    sc.body = fill(kScriptHead, sv) + fill(sc.body, sv);
+    sc.body = fill_template(kScriptHead, sv) + fill_template(sc.body, sv);
   }
   return out;
 }
@@ -331,7 +315,7 @@ std::string hcl_template(const ImageSpec& s, const Vars& v, const std::vector<Sc
   Vars hv = v;
   hv["SCRIPT_LIST"] = script_list;
   hv["VERSION_TAGS"] = tags;
-  hv["AMI_SOURCE"] = s.base_ami.empty() ? fill(R"SH(  source_ami_filter {
+  hv["AMI_SOURCE"] = s.base_ami.empty() ? fill_template(R"SH(  source_ami_filter {
     filters = {
       name                = "aws-parallelcluster-@PC_VERSION@-@AMI_OS@*"
       virtualization-type = "hvm"
@@ -340,9 +324,9 @@ std::string hcl_template(const ImageSpec& s, const Vars& v, const std::vector<Sc
     most_recent = true
   }
 )SH",
-                                               v)
+                                                        v)
                                         : "  source_ami = \"" + s.base_ami + "\"\n";
-  return fill(R"SH(# Generated by `pcdino ami generate` from @SPEC@. Regenerate, do not edit.
+  return fill_template(R"SH(# Generated by `pcdino ami generate` from @SPEC@. Regenerate, do not edit.
 # Packer >= 1.7 (plugins.pkr.hcl names the amazon plugin): packer init . && packer validate . && packer build .
 # Packer 1.6 (builders built in, no plugins; Debian 12's): packer validate image.pkr.hcl && packer build image.pkr.hcl
 
@@ -408,7 +392,7 @@ build {
   }
 }
 )SH",
-              hv);
+                       hv);
 }
 
 std::string json_template(const ImageSpec& s, const Vars& v, const std::vector<Script>& scripts) {
@@ -419,7 +403,8 @@ std::string json_template(const ImageSpec& s, const Vars& v, const std::vector<S
   if (s.base_ami.empty()) {
     builder["source_ami_filter"] = {
         {"filters",
-         {{"name", fill("aws-parallelcluster-@PC_VERSION@-@AMI_OS@*", v)}, {"virtualization-type", "hvm"}}},
+         {{"name", fill_template("aws-parallelcluster-@PC_VERSION@-@AMI_OS@*", v)},
+          {"virtualization-type", "hvm"}}},
         {"owners", {"amazon"}},
         {"most_recent", true}};
   } else {
@@ -646,22 +631,22 @@ std::vector<GeneratedFile> generate_image(const ImageSpec& spec) {
   const auto scripts = scripts_for(spec, v);
   std::vector<GeneratedFile> files;
   files.push_back({"image.pkr.hcl", hcl_template(spec, v, scripts), false});
-  files.push_back({"plugins.pkr.hcl", fill(kPlugins, v), false});
+  files.push_back({"plugins.pkr.hcl", fill_template(kPlugins, v), false});
   files.push_back({"image.json", json_template(spec, v, scripts), false});
   for (const auto& sc : scripts) files.push_back({"scripts/" + sc.name, sc.body, true});
   files.push_back({"files/manifest.json", manifest(spec), false});
   files.push_back({"files/README",
-                   fill(R"SH(Files uploaded to the build instance as /tmp/pcdino-files/.
+                   fill_template(R"SH(Files uploaded to the build instance as /tmp/pcdino-files/.
 Generated: manifest.json (installed as /opt/pcdino/manifest.json).
 Add before `packer build`:
   @PACKAGE@    pcdino built on @OS@ by pcdino's scripts/package
   (programs, spank_pcdino.so, its profiles, and share/pcdino/package.txt naming the OS and the system
   libraries it needs); scripts/00-base.sh stops the build when it is missing or built for another OS.
 )SH",
-                        v),
+                                 v),
                    false});
-  files.push_back({"verify.sh", fill(kVerify, v), true});
-  files.push_back({"ami_cleanup.sh", fill(kCleanup, v), true});
+  files.push_back({"verify.sh", fill_template(kVerify, v), true});
+  files.push_back({"ami_cleanup.sh", fill_template(kCleanup, v), true});
   return files;
 }
 

@@ -3,11 +3,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 
 #include "pcdino/cluster/catalogue.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/text_template.hpp"
 
 namespace pcdino::cluster {
 
@@ -402,16 +402,9 @@ echo "head-node.sh: $etc/plugstack.conf loads spank_pcdino.so (default profile $
 
 std::string head_node_script(const SiteSpec& s) {
   if (!s.spank.enabled) return "";
-  std::string out = kHeadNodeScript;
-  const std::pair<const char*, std::string> vars[] = {
-      {"@SPEC@", std::filesystem::path(s.source).filename().string()},
-      {"@PROFILE@", default_profile(s)},
-      {"@PYXIS@", s.spank.pyxis ? "true" : "false"}};
-  for (const auto& [key, value] : vars) {
-    for (auto pos = out.find(key); pos != std::string::npos; pos = out.find(key, pos + value.size()))
-      out.replace(pos, std::strlen(key), value);
-  }
-  return out;
+  return fill_template(kHeadNodeScript, {{"SPEC", std::filesystem::path(s.source).filename().string()},
+                                         {"PROFILE", default_profile(s)},
+                                         {"PYXIS", s.spank.pyxis ? "true" : "false"}});
 }
 
 std::string commands(const SiteSpec& s) {
