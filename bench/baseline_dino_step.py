@@ -4,10 +4,11 @@
 The step of facebookresearch/dino's main_dino.py (train_one_epoch) for the model of its
 vision_transformer.py (pre-norm ViT, DINOHead with a weight-normalised last layer, MultiCropWrapper that
 runs same-sized crops together), written out here because the original needs network access to fetch.
-Crops are random tensors, so data loading is not part of the time (pcdino's rows include it).
+Crops are random tensors, so data loading is not part of the time (pcdino's rows include it, except
+its --synthetic-crops rows). The student has DINO's drop_path_rate 0.1, as pcdino's.
 
 usage: baseline_dino_step.py [--threads N] [--steps N] [--warmup N] [--batch N] [--device cpu|cuda]
-                             [--amp none|bfloat16|float16]         prints seconds per step (mean)
+                             [--amp none|bfloat16|float16] [--drop-path P]   prints seconds per step (mean)
 On a GPU, --amp runs the forward pass under torch.autocast as main_dino.py's use_fp16 does (float16 with
 its GradScaler; bfloat16 needs none).
 """
@@ -33,27 +34,39 @@ class Attention(nn.Module):
         return self.proj((attn @ v).transpose(1, 2).reshape(b, n, c))
 
 
+def drop_path(x, p, training):
+    """Stochastic depth as vision_transformer.py's drop_path: each sample's branch dropped with p."""
+    if p == 0.0 or not training:
+        return x
+    keep = 1 - p
+    mask = (keep + torch.rand((x.shape[0],) + (1,) * (x.ndim - 1), dtype=x.dtype, device=x.device)).floor_()
+    return x.div(keep) * mask
+
+
 class Block(nn.Module):
-    def __init__(self, dim, heads):
+    def __init__(self, dim, heads, drop_path_rate):
         super().__init__()
         self.norm1, self.attn = nn.LayerNorm(dim, eps=1e-6), Attention(dim, heads)
         self.norm2 = nn.LayerNorm(dim, eps=1e-6)
         self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+        self.drop_path = drop_path_rate
 
     def forward(self, x):
-        x = x + self.attn(self.norm1(x))
-        return x + self.mlp(self.norm2(x))
+        x = x + drop_path(self.attn(self.norm1(x)), self.drop_path, self.training)
+        return x + drop_path(self.mlp(self.norm2(x)), self.drop_path, self.training)
 
 
 class VisionTransformer(nn.Module):
-    def __init__(self, dim, heads, patch, channels, image):
+    def __init__(self, dim, heads, patch, channels, image, drop_path_rate=0.0):
         super().__init__()
         self.patch = patch
         self.proj = nn.Conv2d(channels, dim, patch, patch)
         grid = image // patch
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
         self.pos_embed = nn.Parameter(torch.randn(1, grid * grid + 1, dim) * 0.02)
-        self.blocks = nn.ModuleList([Block(dim, heads) for _ in range(12)])
+        # Stochastic depth rising linearly over the blocks (torch.linspace(0, drop_path_rate, depth)).
+        rates = torch.linspace(0, drop_path_rate, 12).tolist()
+        self.blocks = nn.ModuleList([Block(dim, heads, rate) for rate in rates])
         self.norm = nn.LayerNorm(dim, eps=1e-6)
 
     def pos_encoding(self, patches, height):
@@ -112,6 +125,8 @@ def main():
     p.add_argument("--out-dim", type=int, default=4096)
     p.add_argument("--device", default="cpu")
     p.add_argument("--amp", default="none", choices=["none", "bfloat16", "float16"])
+    p.add_argument("--drop-path", type=float, default=0.1,
+                   help="the student's drop_path_rate (DINO's and pcdino's default 0.1; the teacher has none)")
     args = p.parse_args()
     device = torch.device(args.device)
     amp = {"none": None, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.amp]
@@ -119,10 +134,10 @@ def main():
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
-    def network():
-        return MultiCropWrapper(VisionTransformer(192, 3, 4, 1, 28), DINOHead(192, args.out_dim))
+    def network(drop_path_rate):
+        return MultiCropWrapper(VisionTransformer(192, 3, 4, 1, 28, drop_path_rate), DINOHead(192, args.out_dim))
 
-    student, teacher = network().to(device), network().to(device)
+    student, teacher = network(args.drop_path).to(device), network(0.0).to(device)
     teacher.load_state_dict(student.state_dict())
     for param in teacher.parameters():
         param.requires_grad = False

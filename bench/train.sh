@@ -4,8 +4,9 @@
 # same step in Python PyTorch (bench/baseline_dino_step.py, Debian's python3-torch) as the baseline.
 #
 # Each pcdino row trains 2 epochs of STEPS iterations and reports the second (warm) epoch: the first steps
-# of a process are slow while the allocator and OpenBLAS warm up, in Python as well. pcdino's time includes
-# loading and augmenting the images on a loader thread; the baseline's crops are random tensors.
+# of a process are slow while the allocator and OpenBLAS warm up, in Python as well. The "pcdino train"
+# rows include loading and augmenting the images on a loader thread; the "synthetic" rows train on random
+# crops made once (--synthetic-crops), as the baseline does. Both have DINO's drop_path_rate 0.1.
 #
 # usage: bench/train.sh [BUILD_DIR]      environment: STEPS (default 10)
 set -euo pipefail
@@ -39,15 +40,18 @@ for threads in 1 2; do
   if [ "$threads" = 1 ]; then row "python step (baseline)" 1 "$s" baseline; else row "python step" 2 "$s"; fi
 done
 for threads in 1 2; do
-  model="$W/model-$threads"
-  rm -rf "$model"
-  "$PCDINO" train -c "$W/pipeline.yaml" --threads "$threads" --limit-images $((STEPS * BATCH)) \
-    --model-dir "$model" --no-resume
-  s=$(tail -n 1 "$model/metrics.jsonl" | /usr/bin/python3 -c 'import json,sys; print("%.3f" % ('"$BATCH"' / json.load(sys.stdin)["images_per_second"]))')
-  row "pcdino train" "$threads" "$s"
-  tail -n 1 "$model/metrics.jsonl" | /usr/bin/python3 -c '
+  for data in real synthetic; do
+    model="$W/model-$threads"
+    rm -rf "$model"
+    synthetic=(); [ "$data" = synthetic ] && synthetic=(--synthetic-crops)
+    "$PCDINO" train -c "$W/pipeline.yaml" --threads "$threads" --limit-images $((STEPS * BATCH)) \
+      --model-dir "$model" --no-resume "${synthetic[@]}"
+    s=$(tail -n 1 "$model/metrics.jsonl" | /usr/bin/python3 -c 'import json,sys; print("%.3f" % ('"$BATCH"' / json.load(sys.stdin)["images_per_second"]))')
+    if [ "$data" = real ]; then row "pcdino train" "$threads" "$s"; else row "pcdino train, synthetic" "$threads" "$s"; fi
+    tail -n 1 "$model/metrics.jsonl" | /usr/bin/python3 -c '
 import json, sys
 m = json.load(sys.stdin)
 print("  (epoch 2: %.1f s; per step: " % (m["images_per_second"] and '"$BATCH"' * '"$STEPS"' / m["images_per_second"]) +
-      ", ".join("%s %.3f s" % kv for kv in m["seconds_per_step"].items()) + ")")'
+        ", ".join("%s %.3f s" % kv for kv in m["seconds_per_step"].items()) + ")")'
+  done
 done

@@ -3,8 +3,9 @@
 # local crops, out_dim 4096, batch BATCH) in float32 and under bfloat16 / float16 autocast (use_fp16),
 # against the same step in the PyTorch installed there (bench/baseline_dino_step.py --device cuda) as
 # the baseline. Each pcdino row trains 2 epochs of STEPS iterations and reports the second (warm) one;
-# its time includes loading and augmenting Fashion-MNIST on LOADER_THREADS threads, the baseline's crops
-# are random tensors already on the GPU.
+# the "pcdino train" rows include loading and augmenting Fashion-MNIST on LOADER_THREADS threads, the
+# "synthetic" rows train on random crops made once on the GPU (--synthetic-crops), as the baseline does.
+# Student drop_path_rate 0.1 in both (DINO's default).
 #
 # usage: bench/train_gpu.sh [BUILD_DIR]    environment: STEPS (40), BATCH (256), LOADER_THREADS (14),
 #                                          PYTHON (python3: the interpreter with the GPU PyTorch),
@@ -40,16 +41,19 @@ for amp in none bfloat16 float16; do
   if [ "$amp" = none ]; then row "python step (baseline)" float32 "$s" baseline; else row "python step" "$amp" "$s"; fi
 done
 for amp in none bfloat16 float16; do
-  model="$W/model-$amp"
-  rm -rf "$model"
-  fp16=true; [ "$amp" = none ] && fp16=false
-  "$PCDINO" train -c "$W/pipeline.yaml" --set "train_scDINO.hyperparameters.use_fp16=$fp16" \
-    --amp-dtype "${amp/none/auto}" --loader-threads "$LOADER_THREADS" --limit-images $((STEPS * BATCH)) \
-    --model-dir "$model" --no-resume
-  s=$(tail -n 1 "$model/metrics.jsonl" | "$PYTHON" -c 'import json,sys; print("%.4f" % ('"$BATCH"' / json.load(sys.stdin)["images_per_second"]))')
-  row "pcdino train" "${amp/none/float32}" "$s"
-  tail -n 1 "$model/metrics.jsonl" | "$PYTHON" -c '
+  for data in real synthetic; do
+    model="$W/model-$amp"
+    rm -rf "$model"
+    fp16=true; [ "$amp" = none ] && fp16=false
+    synthetic=(); [ "$data" = synthetic ] && synthetic=(--synthetic-crops)
+    "$PCDINO" train -c "$W/pipeline.yaml" --set "train_scDINO.hyperparameters.use_fp16=$fp16" \
+      --amp-dtype "${amp/none/auto}" --loader-threads "$LOADER_THREADS" --limit-images $((STEPS * BATCH)) \
+      --model-dir "$model" --no-resume "${synthetic[@]}"
+    s=$(tail -n 1 "$model/metrics.jsonl" | "$PYTHON" -c 'import json,sys; print("%.4f" % ('"$BATCH"' / json.load(sys.stdin)["images_per_second"]))')
+    if [ "$data" = real ]; then row "pcdino train" "${amp/none/float32}" "$s"; else row "pcdino, synthetic" "${amp/none/float32}" "$s"; fi
+    tail -n 1 "$model/metrics.jsonl" | "$PYTHON" -c '
 import json, sys
 m = json.load(sys.stdin)
 print("  (loss %.3f; per step: " % m["loss"] + ", ".join("%s %.4f s" % kv for kv in m["seconds_per_step"].items()) + ")")'
+  done
 done

@@ -52,6 +52,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-resume", no_resume, "Start from scratch even if checkpoint.pth exists");
+  app.add_flag("--synthetic-crops", rt.synthetic_crops,
+               "Benchmarks: train every step on the same random crops made once on the device (no loading or "
+               "augmentation in the step; the model learns nothing)");
   return pcdino::app::run_command_line(app, argc, argv, [&] {
     rt.resume = !no_resume;
     pcdino::train::TrainReport report;

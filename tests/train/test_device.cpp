@@ -6,6 +6,7 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/train/device.hpp"
 #include "pcdino/train/dino.hpp"
+#include "pcdino/train/multi_tensor.hpp"
 
 namespace pcdino::train {
 namespace {
@@ -61,9 +62,9 @@ TEST(Training, ClippingScalesOnlyLargeGradientsAndReturnsNorms) {
   layer->weight.mutable_grad() = torch::tensor({{3.0F, 0.0F}, {0.0F, 4.0F}});  // norm 5
   layer->bias.mutable_grad() = torch::tensor({0.3F, 0.4F});                    // norm 0.5
   const auto norms = clip_gradients(*layer, 1.0);
-  ASSERT_EQ(norms.size(), 2U);
-  EXPECT_NEAR(norms[0], 5.0, 1e-6);
-  EXPECT_NEAR(norms[1], 0.5, 1e-6);
+  ASSERT_EQ(norms.numel(), 2);
+  EXPECT_NEAR(norms[0].item<double>(), 5.0, 1e-6);
+  EXPECT_NEAR(norms[1].item<double>(), 0.5, 1e-6);
   const double coef = 1.0 / (5.0 + 1e-6);
   EXPECT_NEAR(layer->weight.grad()[1][1].item<double>(), 4.0 * coef, 1e-6);
   EXPECT_TRUE(torch::equal(layer->bias.grad(), torch::tensor({0.3F, 0.4F}))) << "below the clip: untouched";

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "pcdino/train/dino.hpp"
+#include "pcdino/train/multi_tensor.hpp"
 #include "pcdino/train/schedules.hpp"
 #include "pcdino/train/vit.hpp"
 
@@ -228,7 +229,7 @@ TEST(Training, EmaFrozenLastLayerAndClipping) {
   EXPECT_TRUE(student->backbone->cls_token.grad().defined());
 
   const auto norms = clip_gradients(*student, 0.5);
-  ASSERT_FALSE(norms.empty());
+  ASSERT_GT(norms.numel(), 0);
   for (const auto& p : student->parameters()) {
     if (p.grad().defined()) {
       EXPECT_LE(p.grad().norm().item<double>(), 0.5 + 1e-4);

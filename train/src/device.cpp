@@ -106,14 +106,27 @@ torch::Tensor GradScaler::scale(const torch::Tensor& loss) const {
 bool GradScaler::unscale(const std::vector<torch::Tensor>& params) const {
   if (!enabled_) return true;
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> finite;
+  std::vector<torch::Tensor> grads;
   for (const auto& p : params) {
-    if (!p.grad().defined()) continue;
-    p.grad().mul_(1.0 / scale_);
-    finite.push_back(torch::isfinite(p.grad()).all());
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  if (grads.empty()) return true;
+  if (grads.front().is_cuda()) {
+    // AMP's multi-tensor kernel (what torch.cuda.amp.GradScaler.unscale_ runs): unscales every gradient
+    // and flags an inf or NaN in one launch; the flag is read once, as GradScaler.step reads it.
+    const auto on_device = torch::TensorOptions().dtype(torch::kFloat32).device(grads.front().device());
+    auto found_inf = torch::zeros({1}, on_device);
+    at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf,
+                                                   torch::full({1}, 1.0 / scale_, on_device));
+    return found_inf.item<float>() == 0.0F;
+  }
+  std::vector<torch::Tensor> finite;
+  for (auto& g : grads) {
+    g.mul_(1.0 / scale_);
+    finite.push_back(torch::isfinite(g).all());
   }
   // One device-to-host copy for all parameters rather than one per parameter.
-  return finite.empty() || torch::stack(finite).all().item<bool>();
+  return torch::stack(finite).all().item<bool>();
 }
 
 void GradScaler::update(bool found_inf) {

@@ -108,37 +108,12 @@ torch::Tensor DinoLoss::operator()(const torch::Tensor& student_output, const to
   return total;
 }
 
-void ema_update(torch::nn::Module& teacher, torch::nn::Module& student, double momentum) {
-  torch::NoGradGuard no_grad;
-  auto t = teacher.parameters(), s = student.parameters();
-  TORCH_CHECK(t.size() == s.size(), "teacher and student differ in parameter count");
-  for (std::size_t i = 0; i < t.size(); ++i) t[i].mul_(momentum).add_(s[i].detach(), 1 - momentum);
-}
-
 void cancel_gradients_last_layer(int epoch, MultiCropWrapper& student, int freeze_last_layer) {
   if (epoch >= freeze_last_layer) return;
   for (auto& p : student->head->named_parameters()) {
     if (p.key().rfind("last_layer.", 0) == 0 && p.value().grad().defined())
       p.value().mutable_grad() = torch::Tensor();
   }
-}
-
-std::vector<double> clip_gradients(torch::nn::Module& model, double clip) {
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> grads, norms;
-  for (auto& p : model.parameters()) {
-    if (!p.grad().defined()) continue;
-    grads.push_back(p.grad());
-    norms.push_back(p.grad().norm(2).to(torch::kFloat64));
-  }
-  if (grads.empty()) return {};
-  // Coefficients on the device, one copy to the host: min(1, clip / (norm + 1e-6)) scales only the
-  // gradients the reference scales (multiplying by exactly 1 leaves the others unchanged).
-  const auto all = torch::stack(norms);
-  const auto coef = (clip / (all + 1e-6)).clamp_max(1.0);
-  for (std::size_t i = 0; i < grads.size(); ++i) grads[i].mul_(coef[static_cast<int64_t>(i)]);
-  const auto host = all.cpu();
-  return {host.data_ptr<double>(), host.data_ptr<double>() + host.numel()};
 }
 
 }  // namespace pcdino::train

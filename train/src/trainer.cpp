@@ -23,6 +23,7 @@
 #include "pcdino/train/comm.hpp"
 #include "pcdino/train/device.hpp"
 #include "pcdino/train/fusion.hpp"
+#include "pcdino/train/multi_tensor.hpp"
 #include "pcdino/train/online_knn.hpp"
 #include "pcdino/train/process.hpp"
 #include "pcdino/train/schedules.hpp"
@@ -169,7 +170,7 @@ std::unique_ptr<GradientFusion> start_data_parallel(Communicator& comm, MultiCro
 // it and owns what it refers to.
 struct EpochContext {
   EpochContext(MultiCropWrapper student, MultiCropWrapper teacher, DinoLoss& loss,
-               torch::optim::AdamW& optimizer, GradScaler& scaler)
+               MultiTensorAdamW& optimizer, GradScaler& scaler)
       : student(std::move(student)),
         teacher(std::move(teacher)),
         loss(loss),
@@ -178,7 +179,7 @@ struct EpochContext {
 
   MultiCropWrapper student, teacher;  // handles to run_training's modules
   DinoLoss& loss;
-  torch::optim::AdamW& optimizer;
+  MultiTensorAdamW& optimizer;
   GradScaler& scaler;
   GradientFusion* fusion = nullptr;  // several ranks
   Watchdog* watchdog = nullptr;      // several ranks
@@ -217,12 +218,18 @@ struct EpochStats {
 // clipping, the frozen last layer, AdamW step, EMA of the teacher, and a metrics record every 10
 // iterations. `loader` gives the epoch's batches from `first_iter`. Returns early, with `stopped_after`,
 // when all ranks agree to stop. Throws DataError for a non-finite loss.
+//
+// The step never waits for the device: the losses and teacher entropies are summed there and read every
+// 10 iterations, at the epoch's end and before a stop (main_dino.py reads loss.item() every step), so a
+// non-finite loss is found at the next reading, before anything is written.
 EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epoch, std::size_t first_iter) {
   EpochStats stats;
-  // The collapse diagnostics, summed on the device and read at the logging points only.
-  stats.entropy_sum = torch::zeros({}, torch::TensorOptions().device(ctx.device));
-  double window_loss = 0, window_entropy_start = 0;
-  std::size_t window_count = 0;
+  const auto on_device = torch::TensorOptions().device(ctx.device);
+  stats.entropy_sum = torch::zeros({}, on_device);
+  // The window's losses (float64: thousands of float32 terms over an epoch).
+  auto window_loss_sum = torch::zeros({}, on_device.dtype(torch::kFloat64));
+  double window_entropy_start = 0;
+  std::size_t window_count = 0, window_first = first_iter;
   const auto epoch_start = std::chrono::steady_clock::now();
   for (std::size_t it = first_iter; it < ctx.niter; ++it) {
     const std::size_t global_it = static_cast<std::size_t>(epoch) * ctx.niter + it;
@@ -250,12 +257,8 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
       value = ctx.loss(student_out, teacher_out, epoch, ctx.allreduce_sum, ctx.ranks);
     }
     stats.entropy_sum.add_(ctx.loss.teacher_entropy);
-    const double l = value.item<double>();
+    window_loss_sum.add_(value.detach());
     lap(stats.phases.forward);
-    if (!std::isfinite(l)) {
-      throw DataError("loss is " + std::to_string(l) + " at epoch " + std::to_string(epoch) + " iteration " +
-                      std::to_string(it) + ": stopping training (lower lr or use clip_grad)");
-    }
     ctx.optimizer.zero_grad();
     ctx.scaler.scale(value).backward();
     if (ctx.fusion) ctx.fusion->finish();  // the gradients averaged over ranks
@@ -267,27 +270,43 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
     ctx.scaler.update(!finite);
     ema_update(*ctx.teacher, *ctx.student, momentum);
     lap(stats.phases.update);
-    stats.loss_sum += l;
     ++stats.loss_count;
     ++ctx.iterations_this_run;
-    window_loss += l;
     ++window_count;
-    // One record every 10 iterations (DINO's MetricLogger print_freq) over those iterations.
-    if (ctx.writer && ((it + 1) % 10 == 0 || it + 1 == ctx.niter)) {
-      const double entropy_total = stats.entropy_sum.item<double>();
-      const double window_entropy =
-          (entropy_total - window_entropy_start) / static_cast<double>(window_count);
-      const double mean_loss = window_loss / static_cast<double>(window_count);
-      MetricsRecord record;
-      record.kind = MetricsRecord::Kind::kIteration, record.epoch = epoch;
-      record.iteration = static_cast<long>(global_it) + 1;
-      record.loss = mean_loss, record.teacher_entropy = window_entropy,
-      record.kl = mean_loss - window_entropy;
-      record.lr = lr, record.wd = wd, record.momentum = momentum;
-      append_line(ctx.metrics_file, format_metrics_record(record));
-      window_entropy_start = entropy_total;
-      window_loss = 0;
+    bool stop = stop_requested.load() ||
+                (ctx.stop_after_iterations > 0 && ctx.iterations_this_run >= ctx.stop_after_iterations);
+    // Slurm signals every task, not at the same instant: all ranks stop after the same iteration.
+    if (ctx.ranks > 1) {
+      stop = ctx.world->allreduce_max(stop ? 1 : 0) > 0;
+      ctx.watchdog->progress("epoch " + std::to_string(epoch + 1) + " iteration " + std::to_string(it + 1));
+    }
+    // One reading every 10 iterations (DINO's MetricLogger print_freq), at the epoch's end and on a stop.
+    if ((it + 1) % 10 == 0 || it + 1 == ctx.niter || stop) {
+      const double window_loss = window_loss_sum.item<double>();
+      if (!std::isfinite(window_loss)) {
+        throw DataError("loss is " + std::to_string(window_loss) + " in epoch " + std::to_string(epoch) +
+                        " iterations " + std::to_string(window_first) + "-" + std::to_string(it) +
+                        ": stopping training (lower lr or use clip_grad)");
+      }
+      window_loss_sum.zero_();
+      stats.loss_sum += window_loss;
+      // A stop's part-window is read (the non-finite check) but not recorded.
+      if (ctx.writer && ((it + 1) % 10 == 0 || it + 1 == ctx.niter)) {
+        const double entropy_total = stats.entropy_sum.item<double>();
+        const double window_entropy =
+            (entropy_total - window_entropy_start) / static_cast<double>(window_count);
+        const double mean_loss = window_loss / static_cast<double>(window_count);
+        MetricsRecord record;
+        record.kind = MetricsRecord::Kind::kIteration, record.epoch = epoch;
+        record.iteration = static_cast<long>(global_it) + 1;
+        record.loss = mean_loss, record.teacher_entropy = window_entropy,
+        record.kl = mean_loss - window_entropy;
+        record.lr = lr, record.wd = wd, record.momentum = momentum;
+        append_line(ctx.metrics_file, format_metrics_record(record));
+        window_entropy_start = entropy_total;
+      }
       window_count = 0;
+      window_first = it + 1;
     }
     if (ctx.writer && (it + 1) % 10 == 0 && it + 1 < ctx.niter) {
       const double elapsed =
@@ -297,13 +316,6 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
       spdlog::info("epoch {}/{} iteration {}/{}: loss {:.4f} {:.1f} images/s ETA {:.0f} s", epoch + 1,
                    ctx.epochs, it + 1, ctx.niter, stats.loss_sum / static_cast<double>(stats.loss_count),
                    static_cast<double>(ctx.global_batch) / per_step, remaining * per_step);
-    }
-    bool stop = stop_requested.load() ||
-                (ctx.stop_after_iterations > 0 && ctx.iterations_this_run >= ctx.stop_after_iterations);
-    // Slurm signals every task, not at the same instant: all ranks stop after the same iteration.
-    if (ctx.ranks > 1) {
-      stop = ctx.world->allreduce_max(stop ? 1 : 0) > 0;
-      ctx.watchdog->progress("epoch " + std::to_string(epoch + 1) + " iteration " + std::to_string(it + 1));
     }
     if (stop) {
       stats.stopped_after = it + 1;
@@ -380,7 +392,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   } else if (h.use_fp16) {
     spdlog::info("training on the CPU in float32 (use_fp16 applies to GPUs)");
   }
-  torch::optim::AdamW optimizer(params_groups(student), torch::optim::AdamWOptions(0.0));
+  MultiTensorAdamW optimizer(params_groups(student), torch::optim::AdamWOptions(0.0));
 
   const int epochs = c.train.epochs;
   if (h.warmup_epochs > epochs) {
@@ -463,6 +475,17 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   ctx.stop_after_iterations = rt.stop_after_iterations;
   ctx.metrics_file = metrics_file;
 
+  Batch synthetic;  // --synthetic-crops: drawn from a generator of their own (the default one is the model's)
+  if (rt.synthetic_crops) {
+    auto generator = at::detail::createCPUGenerator(c.meta.seed);
+    for (int k = 0; k < 2 + h.local_crops_number; ++k) {
+      const int64_t size = k < 2 ? h.global_crops_size : h.local_crops_size;
+      synthetic.push_back(torch::randn({batch, vo.in_channels, size, size}, generator).to(device));
+    }
+    spdlog::warn("--synthetic-crops: training on {} random crops made once (a benchmark, not a model)",
+                 synthetic.size());
+  }
+
   double seconds_this_run = 0;
   for (int epoch = state.epoch; epoch < epochs; ++epoch) {
     const auto perm = numpy_permutation(train.size(), c.meta.seed + static_cast<std::uint32_t>(epoch));
@@ -470,6 +493,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     Prefetcher<Batch> loader(
         niter - first_iter,
         [&](std::size_t k) {
+          if (rt.synthetic_crops) return synthetic;
           const std::size_t it = first_iter + k;
           std::vector<std::size_t> indices;
           for (std::size_t b = 0; b < static_cast<std::size_t>(batch); ++b)

@@ -53,7 +53,8 @@ torch::Tensor drop_path(const torch::Tensor& x, double p, bool training) {
   return x.div(keep) * mask;
 }
 
-AttentionImpl::AttentionImpl(int dim, int heads) : num_heads(heads), scale(std::pow(dim / heads, -0.5)) {
+AttentionImpl::AttentionImpl(int dim, int heads, bool fused_attention)
+    : num_heads(heads), scale(std::pow(dim / heads, -0.5)), fused(fused_attention) {
   qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(dim, dim * 3).bias(true)));
   proj = register_module("proj", torch::nn::Linear(dim, dim));
 }
@@ -63,13 +64,24 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   // [B, N, 3C] -> [3, B, heads, N, C / heads]
   const auto qkv_out = qkv(x).reshape({B, N, 3, num_heads, C / num_heads}).permute({2, 0, 3, 1, 4});
   const auto q = qkv_out[0], k = qkv_out[1], v = qkv_out[2];
-  const auto attn = (q.matmul(k.transpose(-2, -1)) * scale).softmax(-1);
-  return proj(attn.matmul(v).transpose(1, 2).reshape({B, N, C}));
+  torch::Tensor out;  // [B, heads, N, C / heads]
+  if (fused) {
+    // The default scale of both is 1 / sqrt(C / heads), the reference's head_dim ** -0.5.
+#if TORCH_VERSION_MAJOR >= 2
+    out = at::scaled_dot_product_attention(q, k, v);
+#else
+    out = std::get<0>(at::_scaled_dot_product_attention(q, k, v));
+#endif
+  } else {
+    out = (q.matmul(k.transpose(-2, -1)) * scale).softmax(-1).matmul(v);
+  }
+  return proj(out.transpose(1, 2).reshape({B, N, C}));
 }
 
-BlockImpl::BlockImpl(int dim, int num_heads, double mlp_ratio, double drop_path) : drop_path_prob(drop_path) {
+BlockImpl::BlockImpl(int dim, int num_heads, double mlp_ratio, double drop_path, bool fused_attention)
+    : drop_path_prob(drop_path) {
   norm1 = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-6)));
-  attn = register_module("attn", Attention(dim, num_heads));
+  attn = register_module("attn", Attention(dim, num_heads, fused_attention));
   norm2 = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-6)));
   const int hidden = static_cast<int>(dim * mlp_ratio);
   mlp = torch::nn::Sequential();
@@ -101,7 +113,7 @@ VisionTransformerImpl::VisionTransformerImpl(const VitOptions& o) : options(o) {
   for (int i = 0; i < o.depth; ++i) {
     // Stochastic depth rises linearly over the blocks (torch.linspace(0, drop_path_rate, depth)).
     const double dpr = o.depth > 1 ? o.drop_path_rate * i / (o.depth - 1) : o.drop_path_rate;
-    blocks->push_back(Block(o.embed_dim, o.num_heads, o.mlp_ratio, dpr));
+    blocks->push_back(Block(o.embed_dim, o.num_heads, o.mlp_ratio, dpr, o.fused_attention));
   }
   norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.embed_dim}).eps(1e-6)));
 

@@ -74,15 +74,8 @@ class DinoLoss {
   std::vector<double> teacher_temps_;
 };
 
-/// teacher = m * teacher + (1 - m) * student, parameter by parameter (same order), without autograd.
-void ema_update(torch::nn::Module& teacher, torch::nn::Module& student, double momentum);
-
 /// Zeroes the gradients of head.last_layer (utils.cancel_gradients_last_layer) while
 /// epoch < freeze_last_layer.
 void cancel_gradients_last_layer(int epoch, MultiCropWrapper& student, int freeze_last_layer);
-
-/// Per-parameter clipping (utils.clip_gradients): each gradient with norm > clip is scaled by
-/// clip / (norm + 1e-6). Returns the norms before clipping.
-std::vector<double> clip_gradients(torch::nn::Module& model, double clip);
 
 }  // namespace pcdino::train

@@ -28,6 +28,10 @@ struct TrainRuntime {
   int local_rank = 0;              ///< this process's rank on its node without an MPI world
   double fusion_threshold_mb = 128;   ///< gradient fusion buffer size (Horovod's default), several ranks
   double comm_timeout_seconds = 300;  ///< several ranks: end (exit 74) after this long without progress
+  /// Benchmarks only: every step trains on the same random crops made once on the device (the crop shapes
+  /// of the configuration), so that loading and augmenting are not part of the step, as in
+  /// bench/baseline_dino_step.py. The model learns nothing from them.
+  bool synthetic_crops = false;
 };
 
 struct TrainReport {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <string>
 
@@ -23,6 +24,12 @@ struct VitOptions {
   int num_heads = 6;
   double mlp_ratio = 4.0;
   double drop_path_rate = 0.0;
+  /// Attention by LibTorch's scaled-dot-product kernel (at::scaled_dot_product_attention from 2.0: flash
+  /// or memory-efficient kernels on GPUs; 1.13's prototype at::_scaled_dot_product_attention, the same
+  /// arithmetic as the written-out form on CPUs) instead of the written-out matmul, scale, softmax,
+  /// matmul; the same outputs within float rounding. By default where LibTorch has the kernel (>= 2.0).
+  static constexpr bool kHaveScaledDotProductAttention = TORCH_VERSION_MAJOR >= 2;
+  bool fused_attention = kHaveScaledDotProductAttention;
 
   /// "vit_tiny", "vit_small" or "vit_base"; throws std::invalid_argument naming the value otherwise.
   static VitOptions preset(const std::string& arch, int patch_size, int in_channels, int image_size);
@@ -35,15 +42,18 @@ struct VitOptions {
 /// probability p and the kept ones scaled by 1 / (1 - p). Identity in eval mode or with p = 0.
 torch::Tensor drop_path(const torch::Tensor& x, double p, bool training);
 
-/// Multi-head self-attention with a fused qkv projection. Input and output [B, N, C].
+/// Multi-head self-attention with a fused qkv projection: softmax(q k^T / sqrt(C / heads)) v per head
+/// (vision_transformer.py Attention), by LibTorch's scaled-dot-product kernel when `fused_attention`
+/// (VitOptions::fused_attention), else written out. Input and output [B, N, C].
 class AttentionImpl : public torch::nn::Module {
  public:
-  AttentionImpl(int dim, int num_heads);
+  AttentionImpl(int dim, int num_heads, bool fused_attention = VitOptions::kHaveScaledDotProductAttention);
   torch::Tensor forward(const torch::Tensor& x);
 
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
   int num_heads;
   double scale;
+  bool fused;
 };
 TORCH_MODULE(Attention);
 
@@ -51,7 +61,8 @@ TORCH_MODULE(Attention);
 /// [B, N, C] -> [B, N, C].
 class BlockImpl : public torch::nn::Module {
  public:
-  BlockImpl(int dim, int num_heads, double mlp_ratio, double drop_path);
+  BlockImpl(int dim, int num_heads, double mlp_ratio, double drop_path,
+            bool fused_attention = VitOptions::kHaveScaledDotProductAttention);
   torch::Tensor forward(const torch::Tensor& x);
 
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
