@@ -17,6 +17,9 @@ void add_dataset_commands(CLI::App& app);
 /// `pcdino meanstd` (cli/meanstd.cpp).
 void add_meanstd_command(CLI::App& app);
 
+/// `pcdino doctor` (cli/doctor.cpp).
+void add_doctor_command(CLI::App& app);
+
 /// `pcdino ami check|generate` (cli/ami.cpp).
 void add_ami_commands(CLI::App& app);
 

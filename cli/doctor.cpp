@@ -1,0 +1,200 @@
+// pcdino doctor: the health check of an allocation's nodes, one MPI rank per node (issue #21).
+#include "pcdino/doctor/doctor.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "commands.hpp"
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
+#include "pcdino/core/log.hpp"
+#include "pcdino/core/mpi_world.hpp"
+#include "pcdino/core/process.hpp"
+
+namespace pcdino::cli {
+
+namespace {
+
+struct DoctorArgs {
+  doctor::DoctorOptions options;
+  double probe_mb = 64;
+  std::string json;
+  bool drain = false;
+  bool no_slurm_view = false;
+  // --submit
+  bool submit = false;
+  int nodes = 0;
+  std::string partition, time = "10:00", log = "pcdino-doctor-%j.out";
+  std::vector<std::string> forwarded;  // the options the job's ranks get
+};
+
+// What rank 0 prints and writes: the table, doctor.json, and the drain lines (run with --drain).
+void publish(const DoctorArgs& a, const doctor::DoctorReport& report) {
+  std::cout << doctor::format_table(report);
+  if (!a.json.empty()) write_file_atomic(a.json, doctor::format_json(report));
+  for (const auto& command : doctor::drain_commands(report)) {
+    std::string line;
+    for (const auto& word : command) line += (line.empty() ? "" : " ") + shell_quote(word);
+    if (!a.drain) {
+      std::cout << "drain: " << line << "\n";
+      continue;
+    }
+    const ProcessResult r = run_process(command, "Slurm's client commands");
+    std::cout << (r.exit_code == 0 ? "drained: " : "could not drain (" + r.err + "): ") << line << "\n";
+  }
+  std::cout.flush();
+}
+
+// The check itself: this process is one rank of `srun --ntasks-per-node=1 --mpi=pmix pcdino doctor`.
+void run_ranks(DoctorArgs& a) {
+  a.options.probe_bytes = static_cast<std::size_t>(a.probe_mb * 1e6);
+  // MPI_Init waits for every task of the step: a node stopped before it joins would hang it for good.
+  std::atomic<bool> started{false};
+  std::thread startup([&started, limit = a.options.answer_seconds] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit);
+    while (!started.load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (started.load()) return;
+    const char* node = std::getenv("SLURMD_NODENAME");
+    std::cerr << fmt::format(
+        "pcdino doctor: MPI did not start within {:g} s on {}: a node of the step did not "
+        "join (stopped, hung or dead); the nodes that printed this line are not it\n",
+        limit, node ? node : "this node");
+    std::_Exit(to_int(ExitCode::kFailure));
+  });
+  const MpiWorld world;
+  started.store(true);
+  startup.join();
+  init_logging(world.rank(), world.size());
+  const doctor::DoctorReport report =
+      doctor::run_doctor(a.options, world, [&a](const doctor::DoctorReport& r) { publish(a, r); });
+  if (world.rank() != 0) return;
+  publish(a, report);
+  const bool all_answered = std::all_of(report.nodes.begin(), report.nodes.end(),
+                                        [](const doctor::NodeReport& n) { return n.answered; });
+  if (!all_answered) world.abort(to_int(ExitCode::kFailure));  // a stopped rank never finalizes
+  if (!report.healthy()) throw Error(ExitCode::kFailure, "pcdino doctor: unhealthy nodes (see above)");
+}
+
+// --submit: the same check as a batch job of one task per node, waited for; its output printed.
+void submit(const DoctorArgs& a) {
+  char self[4096] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) throw Error(ExitCode::kSoftware, "cannot find this program's path (/proc/self/exe)");
+  std::string command = "srun --mpi=pmix --kill-on-bad-exit=1 " + shell_quote(self) + " doctor";
+  for (const auto& word : a.forwarded) command += " " + shell_quote(word);
+  std::vector<std::string> sbatch = {"sbatch",
+                                     "--wait",
+                                     "--parsable",
+                                     "--job-name=pcdino-doctor",
+                                     "--nodes=" + std::to_string(a.nodes),
+                                     "--ntasks-per-node=1",
+                                     "--time=" + a.time,
+                                     "--output=" + a.log};
+  if (!a.partition.empty()) sbatch.push_back("--partition=" + a.partition);
+  sbatch.push_back("--wrap=" + command);
+  const ProcessResult r = run_process(sbatch, "Slurm's client commands");
+  const std::string job = r.out.substr(0, r.out.find_first_of(";\n"));
+  std::string log = a.log;
+  if (const auto at = log.find("%j"); at != std::string::npos) log.replace(at, 2, job);
+  try {
+    std::cout << read_file(log, "the doctor job's output");
+  } catch (const Error&) {
+    std::cerr << r.err;
+  }
+  if (r.exit_code != 0) {
+    throw Error(ExitCode::kFailure,
+                fmt::format("pcdino doctor: job {} ended with exit code {} ({})", job, r.exit_code, log));
+  }
+}
+
+}  // namespace
+
+void add_doctor_command(CLI::App& app) {
+  auto a = std::make_shared<DoctorArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "doctor",
+      "Health check of the nodes of an allocation before training (one task per node: srun "
+      "--ntasks-per-node=1 --mpi=pmix pcdino doctor, or --submit --nodes N); exit 0 when all are healthy");
+  doctor::DoctorOptions& o = a->options;
+  // Options forwarded to the job's ranks by --submit are registered through `forward`.
+  const auto forward = [a](CLI::Option* option) {
+    option->each([a, option](const std::string& value) {
+      a->forwarded.push_back("--" + option->get_lnames().front());
+      a->forwarded.push_back(value);
+    });
+    return option;
+  };
+  forward(
+      sub->add_option("--shared-dir", o.shared_dir, "Shared filesystem to probe on every node (e.g. /fsx)"));
+  forward(sub->add_option("--probe-mb", a->probe_mb, "MB each node writes to and reads from it")
+              ->capture_default_str()
+              ->check(CLI::PositiveNumber));
+  forward(sub->add_option("--min-write-mb-s", o.min_write_mb_s, "Floor of its write throughput (MB/s)")
+              ->check(CLI::NonNegativeNumber));
+  forward(sub->add_option("--min-read-mb-s", o.min_read_mb_s, "Floor of its read throughput (MB/s)")
+              ->check(CLI::NonNegativeNumber));
+  forward(sub->add_option("--scratch", o.scratch_dir, "Local scratch directory (\"\": not checked)")
+              ->capture_default_str());
+  forward(sub->add_option("--min-scratch-gib", o.min_scratch_gib, "Free space it needs (GiB)")
+              ->capture_default_str()
+              ->check(CLI::NonNegativeNumber));
+  forward(sub->add_option("--expect-env", o.expect_variables,
+                          "Variables every task must have (the SPANK profile's, e.g. FI_PROVIDER); repeat or "
+                          "comma-separate")
+              ->delimiter(','));
+  forward(sub->add_option("--expect-provider", o.expect_providers,
+                          "libfabric providers fi_getinfo must report (efa on EFA instance types)")
+              ->delimiter(','));
+  forward(sub->add_option("--slow-fraction", o.slow_fraction,
+                          "A node whose memory bandwidth is below this share of the nodes' median is slow")
+              ->capture_default_str()
+              ->check(CLI::Range(0.0, 1.0)));
+  forward(
+      sub->add_option("--min-busbw-gbps", o.min_busbw_gb_s,
+                      "Floor of the MPI allreduce bus bandwidth at the largest size (GB/s; 0: not judged)")
+          ->check(CLI::NonNegativeNumber));
+  forward(sub->add_option("--probe-timeout", o.probe_seconds, "Time limit of each probe on a node (s)")
+              ->capture_default_str()
+              ->check(CLI::PositiveNumber));
+  forward(sub->add_option("--answer-timeout", o.answer_seconds,
+                          "How long rank 0 waits for the nodes' reports (s)")
+              ->capture_default_str()
+              ->check(CLI::PositiveNumber));
+  forward(sub->add_option("--allreduce-timeout", o.allreduce_seconds, "Time limit of the allreduce sweep (s)")
+              ->capture_default_str()
+              ->check(CLI::PositiveNumber));
+  forward(sub->add_option("--json", a->json, "Write the report as JSON to this file (doctor.json)"));
+  sub->add_flag("--drain", a->drain,
+                "Run the scontrol drain line of each unhealthy node (needs Slurm admin rights)");
+  sub->add_flag("--no-slurm-view", a->no_slurm_view,
+                "Do not compare CPUs, memory and GPUs with scontrol show node");
+  sub->add_flag("--submit", a->submit,
+                "Submit the check as a batch job (sbatch --wait) and print its output");
+  sub->add_option("--nodes", a->nodes, "--submit: number of nodes")->check(CLI::PositiveNumber);
+  sub->add_option("--partition", a->partition, "--submit: partition");
+  sub->add_option("--time", a->time, "--submit: the job's time limit")->capture_default_str();
+  sub->add_option("--log", a->log, "--submit: the job's output file (%j: job id)")->capture_default_str();
+  sub->callback([a] {
+    a->options.check_slurm_view = !a->no_slurm_view;
+    if (!a->submit) {
+      run_ranks(*a);
+      return;
+    }
+    if (a->nodes <= 0) throw Error(ExitCode::kUsage, "pcdino doctor --submit needs --nodes N");
+    if (a->no_slurm_view) a->forwarded.push_back("--no-slurm-view");
+    if (a->drain) a->forwarded.push_back("--drain");
+    submit(*a);
+  });
+}
+
+}  // namespace pcdino::cli

@@ -1,0 +1,31 @@
+// Bandwidth between the nodes of an allocation, as nccl-tests defines it, over pcdino's MPI world.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace pcdino::doctor {
+
+/// One size of an allreduce sweep.
+struct AllreducePoint {
+  std::size_t bytes = 0;  ///< message size (float32 elements x 4)
+  double seconds = 0;     ///< mean time of one allreduce, the slowest rank's
+  double algbw_gb_s = 0;  ///< bytes / seconds / 1e9
+  double busbw_gb_s = 0;  ///< allreduce_bus_bandwidth(algbw, ranks)
+};
+
+/// nccl-tests' bus bandwidth of an allreduce over `ranks` ranks (doc/PERFORMANCE.md of nccl-tests):
+/// algbw x 2 (ranks - 1) / ranks, the rate each link carries, comparable across world sizes. 0 for one rank.
+double allreduce_bus_bandwidth(double algbw_gb_s, int ranks);
+
+/// MPI_Allreduce (sum of float32) of each of `sizes` bytes over `comm`: one warm-up, then `reps` timed
+/// calls behind a barrier; each point's time is the slowest rank's mean. Collective over `comm`.
+std::vector<AllreducePoint> allreduce_sweep(MPI_Comm comm, const std::vector<std::size_t>& sizes, int reps);
+
+/// Memory bandwidth of this node in GB/s: `bytes` read and summed `passes` times (a fixed local workload
+/// whose rate falls when the node's cores are taken by other processes or its memory is slow).
+double memory_bandwidth_gb_s(std::size_t bytes, int passes);
+
+}  // namespace pcdino::doctor

@@ -1,0 +1,99 @@
+// `pcdino doctor` (issue #21): checks every node of an allocation before an expensive job does, one MPI
+// rank per node, and says which node to drain and why. Every probe has a time limit; a node that does not
+// answer is reported as such and the check ends in bounded time.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "pcdino/doctor/bandwidth.hpp"
+
+namespace pcdino {
+class MpiWorld;
+}
+
+namespace pcdino::doctor {
+
+/// What to check and the floors to check against. Every floor of 0 is not judged.
+struct DoctorOptions {
+  std::string shared_dir;               ///< the shared filesystem to probe ("" = not checked)
+  std::size_t probe_bytes = 64u << 20;  ///< bytes each node writes to and reads from it
+  double min_write_mb_s = 0;            ///< floors of the shared filesystem's throughput (MB/s)
+  double min_read_mb_s = 0;
+  std::string scratch_dir = "/tmp";           ///< local scratch ("" = not checked)
+  double min_scratch_gib = 1;                 ///< free space it needs (GiB)
+  std::vector<std::string> expect_variables;  ///< variables the step must have (the SPANK profile's)
+  std::vector<std::string> expect_providers;  ///< libfabric providers that must be there (efa on EFA types)
+  bool check_slurm_view = true;               ///< compare CPUs, memory and GPUs with `scontrol show node`
+  double slow_fraction = 0.5;                 ///< a node whose memory bandwidth is below this share of the
+                                              ///< nodes' median is slow (a starved or faulty node)
+  std::vector<std::size_t> sizes = {1u << 10, 1u << 14, 1u << 18, 1u << 22, 1u << 24};  ///< allreduce sweep
+  int reps = 5;                    ///< timed allreduces per size
+  double min_busbw_gb_s = 0;       ///< floor of the largest size's bus bandwidth (GB/s)
+  double probe_seconds = 60;       ///< time limit of each probe on a node
+  double answer_seconds = 120;     ///< how long rank 0 waits for a node's report
+  double allreduce_seconds = 120;  ///< time limit of the whole allreduce sweep
+};
+
+/// One check of one node: its name (a column of the table), verdict and what was seen.
+struct Check {
+  std::string name;
+  bool ok = true;
+  std::string detail;
+};
+
+/// One node's checks, as its rank reported them.
+struct NodeReport {
+  std::string node;  ///< Slurm's node name (SLURMD_NODENAME), else the host name
+  int rank = 0;
+  bool answered = false;   ///< false: no report within answer_seconds
+  double memory_gb_s = 0;  ///< memory_bandwidth_gb_s() of the node
+  std::vector<Check> checks;
+
+  /// Answered and every check ok.
+  bool healthy() const;
+  /// The failed checks' details joined ("did not answer within N s" when it did not answer).
+  std::string reason() const;
+};
+
+/// The whole allocation: rank 0's view after run_doctor().
+struct DoctorReport {
+  std::vector<NodeReport> nodes;          ///< in rank order
+  std::vector<AllreducePoint> allreduce;  ///< empty when not measured (one node, or a node did not answer)
+  std::string allreduce_note;             ///< why not measured, or the floor's verdict
+  bool allreduce_ok = true;
+  double min_busbw_gb_s = 0;
+
+  bool healthy() const;
+};
+
+/// The checks of this node (no MPI): shared filesystem, scratch, Slurm's view of the node, variables,
+/// libfabric providers, memory bandwidth; each under options.probe_seconds. `node` names the node.
+NodeReport probe_this_node(const DoctorOptions& options, const std::string& node);
+
+/// Runs on every rank of `world` (one per node): each probes its node, rank 0 collects the reports
+/// (waiting at most answer_seconds in all; a rank that did not answer is named from the step's node list,
+/// SLURM_STEP_NODELIST, one task per node), judges the slow nodes, and, when all answered, every rank runs
+/// the allreduce sweep under a watchdog. Returns the full report on rank 0 and this node's alone
+/// elsewhere; when a node did not answer the caller must end the job (MPI_Abort), since a stopped rank
+/// never reaches MPI_Finalize. If the sweep has not ended after allreduce_seconds, rank 0 calls
+/// `on_timeout` with the report as it stands and every rank ends the process with exit code 1.
+DoctorReport run_doctor(const DoctorOptions& options, const MpiWorld& world,
+                        const std::function<void(const DoctorReport&)>& on_timeout);
+
+/// The table printed for the admin: one row per node (node, verdict, each check), the allreduce sweep
+/// (size, time, algbw, busbw) and its verdict.
+std::string format_table(const DoctorReport& report);
+
+/// doctor.json: {"healthy", "nodes": [{"node", "rank", "answered", "healthy", "memory_gb_s", "checks":
+/// [{"name", "ok", "detail"}], "drain"}], "allreduce": {"ok", "note", "min_busbw_gb_s", "points": [{"bytes",
+/// "seconds", "algbw_gb_s", "busbw_gb_s"}]}}.
+std::string format_json(const DoctorReport& report);
+
+/// The `scontrol update NodeName=... State=DRAIN Reason="pcdino doctor: ..."` line for each unhealthy
+/// node, as argument vectors (run with run_process) in rank order.
+std::vector<std::vector<std::string>> drain_commands(const DoctorReport& report);
+
+}  // namespace pcdino::doctor

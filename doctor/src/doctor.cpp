@@ -1,0 +1,365 @@
+#include "pcdino/doctor/doctor.hpp"
+
+#include <fmt/format.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "pcdino/core/mpi_world.hpp"
+#include "pcdino/core/process.hpp"
+#include "pcdino/doctor/probes.hpp"
+
+namespace pcdino::doctor {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int kReportTag = 2101, kDecisionTag = 2102;
+
+std::string join(const std::vector<std::string>& items, const char* separator = ", ") {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : separator) + i;
+  return out;
+}
+
+std::string timed_out(double seconds) {
+  return fmt::format("did not finish within {:g} s", seconds);
+}
+
+void check_filesystem(const DoctorOptions& o, NodeReport& r) {
+  const auto fs = within<FilesystemProbe>(
+      o.probe_seconds, [dir = o.shared_dir, bytes = o.probe_bytes] { return probe_filesystem(dir, bytes); });
+  if (!fs) {
+    r.checks.push_back({"shared_fs", false, o.shared_dir + ": " + timed_out(o.probe_seconds)});
+    return;
+  }
+  if (!fs->writable) {
+    r.checks.push_back({"shared_fs", false, fs->error});
+    return;
+  }
+  const bool fast = fs->write_mb_s >= o.min_write_mb_s && fs->read_mb_s >= o.min_read_mb_s;
+  r.checks.push_back(
+      {"shared_fs", fast,
+       fmt::format("{}: write {:.0f} MB/s, read {:.0f} MB/s{}", o.shared_dir, fs->write_mb_s, fs->read_mb_s,
+                   fast ? "" : fmt::format(" (floors {:g}/{:g} MB/s)", o.min_write_mb_s, o.min_read_mb_s))});
+}
+
+void check_scratch(const DoctorOptions& o, NodeReport& r) {
+  const auto free = free_bytes(o.scratch_dir);
+  if (!free) {
+    r.checks.push_back({"scratch", false, o.scratch_dir + ": cannot be examined"});
+    return;
+  }
+  const double gib = static_cast<double>(*free) / (1024.0 * 1024.0 * 1024.0);
+  r.checks.push_back(
+      {"scratch", gib >= o.min_scratch_gib,
+       fmt::format("{}: {:.1f} GiB free (needs {:g})", o.scratch_dir, gib, o.min_scratch_gib)});
+}
+
+void check_slurm_view(const DoctorOptions& o, NodeReport& r) {
+  const HostResources host = host_resources();
+  // Probes own copies of what they read: one that times out runs on after this function returns.
+  const auto shown = within<ProcessResult>(o.probe_seconds, [node = r.node] {
+    return run_process({"scontrol", "show", "node", "-o", node}, "Slurm's client commands");
+  });
+  if (!shown || shown->exit_code != 0) {
+    r.checks.push_back(
+        {"slurm_view", false,
+         "scontrol show node " + r.node + ": " +
+             (shown ? shown->err.substr(0, shown->err.find('\n')) : timed_out(o.probe_seconds))});
+    return;
+  }
+  const SlurmNodeView slurm = parse_scontrol_node(shown->out);
+  std::vector<std::string> wrong;
+  if (slurm.cpus > host.cpus)
+    wrong.push_back(fmt::format("Slurm has {} CPUs, the node {}", slurm.cpus, host.cpus));
+  if (slurm.real_memory_mib > host.memory_mib)
+    wrong.push_back(fmt::format("Slurm has {} MiB, the node {}", slurm.real_memory_mib, host.memory_mib));
+  if (slurm.gpus != host.gpus)
+    wrong.push_back(fmt::format("Slurm's gres has {} GPUs, the node shows {}", slurm.gpus, host.gpus));
+  r.checks.push_back({"slurm_view", wrong.empty(),
+                      wrong.empty()
+                          ? fmt::format("{} CPUs, {} MiB, {} GPUs", host.cpus, host.memory_mib, host.gpus)
+                          : join(wrong, "; ")});
+}
+
+void check_variables(const DoctorOptions& o, NodeReport& r) {
+  const auto missing = missing_variables(o.expect_variables, [](const char* n) { return std::getenv(n); });
+  r.checks.push_back({"environment", missing.empty(),
+                      missing.empty() ? join(o.expect_variables) : "missing " + join(missing)});
+}
+
+void check_providers(const DoctorOptions& o, NodeReport& r) {
+  const auto providers = within<std::vector<std::string>>(o.probe_seconds, [] { return fabric_providers(); });
+  if (!providers) {
+    r.checks.push_back({"libfabric", false, "fi_getinfo " + timed_out(o.probe_seconds)});
+    return;
+  }
+  std::vector<std::string> missing;
+  for (const auto& p : o.expect_providers) {
+    if (std::find(providers->begin(), providers->end(), p) == providers->end()) missing.push_back(p);
+  }
+  r.checks.push_back({"libfabric", missing.empty(),
+                      (missing.empty() ? "" : "no " + join(missing) + " among ") + join(*providers)});
+}
+
+json to_json(const NodeReport& r) {
+  json checks = json::array();
+  for (const auto& c : r.checks) checks.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
+  return {{"node", r.node},
+          {"rank", r.rank},
+          {"answered", r.answered},
+          {"healthy", r.healthy()},
+          {"memory_gb_s", r.memory_gb_s},
+          {"checks", checks}};
+}
+
+NodeReport from_json(const json& j) {
+  NodeReport r;
+  r.node = j.at("node").get<std::string>();
+  r.rank = j.at("rank").get<int>();
+  r.answered = true;
+  r.memory_gb_s = j.at("memory_gb_s").get<double>();
+  for (const auto& c : j.at("checks"))
+    r.checks.push_back(
+        {c.at("name").get<std::string>(), c.at("ok").get<bool>(), c.at("detail").get<std::string>()});
+  return r;
+}
+
+// Rank 0: every other rank's report, each waited for until the common deadline.
+void collect_reports(const DoctorOptions& o, int ranks, std::vector<NodeReport>& nodes) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.answer_seconds);
+  int pending = ranks - 1;
+  while (pending > 0 && std::chrono::steady_clock::now() < deadline) {
+    int flag = 0;
+    MPI_Status status;
+    MPI_Iprobe(MPI_ANY_SOURCE, kReportTag, MPI_COMM_WORLD, &flag, &status);
+    if (!flag) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_CHAR, &bytes);
+    std::string payload(static_cast<std::size_t>(bytes), '\0');
+    MPI_Recv(payload.data(), bytes, MPI_CHAR, status.MPI_SOURCE, kReportTag, MPI_COMM_WORLD,
+             MPI_STATUS_IGNORE);
+    nodes[static_cast<std::size_t>(status.MPI_SOURCE)] = from_json(json::parse(payload));
+    --pending;
+  }
+  // A rank that did not answer is named from the step's node list: one task per node, in rank order.
+  std::vector<std::string> step_nodes;
+  if (const char* list = std::getenv("SLURM_STEP_NODELIST")) {
+    const auto shown = within<ProcessResult>(o.probe_seconds, [list = std::string(list)] {
+      return run_process({"scontrol", "show", "hostnames", list}, "Slurm's client commands");
+    });
+    if (shown && shown->exit_code == 0) {
+      std::istringstream names(shown->out);
+      for (std::string name; names >> name;) step_nodes.push_back(name);
+    }
+  }
+  for (std::size_t r = 1; r < nodes.size(); ++r) {
+    if (nodes[r].answered) continue;
+    nodes[r].rank = static_cast<int>(r);
+    nodes[r].node = step_nodes.size() == nodes.size() ? step_nodes[r] : fmt::format("rank {}", r);
+  }
+}
+
+// A node whose memory bandwidth is below slow_fraction of the upper median of the nodes' (the faster of the
+// two middle ones: with two nodes, the faster node) is slow: its cores are taken, or its memory is.
+void judge_speed(const DoctorOptions& o, std::vector<NodeReport>& nodes) {
+  std::vector<double> rates;
+  for (const auto& n : nodes)
+    if (n.answered) rates.push_back(n.memory_gb_s);
+  if (rates.size() < 2) return;
+  std::sort(rates.begin(), rates.end());
+  const double median = rates[rates.size() / 2];
+  for (auto& n : nodes) {
+    if (!n.answered) continue;
+    const bool ok = n.memory_gb_s >= o.slow_fraction * median;
+    n.checks.push_back(
+        {"speed", ok,
+         fmt::format(
+             "memory {:.1f} GB/s{}", n.memory_gb_s,
+             ok ? "" : fmt::format(" (< {:g} x the nodes' median {:.1f})", o.slow_fraction, median))});
+  }
+}
+
+}  // namespace
+
+bool NodeReport::healthy() const {
+  return answered && std::all_of(checks.begin(), checks.end(), [](const Check& c) { return c.ok; });
+}
+
+std::string NodeReport::reason() const {
+  if (!answered) return "did not answer (stopped, hung or dead)";
+  std::vector<std::string> failed;
+  for (const auto& c : checks)
+    if (!c.ok) failed.push_back(c.name + ": " + c.detail);
+  return join(failed, "; ");
+}
+
+bool DoctorReport::healthy() const {
+  return allreduce_ok &&
+         std::all_of(nodes.begin(), nodes.end(), [](const NodeReport& n) { return n.healthy(); });
+}
+
+NodeReport probe_this_node(const DoctorOptions& options, const std::string& node) {
+  NodeReport r;
+  r.node = node;
+  r.answered = true;
+  if (!options.shared_dir.empty()) check_filesystem(options, r);
+  if (!options.scratch_dir.empty()) check_scratch(options, r);
+  if (options.check_slurm_view) check_slurm_view(options, r);
+  if (!options.expect_variables.empty()) check_variables(options, r);
+  check_providers(options, r);
+  const auto rate =
+      within<double>(options.probe_seconds, [] { return memory_bandwidth_gb_s(128u << 20, 4); });
+  r.memory_gb_s = rate.value_or(0);
+  if (!rate) r.checks.push_back({"speed", false, "memory probe " + timed_out(options.probe_seconds)});
+  return r;
+}
+
+DoctorReport run_doctor(const DoctorOptions& options, const MpiWorld& world,
+                        const std::function<void(const DoctorReport&)>& on_timeout) {
+  const char* slurm_name = std::getenv("SLURMD_NODENAME");
+  NodeReport mine = probe_this_node(options, slurm_name && *slurm_name ? slurm_name : world.host());
+  mine.rank = world.rank();
+  DoctorReport report;
+  report.min_busbw_gb_s = options.min_busbw_gb_s;
+  int go = 0;
+  if (world.rank() == 0) {
+    report.nodes.resize(static_cast<std::size_t>(world.size()));
+    report.nodes[0] = mine;
+    collect_reports(options, world.size(), report.nodes);
+    judge_speed(options, report.nodes);
+    go =
+        std::all_of(report.nodes.begin(), report.nodes.end(), [](const NodeReport& n) { return n.answered; });
+    for (const auto& n : report.nodes) {
+      if (n.rank != 0 && n.answered) MPI_Send(&go, 1, MPI_INT, n.rank, kDecisionTag, MPI_COMM_WORLD);
+    }
+    if (!go) {
+      report.allreduce_ok = false;
+      report.allreduce_note =
+          fmt::format("not measured: a node did not answer within {:g} s", options.answer_seconds);
+      return report;
+    }
+  } else {
+    const std::string payload = to_json(mine).dump();
+    MPI_Send(payload.data(), static_cast<int>(payload.size()), MPI_CHAR, 0, kReportTag, MPI_COMM_WORLD);
+    MPI_Recv(&go, 1, MPI_INT, 0, kDecisionTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    report.nodes.push_back(mine);
+    if (!go) return report;
+  }
+  if (world.size() < 2) {
+    report.allreduce_note = "not measured: one node";
+    return report;
+  }
+  // The sweep under a watchdog: a rank lost in the middle of it would hang every other one.
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(options.allreduce_seconds);
+    while (!done.load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (done.load()) return;
+    if (world.rank() == 0) {
+      DoctorReport late = report;
+      late.allreduce_ok = false;
+      late.allreduce_note =
+          "allreduce " + timed_out(options.allreduce_seconds) + ": a node stopped answering";
+      on_timeout(late);
+    }
+    std::_Exit(1);
+  });
+  report.allreduce = allreduce_sweep(MPI_COMM_WORLD, options.sizes, options.reps);
+  done.store(true);
+  watchdog.join();
+  const double busbw = report.allreduce.empty() ? 0 : report.allreduce.back().busbw_gb_s;
+  report.allreduce_ok = busbw >= options.min_busbw_gb_s;
+  report.allreduce_note =
+      options.min_busbw_gb_s > 0
+          ? fmt::format("busbw {:.2f} GB/s at {} bytes {} the floor {:g} GB/s", busbw,
+                        report.allreduce.back().bytes, report.allreduce_ok ? ">=" : "<",
+                        options.min_busbw_gb_s)
+          : fmt::format("busbw {:.2f} GB/s at {} bytes (no floor set)", busbw, report.allreduce.back().bytes);
+  return report;
+}
+
+std::string format_table(const DoctorReport& report) {
+  std::vector<std::string> columns;
+  for (const auto& n : report.nodes)
+    for (const auto& c : n.checks)
+      if (std::find(columns.begin(), columns.end(), c.name) == columns.end()) columns.push_back(c.name);
+  std::string out = fmt::format("{:<12} {:<9}", "NODE", "VERDICT");
+  for (const auto& c : columns) out += fmt::format(" {:<11}", c);
+  out += "\n";
+  for (const auto& n : report.nodes) {
+    out += fmt::format("{:<12} {:<9}", n.node, !n.answered ? "NO ANSWER" : n.healthy() ? "ok" : "FAIL");
+    for (const auto& col : columns) {
+      const auto c =
+          std::find_if(n.checks.begin(), n.checks.end(), [&](const Check& k) { return k.name == col; });
+      out += fmt::format(" {:<11}", c == n.checks.end() ? "-" : c->ok ? "ok" : "FAIL");
+    }
+    out += "\n";
+    for (const auto& c : n.checks) out += fmt::format("  {:<11} {}\n", c.name, c.detail);
+  }
+  if (!report.allreduce.empty()) {
+    out += fmt::format("\nMPI allreduce over {} nodes (float32 sum; busbw = algbw x 2(n-1)/n)\n",
+                       report.nodes.size());
+    out += fmt::format("{:>12} {:>12} {:>12} {:>12}\n", "bytes", "time (us)", "algbw GB/s", "busbw GB/s");
+    for (const auto& p : report.allreduce)
+      out += fmt::format("{:>12} {:>12.1f} {:>12.3f} {:>12.3f}\n", p.bytes, p.seconds * 1e6, p.algbw_gb_s,
+                         p.busbw_gb_s);
+  }
+  out += fmt::format("allreduce: {}{}\n", report.allreduce_ok ? "" : "FAIL: ", report.allreduce_note);
+  out += report.healthy() ? "healthy\n" : "UNHEALTHY\n";
+  return out;
+}
+
+std::string format_json(const DoctorReport& report) {
+  json nodes = json::array();
+  const auto drains = drain_commands(report);
+  for (const auto& n : report.nodes) {
+    json j = to_json(n);
+    j["drain"] = nullptr;
+    for (const auto& d : drains)
+      if (d[2] == "NodeName=" + n.node) j["drain"] = join(std::vector<std::string>(d.begin(), d.end()), " ");
+    nodes.push_back(j);
+  }
+  json points = json::array();
+  for (const auto& p : report.allreduce)
+    points.push_back({{"bytes", p.bytes},
+                      {"seconds", p.seconds},
+                      {"algbw_gb_s", p.algbw_gb_s},
+                      {"busbw_gb_s", p.busbw_gb_s}});
+  return json{{"healthy", report.healthy()},
+              {"nodes", nodes},
+              {"allreduce",
+               {{"ok", report.allreduce_ok},
+                {"note", report.allreduce_note},
+                {"min_busbw_gb_s", report.min_busbw_gb_s},
+                {"points", points}}}}
+             .dump(2) +
+         "\n";
+}
+
+std::vector<std::vector<std::string>> drain_commands(const DoctorReport& report) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& n : report.nodes) {
+    if (n.healthy() || (!n.answered && n.node.rfind("rank ", 0) == 0)) continue;  // no name to drain
+    std::string reason = "pcdino doctor: " + n.reason();
+    if (reason.size() > 200) reason = reason.substr(0, 197) + "...";
+    out.push_back({"scontrol", "update", "NodeName=" + n.node, "State=DRAIN", "Reason=" + reason});
+  }
+  return out;
+}
+
+}  // namespace pcdino::doctor

@@ -1,0 +1,175 @@
+#include "pcdino/doctor/probes.hpp"
+
+#include <fcntl.h>
+#include <rdma/fabric.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+#include <sstream>
+
+#include "pcdino/core/error.hpp"
+
+namespace pcdino::doctor {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string system_error(const std::string& what, const std::string& path) {
+  return what + " '" + path + "': " + std::strerror(errno);
+}
+
+// Closes the descriptor and removes the probe's file whatever happened.
+struct ProbeFile {
+  std::string path;
+  int fd = -1;
+  ~ProbeFile() {
+    if (fd >= 0) ::close(fd);
+    if (!path.empty()) ::unlink(path.c_str());
+  }
+};
+
+}  // namespace
+
+FilesystemProbe probe_filesystem(const std::string& dir, std::size_t bytes) {
+  FilesystemProbe r;
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    r.error = errno != 0 ? system_error("no directory", dir) : "not a directory '" + dir + "'";
+    return r;
+  }
+  r.exists = true;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  ProbeFile file;
+  file.path = dir + "/.pcdino-doctor-" + host + "-" + std::to_string(::getpid());
+  file.fd = ::open(file.path.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
+  if (file.fd < 0) {
+    r.error = system_error("cannot create", file.path);
+    file.path.clear();
+    return r;
+  }
+  // A pattern that differs per block, so that a filesystem that deduplicates or compresses still moves it.
+  std::vector<unsigned char> block(1 << 20);
+  for (std::size_t i = 0; i < block.size(); ++i) block[i] = static_cast<unsigned char>((i * 131 + 7) & 0xff);
+  const std::size_t blocks = std::max<std::size_t>(1, bytes / block.size());
+  const auto write_start = std::chrono::steady_clock::now();
+  for (std::size_t b = 0; b < blocks; ++b) {
+    block[0] = static_cast<unsigned char>(b);
+    if (::write(file.fd, block.data(), block.size()) != static_cast<ssize_t>(block.size())) {
+      r.error = system_error("cannot write", file.path);
+      return r;
+    }
+  }
+  if (::fsync(file.fd) != 0) {
+    r.error = system_error("cannot sync", file.path);
+    return r;
+  }
+  r.write_mb_s =
+      static_cast<double>(blocks * block.size()) / 1e6 / std::max(seconds_since(write_start), 1e-9);
+  ::close(file.fd);
+  file.fd = ::open(file.path.c_str(), O_RDONLY);
+  if (file.fd < 0) {
+    r.error = system_error("cannot reopen", file.path);
+    return r;
+  }
+  ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED);
+  std::vector<unsigned char> back(block.size());
+  const auto read_start = std::chrono::steady_clock::now();
+  for (std::size_t b = 0; b < blocks; ++b) {
+    block[0] = static_cast<unsigned char>(b);
+    if (::read(file.fd, back.data(), back.size()) != static_cast<ssize_t>(back.size()) || back != block) {
+      r.error = "read back other bytes than were written to '" + file.path + "'";
+      return r;
+    }
+  }
+  r.read_mb_s = static_cast<double>(blocks * block.size()) / 1e6 / std::max(seconds_since(read_start), 1e-9);
+  r.writable = true;
+  return r;
+}
+
+std::optional<std::uint64_t> free_bytes(const std::string& path) {
+  struct statvfs s {};
+  if (::statvfs(path.c_str(), &s) != 0) return std::nullopt;
+  return static_cast<std::uint64_t>(s.f_bavail) * s.f_frsize;
+}
+
+HostResources host_resources(const std::string& dev) {
+  HostResources r;
+  r.cpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  r.memory_mib = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                 static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / (1024 * 1024);
+  static const std::regex gpu_device("nvidia[0-9]+");
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dev, ec)) {
+    if (std::regex_match(entry.path().filename().string(), gpu_device)) ++r.gpus;
+  }
+  return r;
+}
+
+SlurmNodeView parse_scontrol_node(const std::string& line) {
+  SlurmNodeView v;
+  bool cpus = false;
+  std::istringstream words(line);
+  for (std::string word; words >> word;) {
+    const auto eq = word.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
+    try {
+      if (key == "NodeName") {
+        v.name = value;
+      } else if (key == "CPUTot") {
+        v.cpus = std::stoi(value);
+        cpus = true;
+      } else if (key == "RealMemory") {
+        v.real_memory_mib = std::stoull(value);
+      } else if (key == "Gres") {
+        // gpu:4, gpu:a100:8(S:0-1), several entries separated by commas; (null) when none.
+        static const std::regex entry(R"((?:^|,)gpu(?::[A-Za-z0-9_.-]+)?:([0-9]+))");
+        for (auto it = std::sregex_iterator(value.begin(), value.end(), entry); it != std::sregex_iterator();
+             ++it)
+          v.gpus += std::stoi((*it)[1]);
+      }
+    } catch (const std::exception&) {
+      throw DataError("scontrol show node: " + key + " is not a number in '" + line + "'");
+    }
+  }
+  if (v.name.empty() || !cpus) throw DataError("scontrol show node: no NodeName or CPUTot in '" + line + "'");
+  return v;
+}
+
+std::vector<std::string> fabric_providers() {
+  fi_info* hints = fi_allocinfo();
+  fi_info* info = nullptr;
+  const int rc = fi_getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &info);
+  fi_freeinfo(hints);
+  if (rc != 0) return {std::string("error: fi_getinfo: ") + fi_strerror(-rc)};
+  std::vector<std::string> names;
+  for (const fi_info* i = info; i != nullptr; i = i->next) {
+    const std::string name = i->fabric_attr && i->fabric_attr->prov_name ? i->fabric_attr->prov_name : "";
+    if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  fi_freeinfo(info);
+  return names;
+}
+
+std::vector<std::string> missing_variables(const std::vector<std::string>& names,
+                                           const std::function<const char*(const char*)>& getenv) {
+  std::vector<std::string> missing;
+  for (const auto& n : names) {
+    const char* v = getenv(n.c_str());
+    if (v == nullptr || *v == '\0') missing.push_back(n);
+  }
+  return missing;
+}
+
+}  // namespace pcdino::doctor

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# pcdino doctor on the local two-node cluster (issue #21): a healthy allocation passes and prints the table
+# (both nodes, the allreduce bus bandwidth between them, the shared filesystem's throughput); faults
+# injected for real, one at a time, on node2 alone are found and named with the node and its drain line.
+# node2's slurmd is restarted for each fault the way it would differ on a real node: in a mount namespace
+# of its own (the shared directory read-only; the task prolog that sets the profile's variable missing),
+# or on a CPU taken by other processes; and its task is stopped with SIGSTOP.
+set -uo pipefail
+source "$(dirname "$0")/../lib/assert.sh"
+source "$(dirname "$0")/../lib/cluster.sh"
+: "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
+W="$PCDINO_BUILD_DIR/test-work/doctor"
+rm -rf "$W" && mkdir -p "$W/shared" "$W/jobs"
+P="$PCDINO_BIN"
+
+cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-18817}"
+# The profile's variable comes from a task prolog, as a SPANK profile sets it in every task. For the fault,
+# node2's prolog unsets it: srun passes the batch step's environment (node1's) to every task, so a node
+# without the profile must remove it, not merely not set it.
+printf '#!/bin/sh\necho export PCDINO_TEST_PROFILE=nvidia-efa\n' >"$W/taskprolog.sh"
+printf '#!/bin/sh\necho unset PCDINO_TEST_PROFILE\n' >"$W/no-prolog.sh"
+chmod +x "$W/taskprolog.sh" "$W/no-prolog.sh"
+echo "TaskProlog=$W/taskprolog.sh" >>"$SLURM_CONF"
+scontrol reconfigure >/dev/null || fatal "scontrol reconfigure"
+sleep 2
+
+HOGS=()
+cleanup() {
+  for pid in "${HOGS[@]}"; do kill "$pid" 2>/dev/null; done
+  "$LC" down >/dev/null 2>&1
+}
+trap cleanup EXIT
+
+doctor() {  # doctor: the check as users run it, on both nodes; the report in $W/doctor.json
+  rm -f "$W/doctor.json"
+  run timeout 300 "$P" doctor --submit --nodes 2 --log "$W/jobs/doctor-%j.out" --shared-dir "$W/shared" \
+    --probe-mb 16 --scratch "$W" --min-scratch-gib 0.01 --expect-env PCDINO_TEST_PROFILE \
+    --answer-timeout 20 --json "$W/doctor.json"
+}
+
+json() {  # json EXPR: a Python expression over the report `r`
+  /usr/bin/python3 -c "import json,sys; r = json.load(open('$W/doctor.json')); print($1)"
+}
+
+# restart_node2 PREFIX...: node2's slurmd again, started through PREFIX (a namespace, a CPU set).
+node2_idle() {  # node2_idle: waits up to 30 s for node2 to be idle (no job, not completing one)
+  local i
+  for ((i = 0; i < 150; i++)); do
+    scontrol show node -o node2 2>/dev/null | grep -q ' State=IDLE ' && [ -z "$(squeue -h)" ] && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+restart_node2() {
+  local record="$LOCAL_CLUSTER_DIR/run/slurmd-node2.pid" pid i
+  node2_idle || fatal "node2 not idle before its restart: $(scontrol show node -o node2 | grep -o 'State=[^ ]*'); $(squeue -h)"
+  pid=$(<"$record")
+  kill -TERM "$pid" 2>/dev/null
+  for ((i = 0; i < 100; i++)); do
+    [ -d "/proc/$pid" ] || break
+    sleep 0.1
+  done
+  setsid "$@" slurmd -D -N node2 -f "$SLURM_CONF" </dev/null >>"$LOCAL_CLUSTER_DIR/log/slurmd-node2.stdout" 2>&1 &
+  echo $! >"$record"
+  node2_idle && return 0
+  fatal "node2 not idle after its restart ($(scontrol show node -o node2 | grep -o 'State=[^ ]*')): $(tail -n 5 "$LOCAL_CLUSTER_DIR/log/slurmd-node2.log")"
+}
+
+# node2_with_mount SRC DST [ro]: node2's slurmd in a mount namespace of its own where SRC is bind-mounted
+# over DST (read-only with "ro"); nothing changes for node1 or the host.
+node2_with_mount() {
+  # shellcheck disable=SC2016  # expanded by the inner sh
+  restart_node2 unshare -m sh -c \
+    'if [ -n "$2" ]; then mount --bind -o ro "$0" "$1"; else mount --bind "$0" "$1"; fi && shift 2 && exec "$@"' \
+    "$1" "$2" "${3:-}"
+}
+
+expect_node2_drained() {  # expect_node2_drained CHECK TEXT: the fault is named on node2, with its drain line
+  assert_rc 1 "$1: exit 1"
+  assert_contains "$OUT" "node2        FAIL" "$1: node2 fails"
+  assert_contains "$OUT" "node1        ok" "$1: node1 passes"
+  assert_contains "$OUT" "$2" "$1: the fault is named"
+  assert_contains "$OUT" "drain: scontrol update NodeName=node2 State=DRAIN 'Reason=pcdino doctor: $1" \
+    "$1: the drain line for node2"
+  assert_eq "$(json "r['healthy'], r['nodes'][1]['healthy'], r['nodes'][0]['healthy']")" "False False True" \
+    "$1: doctor.json names node2"
+}
+
+# --- 1. healthy -------------------------------------------------------------------------------------
+doctor
+assert_rc 0 "two healthy nodes: exit 0"
+assert_contains "$OUT" "node1        ok" "the table has node1"
+assert_contains "$OUT" "node2        ok" "and node2"
+assert_contains "$OUT" "MPI allreduce over 2 nodes" "the allreduce sweep between them"
+assert_contains "$OUT" "busbw" "with its bus bandwidth"
+assert_contains "$OUT" "write" "and the shared filesystem's throughput"
+assert_contains "$OUT" "healthy" "verdict"
+assert_not_contains "$OUT" "drain:" "no drain line"
+assert_eq "$(json "r['healthy'], len(r['nodes']), len(r['allreduce']['points']) > 0, r['allreduce']['points'][-1]['busbw_gb_s'] > 0")" \
+  "True 2 True True" "doctor.json: healthy, two nodes, bus bandwidth measured"
+assert_eq "$(json "[c['name'] for c in r['nodes'][1]['checks']]")" \
+  "['shared_fs', 'scratch', 'slurm_view', 'environment', 'libfabric', 'speed']" "every check ran on node2"
+
+# --- 2. the shared directory read-only on node2 ------------------------------------------------------
+node2_with_mount "$W/shared" "$W/shared" ro
+doctor
+expect_node2_drained shared_fs "Read-only file system"
+
+# --- 3. node2's tasks lack the profile's variable ----------------------------------------------------
+node2_with_mount "$W/no-prolog.sh" "$W/taskprolog.sh"
+doctor
+expect_node2_drained environment "missing PCDINO_TEST_PROFILE"
+
+# --- 4. node2 CPU-starved: its slurmd (and so its tasks) on CPU 1, with seven busy processes there ----
+restart_node2 taskset -c 1
+# Each in a session of its own: the scheduler shares a CPU between sessions (autogroups) before processes.
+for _ in 1 2 3 4 5 6 7; do
+  setsid taskset -c 1 sh -c 'while :; do :; done' &
+  HOGS+=($!)
+done
+doctor
+expect_node2_drained speed "the nodes' median"
+for pid in "${HOGS[@]}"; do kill "$pid" 2>/dev/null; done
+HOGS=()
+restart_node2
+
+# --- 5. node2's task stops answering (SIGSTOP) -------------------------------------------------------
+start=$SECONDS
+timeout 300 "$P" doctor --submit --nodes 2 --log "$W/jobs/stop-%j.out" --shared-dir "$W/shared" --probe-mb 512 \
+  --answer-timeout 20 --json "$W/doctor.json" >"$W/stop.out" 2>&1 &
+runner=$!
+# Stopped while it probes the shared directory (its probe file names its PID), after MPI started and
+# before it reports. (A task stopped before MPI_Init ends the check too, after --answer-timeout, but MPI
+# cannot say which node did not join.)
+stopped=""
+for ((i = 0; i < 3000; i++)); do
+  [ -z "$stopped" ] || break
+  for file in "$W"/shared/.pcdino-doctor-*; do
+    [ -e "$file" ] || continue
+    pid=${file##*-}
+    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx SLURMD_NODENAME=node2; then
+      kill -STOP "$pid" && stopped=$pid
+    fi
+  done
+  sleep 0.01
+done
+[ -n "$stopped" ] && pass "node2's doctor task stopped (SIGSTOP)" || fail "found node2's doctor task to stop"
+wait "$runner"
+# shellcheck disable=SC2034  # read by assert_rc
+RC=$?
+OUT=$(cat "$W/stop.out")
+elapsed=$((SECONDS - start))
+assert_rc 1 "a node that stops answering: exit 1"
+[ "$elapsed" -lt 90 ] && pass "in bounded time ($elapsed s with a 20 s answer timeout)" ||
+  fail "a stopped node ended the check after $elapsed s"
+assert_contains "$OUT" "node2        NO ANSWER" "the stopped node is named"
+assert_contains "$OUT" "drain: scontrol update NodeName=node2 State=DRAIN 'Reason=pcdino doctor: did not answer" \
+  "with its drain line"
+assert_eq "$(json "r['healthy'], r['nodes'][1]['answered']")" "False False" "doctor.json: node2 did not answer"
+kill -CONT "$stopped" 2>/dev/null
+
+finish

@@ -1,0 +1,146 @@
+// The doctor's per-node probes and its report (issue #21), on this machine's real filesystem, libfabric
+// and Slurm's own output format; the multi-node check runs on the local cluster (test_doctor.sh).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "../lib/temp_dir.hpp"
+#include "pcdino/core/error.hpp"
+#include "pcdino/doctor/doctor.hpp"
+#include "pcdino/doctor/probes.hpp"
+
+namespace pcdino::doctor {
+namespace {
+
+TEST(DoctorProbes, SlurmsNodeLineGivesCpusMemoryAndGpus) {
+  // As `scontrol show node -o` prints it (Slurm 22.05), shortened.
+  const auto v = parse_scontrol_node(
+      "NodeName=gpu-st-p5-1 Arch=x86_64 CoresPerSocket=48 CPUAlloc=0 CPUEfctv=192 CPUTot=192 CPULoad=0.01 "
+      "AvailableFeatures=static,p5.48xlarge Gres=gpu:h100:8(S:0-1) NodeAddr=10.0.1.5 RealMemory=2000000 "
+      "State=IDLE Partitions=gpu");
+  EXPECT_EQ(v.name, "gpu-st-p5-1");
+  EXPECT_EQ(v.cpus, 192);
+  EXPECT_EQ(v.real_memory_mib, 2000000U);
+  EXPECT_EQ(v.gpus, 8);
+  EXPECT_EQ(parse_scontrol_node("NodeName=a CPUTot=4 Gres=gpu:2,gpu:t4:1,shard:8").gpus, 3);
+  EXPECT_EQ(parse_scontrol_node("NodeName=node1 CPUTot=2 RealMemory=100 Gres=(null)").gpus, 0);
+  EXPECT_THROW(parse_scontrol_node("NodeName=node1 RealMemory=100"), DataError);
+  EXPECT_THROW(parse_scontrol_node("NodeName=node1 CPUTot=two"), DataError);
+}
+
+TEST(DoctorProbes, FilesystemProbeWritesReadsAndRemoves) {
+  test::TempDir d;
+  const FilesystemProbe ok = probe_filesystem(d.path(), 4u << 20);
+  EXPECT_TRUE(ok.exists);
+  EXPECT_TRUE(ok.writable) << ok.error;
+  EXPECT_GT(ok.write_mb_s, 0);
+  EXPECT_GT(ok.read_mb_s, 0);
+  EXPECT_TRUE(std::filesystem::is_empty(d.path())) << "the probe's file is removed";
+
+  const FilesystemProbe missing = probe_filesystem(d / "nowhere", 1u << 20);
+  EXPECT_FALSE(missing.exists);
+  EXPECT_NE(missing.error.find(d / "nowhere"), std::string::npos) << missing.error;
+  // /proc takes no new files, not even root's: the error names the file it could not create.
+  const FilesystemProbe refused = probe_filesystem("/proc", 1u << 20);
+  EXPECT_TRUE(refused.exists);
+  EXPECT_FALSE(refused.writable);
+  EXPECT_NE(refused.error.find("cannot create '/proc/.pcdino-doctor-"), std::string::npos) << refused.error;
+}
+
+TEST(DoctorProbes, ScratchResourcesVariablesAndProviders) {
+  test::TempDir d;
+  ASSERT_TRUE(free_bytes(d.path()).has_value());
+  EXPECT_GT(*free_bytes(d.path()), 0U);
+  EXPECT_FALSE(free_bytes(d / "nowhere").has_value());
+
+  std::filesystem::create_directories(d / "dev");
+  for (const char* name : {"nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-modeset"})
+    std::ofstream(std::filesystem::path(d / "dev") / name).put('\n');
+  const HostResources host = host_resources(d / "dev");
+  EXPECT_EQ(host.gpus, 2) << "nvidia<N> only, not the control devices";
+  EXPECT_GT(host.cpus, 0);
+  EXPECT_GT(host.memory_mib, 0U);
+
+  const std::map<std::string, std::string> env = {{"FI_PROVIDER", "efa"}, {"EMPTY", ""}};
+  const auto getenv = [&env](const char* n) -> const char* {
+    const auto it = env.find(n);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  EXPECT_EQ(missing_variables({"FI_PROVIDER", "EMPTY", "NCCL_SOCKET_IFNAME"}, getenv),
+            (std::vector<std::string>{"EMPTY", "NCCL_SOCKET_IFNAME"}));
+
+  // Debian's libfabric has its TCP/UDP/shared-memory providers on any machine.
+  const auto providers = fabric_providers();
+  ASSERT_FALSE(providers.empty());
+  EXPECT_EQ(providers.front().rfind("error:", 0), std::string::npos) << providers.front();
+}
+
+TEST(DoctorProbes, WithinGivesUpOnAHungProbe) {
+  EXPECT_EQ(within<int>(5, [] { return 7; }), 7);
+  const auto start = std::chrono::steady_clock::now();
+  const auto late = within<int>(0.2, [] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    return 1;
+  });
+  EXPECT_FALSE(late.has_value());
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.5);
+  EXPECT_THROW(within<int>(5, []() -> int { throw DataError("bad"); }), DataError);
+}
+
+TEST(DoctorProbes, BusBandwidthIsNcclTestsDefinition) {
+  EXPECT_DOUBLE_EQ(allreduce_bus_bandwidth(10, 2), 10);    // 2(n-1)/n = 1
+  EXPECT_DOUBLE_EQ(allreduce_bus_bandwidth(10, 8), 17.5);  // 2 * 7 / 8
+  EXPECT_DOUBLE_EQ(allreduce_bus_bandwidth(10, 1), 0);
+  EXPECT_GT(memory_bandwidth_gb_s(8u << 20, 2), 0);
+}
+
+TEST(DoctorReport, TableJsonAndDrainLinesNameTheFailingNode) {
+  DoctorReport report;
+  NodeReport good, bad, silent;
+  good.node = "node1", good.rank = 0, good.answered = true, good.memory_gb_s = 5;
+  good.checks = {{"shared_fs", true, "/fsx: write 900 MB/s, read 1200 MB/s"}};
+  bad.node = "node2", bad.rank = 1, bad.answered = true, bad.memory_gb_s = 5;
+  bad.checks = {{"shared_fs", false, "cannot create '/fsx/.pcdino-doctor-x': Read-only file system"}};
+  silent.node = "node3", silent.rank = 2;
+  report.nodes = {good, bad, silent};
+  report.allreduce_ok = false;
+  report.allreduce_note = "not measured: a node did not answer within 30 s";
+  EXPECT_FALSE(report.healthy());
+
+  const std::string table = format_table(report);
+  EXPECT_NE(table.find("node2        FAIL"), std::string::npos) << table;
+  EXPECT_NE(table.find("node3        NO ANSWER"), std::string::npos) << table;
+  EXPECT_NE(table.find("Read-only file system"), std::string::npos) << table;
+  EXPECT_NE(table.find("UNHEALTHY"), std::string::npos) << table;
+
+  const auto drains = drain_commands(report);
+  ASSERT_EQ(drains.size(), 2U);
+  EXPECT_EQ(drains[0],
+            (std::vector<std::string>{
+                "scontrol", "update", "NodeName=node2", "State=DRAIN",
+                "Reason=pcdino doctor: shared_fs: cannot create '/fsx/.pcdino-doctor-x': Read-only "
+                "file system"}));
+  EXPECT_EQ(drains[1][2], "NodeName=node3");
+  EXPECT_NE(drains[1][4].find("did not answer"), std::string::npos);
+
+  const auto j = nlohmann::json::parse(format_json(report));
+  EXPECT_FALSE(j.at("healthy").get<bool>());
+  EXPECT_TRUE(j.at("nodes")[0].at("drain").is_null());
+  EXPECT_NE(j.at("nodes")[1].at("drain").get<std::string>().find("NodeName=node2"), std::string::npos);
+  EXPECT_FALSE(j.at("nodes")[2].at("answered").get<bool>());
+  EXPECT_EQ(j.at("allreduce").at("note").get<std::string>(), report.allreduce_note);
+
+  report.nodes = {good};
+  report.allreduce_ok = true;
+  EXPECT_TRUE(report.healthy());
+  EXPECT_TRUE(drain_commands(report).empty());
+  EXPECT_NE(format_table(report).find("healthy"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pcdino::doctor
