@@ -25,20 +25,6 @@ MultiCropWrapper model(bool fused_attention = true) {
   return MultiCropWrapper(VisionTransformer(o), DinoHead(192, 64, true, 64, 16));
 }
 
-// DINO's groups (utils.get_params_groups): weight decay on matrices, none on biases and norms.
-std::vector<torch::optim::OptimizerParamGroup> groups(MultiCropWrapper& m) {
-  std::vector<torch::Tensor> decayed, plain;
-  for (const auto& p : m->named_parameters()) {
-    if (!p.value().requires_grad()) continue;
-    const bool bias = p.key().size() >= 5 && p.key().compare(p.key().size() - 5, 5, ".bias") == 0;
-    (p.value().dim() <= 1 || bias ? plain : decayed).push_back(p.value());
-  }
-  std::vector<torch::optim::OptimizerParamGroup> g;
-  g.emplace_back(decayed, std::make_unique<torch::optim::AdamWOptions>(0.0));
-  g.emplace_back(plain, std::make_unique<torch::optim::AdamWOptions>(0.0));
-  return g;
-}
-
 void copy_parameters(MultiCropWrapper& to, MultiCropWrapper& from) {
   torch::NoGradGuard no_grad;
   auto t = to->parameters(), f = from->parameters();
@@ -85,8 +71,8 @@ TEST(MultiTensor, AdamWMatchesLibTorchsAdamWOverTwentyDinoSteps) {
   auto reference = model(), ours = model(), teacher = model();
   copy_parameters(ours, reference);
   copy_parameters(teacher, reference);
-  torch::optim::AdamW reference_opt(groups(reference), torch::optim::AdamWOptions(0.0));
-  MultiTensorAdamW opt(groups(ours), torch::optim::AdamWOptions(0.0));
+  torch::optim::AdamW reference_opt(params_groups(reference), torch::optim::AdamWOptions(0.0));
+  MultiTensorAdamW opt(params_groups(ours), torch::optim::AdamWOptions(0.0));
   DinoLoss loss(64, 4, 0.04, 0.04, 0, 2);
   auto initial = model();
   copy_parameters(initial, reference);
@@ -146,7 +132,7 @@ TEST(MultiTensor, CheckpointsMoveBetweenTheOptimizers) {
   torch::manual_seed(4);
   auto reference = model(), teacher = model();
   copy_parameters(teacher, reference);
-  torch::optim::AdamW reference_opt(groups(reference), torch::optim::AdamWOptions(0.0));
+  torch::optim::AdamW reference_opt(params_groups(reference), torch::optim::AdamWOptions(0.0));
   DinoLoss loss(64, 4, 0.04, 0.04, 0, 2);
   const auto step = [&](torch::optim::Optimizer& opt, MultiCropWrapper& m) {
     set_schedule(opt, 1e-3, 0.04);
@@ -158,7 +144,7 @@ TEST(MultiTensor, CheckpointsMoveBetweenTheOptimizers) {
   save_checkpoint(d / "old.pth", reference, teacher, reference_opt, loss, {});
   // ...resumes with the multi-tensor one, moments and step counts included...
   auto resumed = model(), resumed_teacher = model();
-  MultiTensorAdamW opt(groups(resumed), torch::optim::AdamWOptions(0.0));
+  MultiTensorAdamW opt(params_groups(resumed), torch::optim::AdamWOptions(0.0));
   DinoLoss resumed_loss(64, 4, 0.04, 0.04, 0, 2);
   load_checkpoint(d / "old.pth", resumed, resumed_teacher, opt, resumed_loss);
   expect_close(reference, resumed, 0);
@@ -174,7 +160,7 @@ TEST(MultiTensor, CheckpointsMoveBetweenTheOptimizers) {
   // The multi-tensor optimizer's checkpoint is LibTorch's AdamW archive: torch::optim::AdamW reads it.
   save_checkpoint(d / "new.pth", resumed, resumed_teacher, opt, resumed_loss, {});
   auto back = model(), back_teacher = model();
-  torch::optim::AdamW back_opt(groups(back), torch::optim::AdamWOptions(0.0));
+  torch::optim::AdamW back_opt(params_groups(back), torch::optim::AdamWOptions(0.0));
   load_checkpoint(d / "new.pth", back, back_teacher, back_opt, resumed_loss);
   expect_same_state(opt, resumed, back_opt, back, 10);
 }
@@ -231,7 +217,7 @@ TEST(MultiTensor, EmaAndClippingMatchThePerParameterReference) {
 
 TEST(MultiTensor, ZeroGradZeroesEveryGradientOnce) {
   auto m = model();
-  MultiTensorAdamW opt(groups(m), torch::optim::AdamWOptions(1e-3));
+  MultiTensorAdamW opt(params_groups(m), torch::optim::AdamWOptions(1e-3));
   for (auto& p : m->parameters()) p.mutable_grad() = torch::ones_like(p);
   m->head->weight_v.mutable_grad() = torch::Tensor();
   opt.zero_grad();

@@ -116,4 +116,18 @@ void cancel_gradients_last_layer(int epoch, MultiCropWrapper& student, int freez
   }
 }
 
+// Bias or not by name, as the reference's name.endswith(".bias").
+std::vector<torch::optim::OptimizerParamGroup> params_groups(MultiCropWrapper& student) {
+  std::vector<torch::Tensor> regularized, not_regularized;
+  for (const auto& p : student->named_parameters()) {
+    if (!p.value().requires_grad()) continue;
+    const bool bias = p.key().size() >= 5 && p.key().compare(p.key().size() - 5, 5, ".bias") == 0;
+    (p.value().dim() <= 1 || bias ? not_regularized : regularized).push_back(p.value());
+  }
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(regularized, std::make_unique<torch::optim::AdamWOptions>(0.0));
+  groups.emplace_back(not_regularized, std::make_unique<torch::optim::AdamWOptions>(0.0));
+  return groups;
+}
+
 }  // namespace pcdino::train

@@ -79,21 +79,6 @@ void append_line(const std::string& path, const std::string& line) {
   out << line << "\n";
 }
 
-// No weight decay on biases and norms (utils.get_params_groups: ndim <= 1 or a bias). Group 0 is the
-// regularized one: the schedule sets its weight decay.
-std::vector<torch::optim::OptimizerParamGroup> params_groups(MultiCropWrapper& student) {
-  std::vector<torch::Tensor> regularized, not_regularized;
-  for (const auto& p : student->named_parameters()) {
-    if (!p.value().requires_grad()) continue;
-    const bool bias = p.key().size() >= 5 && p.key().compare(p.key().size() - 5, 5, ".bias") == 0;
-    (p.value().dim() <= 1 || bias ? not_regularized : regularized).push_back(p.value());
-  }
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(regularized, std::make_unique<torch::optim::AdamWOptions>(0.0));
-  groups.emplace_back(not_regularized, std::make_unique<torch::optim::AdamWOptions>(0.0));
-  return groups;
-}
-
 // The multi-crop augmentation (main_dino.py's DataAugmentationDINO arguments). Throws ConfigError for RGB
 // images without 3 channels.
 MultiCropOptions multi_crop_options(const PipelineConfig& c, const MeanStdValues& ms) {

@@ -74,6 +74,11 @@ class DinoLoss {
   std::vector<double> teacher_temps_;
 };
 
+/// The optimizer's parameter groups of DINO (utils.get_params_groups): group 0 the trained parameters with
+/// weight decay (the schedule sets it), group 1 those without (ndim <= 1 or named *.bias: biases and
+/// norms); parameters that need no gradient are left out. Both with AdamWOptions(0.0); lr is set per step.
+std::vector<torch::optim::OptimizerParamGroup> params_groups(MultiCropWrapper& student);
+
 /// Zeroes the gradients of head.last_layer (utils.cancel_gradients_last_layer) while
 /// epoch < freeze_last_layer.
 void cancel_gradients_last_layer(int epoch, MultiCropWrapper& student, int freeze_last_layer);
