@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -86,12 +88,31 @@ void run_ranks(DoctorArgs& a) {
 }
 
 // --submit: the same check as a batch job of one task per node, waited for; its output printed.
-void submit(const DoctorArgs& a) {
+// The step that runs the check: one task per node of the allocation, this program with the options given.
+std::vector<std::string> step_command(const DoctorArgs& a) {
   char self[4096] = {};
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) throw Error(ExitCode::kSoftware, "cannot find this program's path (/proc/self/exe)");
-  std::string command = "srun --mpi=pmix --kill-on-bad-exit=1 " + shell_quote(self) + " doctor";
-  for (const auto& word : a.forwarded) command += " " + shell_quote(word);
+  std::vector<std::string> command = {
+      "srun", "--ntasks-per-node=1", "--mpi=pmix", "--kill-on-bad-exit=1", self, "doctor"};
+  command.insert(command.end(), a.forwarded.begin(), a.forwarded.end());
+  return command;
+}
+
+// In an allocation (a batch script, salloc) but not in a step: the check becomes a step of every node.
+[[noreturn]] void run_as_step(const DoctorArgs& a) {
+  const auto command = step_command(a);
+  std::vector<char*> argv;
+  for (const auto& word : command) argv.push_back(const_cast<char*>(word.c_str()));
+  argv.push_back(nullptr);
+  ::execvp(argv[0], argv.data());
+  throw Error(ExitCode::kUnavailable,
+              "cannot run srun (Slurm's client commands): " + std::string(std::strerror(errno)));
+}
+
+void submit(const DoctorArgs& a) {
+  std::string command;
+  for (const auto& word : step_command(a)) command += (command.empty() ? "" : " ") + shell_quote(word);
   std::vector<std::string> sbatch = {"sbatch",
                                      "--wait",
                                      "--parsable",
@@ -123,8 +144,8 @@ void add_doctor_command(CLI::App& app) {
   auto a = std::make_shared<DoctorArgs>();
   CLI::App* sub = app.add_subcommand(
       "doctor",
-      "Health check of the nodes of an allocation before training (one task per node: srun "
-      "--ntasks-per-node=1 --mpi=pmix pcdino doctor, or --submit --nodes N); exit 0 when all are healthy");
+      "Health check of the nodes of an allocation before training, one task per node (in a batch script or "
+      "salloc it runs srun itself; --submit --nodes N submits it); exit 0 when all are healthy");
   doctor::DoctorOptions& o = a->options;
   // Options forwarded to the job's ranks by --submit are registered through `forward`.
   const auto forward = [a](CLI::Option* option) {
@@ -186,14 +207,19 @@ void add_doctor_command(CLI::App& app) {
   sub->add_option("--log", a->log, "--submit: the job's output file (%j: job id)")->capture_default_str();
   sub->callback([a] {
     a->options.check_slurm_view = !a->no_slurm_view;
-    if (!a->submit) {
-      run_ranks(*a);
-      return;
-    }
-    if (a->nodes <= 0) throw Error(ExitCode::kUsage, "pcdino doctor --submit needs --nodes N");
     if (a->no_slurm_view) a->forwarded.push_back("--no-slurm-view");
     if (a->drain) a->forwarded.push_back("--drain");
-    submit(*a);
+    if (a->submit) {
+      if (a->nodes <= 0) throw Error(ExitCode::kUsage, "pcdino doctor --submit needs --nodes N");
+      submit(*a);
+      return;
+    }
+    // A batch script or salloc shell has the job's variables but no step; srun and mpirun ranks have theirs.
+    const bool in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
+    const bool in_step =
+        std::getenv("SLURM_STEP_ID") != nullptr || std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+    if (in_allocation && !in_step) run_as_step(*a);
+    run_ranks(*a);
   });
 }
 

@@ -102,6 +102,14 @@ assert_eq "$(json "r['healthy'], len(r['nodes']), len(r['allreduce']['points']) 
 assert_eq "$(json "[c['name'] for c in r['nodes'][1]['checks']]")" \
   "['shared_fs', 'scratch', 'slurm_view', 'environment', 'libfabric', 'speed']" "every check ran on node2"
 
+# Inside an allocation (a batch script of two nodes), pcdino doctor makes itself a step of both nodes.
+run timeout 120 sbatch --wait -N2 -o "$W/jobs/alloc-%j.out" \
+  --wrap "$(printf '%q ' "$P" doctor --shared-dir "$W/shared" --probe-mb 8 --scratch "$W" --min-scratch-gib 0.01)"
+assert_rc 0 "in a batch script: exit 0"
+alloc=$(cat "$W"/jobs/alloc-*.out)
+assert_contains "$alloc" "node1        ok" "in a batch script: node1 checked"
+assert_contains "$alloc" "node2        ok" "and node2, one task each"
+
 # --- 2. the shared directory read-only on node2 ------------------------------------------------------
 node2_with_mount "$W/shared" "$W/shared" ro
 doctor
