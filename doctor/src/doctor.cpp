@@ -264,14 +264,14 @@ DoctorReport run_doctor(const DoctorOptions& options, const MpiWorld& world,
   }
   // The sweep under a watchdog: a rank lost in the middle of it would hang every other one.
   std::atomic<bool> done{false};
-  std::thread watchdog([&] {
+  // The watchdog reports from a copy taken now: the main thread writes `report` when the sweep returns.
+  std::thread watchdog([&, late = report]() mutable {
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::duration<double>(options.allreduce_seconds);
     while (!done.load() && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (done.load()) return;
     if (world.rank() == 0) {
-      DoctorReport late = report;
       late.allreduce_ok = false;
       late.allreduce_note =
           "allreduce " + timed_out(options.allreduce_seconds) + ": a node stopped answering";
