@@ -18,10 +18,8 @@ CLI::App* add_external(CLI::App& parent, const std::string& name, const std::str
   sub->set_help_flag();
   sub->callback([sub, name, program, issue] {
     std::vector<std::string> args = sub->remaining();
-    std::error_code ec;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    const std::string path = (self.parent_path() / program).string();
-    if (ec || ::access(path.c_str(), X_OK) != 0) {
+    const std::string path = (std::filesystem::path(own_program()).parent_path() / program).string();
+    if (::access(path.c_str(), X_OK) != 0) {
       throw Error(ExitCode::kUnavailable, "pcdino " + name + ": " + program +
                                               " is not built next to pcdino (" + path +
                                               "; it needs LibTorch, tracked in issue " + issue + ")");
@@ -35,6 +33,13 @@ CLI::App* add_external(CLI::App& parent, const std::string& name, const std::str
                 "pcdino " + name + ": cannot run " + path + ": " + std::strerror(errno));
   });
   return sub;
+}
+
+std::string own_program() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error(ExitCode::kSoftware, "cannot find pcdino's own path: " + ec.message());
+  return self.string();
 }
 
 void add_all_commands(CLI::App& app) {

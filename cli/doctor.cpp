@@ -44,8 +44,7 @@ void publish(const DoctorArgs& a, const doctor::DoctorReport& report) {
   std::cout << doctor::format_table(report);
   if (!a.json.empty()) write_file_atomic(a.json, doctor::format_json(report));
   for (const auto& command : doctor::drain_commands(report)) {
-    std::string line;
-    for (const auto& word : command) line += (line.empty() ? "" : " ") + shell_quote(word);
+    const std::string line = shell_command(command);
     if (!a.drain) {
       std::cout << "drain: " << line << "\n";
       continue;
@@ -87,14 +86,10 @@ void run_ranks(DoctorArgs& a) {
   if (!report.healthy()) throw Error(ExitCode::kFailure, "pcdino doctor: unhealthy nodes (see above)");
 }
 
-// --submit: the same check as a batch job of one task per node, waited for; its output printed.
 // The step that runs the check: one task per node of the allocation, this program with the options given.
 std::vector<std::string> step_command(const DoctorArgs& a) {
-  char self[4096] = {};
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) throw Error(ExitCode::kSoftware, "cannot find this program's path (/proc/self/exe)");
   std::vector<std::string> command = {
-      "srun", "--ntasks-per-node=1", "--mpi=pmix", "--kill-on-bad-exit=1", self, "doctor"};
+      "srun", "--ntasks-per-node=1", "--mpi=pmix", "--kill-on-bad-exit=1", own_program(), "doctor"};
   command.insert(command.end(), a.forwarded.begin(), a.forwarded.end());
   return command;
 }
@@ -110,9 +105,9 @@ std::vector<std::string> step_command(const DoctorArgs& a) {
               "cannot run srun (Slurm's client commands): " + std::string(std::strerror(errno)));
 }
 
+// --submit: the same check as a batch job of one task per node, waited for; its output printed.
 void submit(const DoctorArgs& a) {
-  std::string command;
-  for (const auto& word : step_command(a)) command += (command.empty() ? "" : " ") + shell_quote(word);
+  const std::string command = shell_command(step_command(a));
   std::vector<std::string> sbatch = {"sbatch",
                                      "--wait",
                                      "--parsable",

@@ -30,13 +30,6 @@ struct PipelineArgs {
   }
 };
 
-std::string own_program() {
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) throw Error(ExitCode::kSoftware, "cannot find pcdino's own path: " + ec.message());
-  return self.string();
-}
-
 void add_submit(CLI::App& app, const std::string& name, bool resume) {
   auto args = std::make_shared<PipelineArgs>();
   CLI::App* sub = app.add_subcommand(

@@ -90,4 +90,10 @@ std::string shell_quote(const std::string& text) {
   return quoted + "'";
 }
 
+std::string shell_command(const std::vector<std::string>& words) {
+  std::string line;
+  for (const auto& word : words) line += (line.empty() ? "" : " ") + shell_quote(word);
+  return line;
+}
+
 }  // namespace pcdino

@@ -22,4 +22,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
 /// characters that need none.
 std::string shell_quote(const std::string& text);
 
+/// `words` as one POSIX shell command line: each shell_quote()d, separated by spaces.
+std::string shell_command(const std::vector<std::string>& words);
+
 }  // namespace pcdino
