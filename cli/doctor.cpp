@@ -11,16 +11,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "commands.hpp"
+#include "pcdino/app/app.hpp"
+#include "pcdino/core/config.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/log.hpp"
 #include "pcdino/core/mpi_world.hpp"
 #include "pcdino/core/process.hpp"
+#include "pcdino/core/run_files.hpp"
+#include "pcdino/sbatch/submitter.hpp"
 
 namespace pcdino::cli {
 
@@ -28,6 +34,8 @@ namespace {
 
 struct DoctorArgs {
   doctor::DoctorOptions options;
+  std::string config;             // --config: the settings of a pipeline file's doctor: section
+  std::vector<std::string> sets;  // --set overrides of its keys
   double probe_mb = 64;
   std::string json;
   bool drain = false;
@@ -38,6 +46,41 @@ struct DoctorArgs {
   std::string partition, time = "10:00", log = "pcdino-doctor-%j.out";
   std::vector<std::string> forwarded;  // the options the job's ranks get
 };
+
+// The options a pipeline's doctor: section also sets, with its key: beside --config, --set changes them.
+const std::vector<std::pair<const char*, const char*>> kSectionOptions = {
+    {"--shared-dir", "doctor.shared_dir"},
+    {"--probe-mb", "doctor.probe_mb"},
+    {"--min-write-mb-s", "doctor.min_write_mb_s"},
+    {"--min-read-mb-s", "doctor.min_read_mb_s"},
+    {"--scratch", "doctor.scratch"},
+    {"--min-scratch-gib", "doctor.min_scratch_gib"},
+    {"--expect-env", "doctor.expect_env"},
+    {"--expect-provider", "doctor.expect_providers"},
+    {"--min-busbw-gbps", "doctor.min_busbw_gbps"},
+    {"--drain", "doctor.drain"},
+};
+
+// --config: the check as the pipeline's doctor stage runs it. Returns the run's folders (doctor.json goes
+// into its logs folder unless --json says otherwise).
+RunLayout apply_pipeline_file(DoctorArgs& a, const CLI::App& sub) {
+  for (const auto& [option, key] : kSectionOptions) {
+    if (sub.get_option(option)->count() > 0) {
+      throw Error(ExitCode::kUsage, std::string(option) + " with --config: the file's " + key +
+                                        " sets it; change it with --set " + key + "=VALUE");
+    }
+  }
+  app::ConfigOptions file;
+  file.path = a.config;
+  file.sets = a.sets;
+  const PipelineConfig config =
+      sbatch::with_absolute_paths(file.load(), std::filesystem::current_path().string());
+  doctor::apply_config(config, a.options);
+  a.drain = config.doctor.drain;
+  const RunLayout files(config);
+  if (a.json.empty()) a.json = files.doctor_report;
+  return files;
+}
 
 // What rank 0 prints and writes: the table, doctor.json, and the drain lines (run with --drain).
 void publish(const DoctorArgs& a, const doctor::DoctorReport& report) {
@@ -57,7 +100,6 @@ void publish(const DoctorArgs& a, const doctor::DoctorReport& report) {
 
 // The check itself: this process is one rank of `srun --ntasks-per-node=1 --mpi=pmix pcdino doctor`.
 void run_ranks(DoctorArgs& a) {
-  a.options.probe_bytes = static_cast<std::size_t>(a.probe_mb * 1e6);
   // MPI_Init waits for every task of the step: a node stopped before it joins would hang it for good.
   std::atomic<bool> started{false};
   std::thread startup([&started, limit = a.options.answer_seconds] {
@@ -80,10 +122,16 @@ void run_ranks(DoctorArgs& a) {
       doctor::run_doctor(a.options, world, [&a](const doctor::DoctorReport& r) { publish(a, r); });
   if (world.rank() != 0) return;
   publish(a, report);
+  if (report.healthy()) return;
+  // The line `pcdino status` shows for a failed doctor stage (the table went to stdout).
+  const std::string why = "pcdino doctor: " + doctor::summary(report);
   const bool all_answered = std::all_of(report.nodes.begin(), report.nodes.end(),
                                         [](const doctor::NodeReport& n) { return n.answered; });
-  if (!all_answered) world.abort(to_int(ExitCode::kFailure));  // a stopped rank never finalizes
-  if (!report.healthy()) throw Error(ExitCode::kFailure, "pcdino doctor: unhealthy nodes (see above)");
+  if (!all_answered) {  // a stopped rank never finalizes
+    std::cerr << "error: " << why << std::endl;
+    world.abort(to_int(ExitCode::kFailure));
+  }
+  throw Error(ExitCode::kFailure, why);
 }
 
 // The step that runs the check: one task per node of the allocation, this program with the options given.
@@ -140,7 +188,8 @@ void add_doctor_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "doctor",
       "Health check of the nodes of an allocation before training, one task per node (in a batch script or "
-      "salloc it runs srun itself; --submit --nodes N submits it); exit 0 when all are healthy");
+      "salloc it runs srun itself; --submit --nodes N submits it; --config runs it as a pipeline's doctor "
+      "stage); exit 0 when all are healthy");
   doctor::DoctorOptions& o = a->options;
   // Options forwarded to the job's ranks by --submit are registered through `forward`.
   const auto forward = [a](CLI::Option* option) {
@@ -150,6 +199,12 @@ void add_doctor_command(CLI::App& app) {
     });
     return option;
   };
+  forward(sub->add_option("-c,--config", a->config,
+                          "Pipeline YAML: check as its doctor stage does (its doctor: section; the shared "
+                          "directory defaults to the run folder, the report to its logs/doctor.json)"));
+  forward(
+      sub->add_option("--set", a->sets, "With --config: override a key, e.g. --set doctor.min_busbw_gbps=5")
+          ->type_name("KEY=VALUE"));
   forward(
       sub->add_option("--shared-dir", o.shared_dir, "Shared filesystem to probe on every node (e.g. /fsx)"));
   forward(sub->add_option("--probe-mb", a->probe_mb, "MB each node writes to and reads from it")
@@ -200,19 +255,25 @@ void add_doctor_command(CLI::App& app) {
   sub->add_option("--partition", a->partition, "--submit: partition");
   sub->add_option("--time", a->time, "--submit: the job's time limit")->capture_default_str();
   sub->add_option("--log", a->log, "--submit: the job's output file (%j: job id)")->capture_default_str();
-  sub->callback([a] {
+  sub->callback([a, sub] {
     a->options.check_slurm_view = !a->no_slurm_view;
     if (a->no_slurm_view) a->forwarded.push_back("--no-slurm-view");
     if (a->drain) a->forwarded.push_back("--drain");
+    a->options.probe_bytes = static_cast<std::size_t>(a->probe_mb * 1e6);
+    std::optional<RunLayout> run;
+    if (!a->config.empty()) run = apply_pipeline_file(*a, *sub);
+    // A batch script or salloc shell has the job's variables but no step; srun and mpirun ranks have theirs.
+    const bool in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
+    const bool in_step =
+        std::getenv("SLURM_STEP_ID") != nullptr || std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+    // The run folder is made where the check is launched, as `pcdino submit` makes it, never by a rank: a
+    // node without the shared filesystem must not pass by making the folder on its own disk.
+    if (run && (a->submit || (in_allocation && !in_step))) make_directories(run->logs_dir);
     if (a->submit) {
       if (a->nodes <= 0) throw Error(ExitCode::kUsage, "pcdino doctor --submit needs --nodes N");
       submit(*a);
       return;
     }
-    // A batch script or salloc shell has the job's variables but no step; srun and mpirun ranks have theirs.
-    const bool in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
-    const bool in_step =
-        std::getenv("SLURM_STEP_ID") != nullptr || std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
     if (in_allocation && !in_step) run_as_step(*a);
     run_ranks(*a);
   });

@@ -35,8 +35,9 @@ void add_submit(CLI::App& app, const std::string& name, bool resume) {
   CLI::App* sub = app.add_subcommand(
       name, resume ? "Resubmit a pipeline from its first incomplete stage: stages whose completion marker "
                      "matches the configuration are skipped, everything after a resubmitted stage runs again"
-                   : "Submit the whole pipeline (mean/std, train, CLS features, labels, kNN, plots) as Slurm "
-                     "jobs chained with --dependency=afterok");
+                   : "Submit the whole pipeline (mean/std, train, CLS features, labels, kNN, plots; with "
+                     "doctor.enabled the node check before training) as Slurm jobs chained with "
+                     "--dependency=afterok");
   app::add_config_options(sub, args->config, true, true);
   sub->add_option("--stages", args->stages, "Comma-separated stages to submit: " + stage_names() + ", or all")
       ->capture_default_str();
@@ -50,7 +51,8 @@ void add_submit(CLI::App& app, const std::string& name, bool resume) {
   sub->callback([args, resume] {
     const PipelineConfig config = args->load();
     sbatch::SubmitOptions options;
-    options.stages = sbatch::parse_stages(args->stages, "--stages");
+    // "all": the stages this configuration turns on (the doctor check only with doctor.enabled).
+    if (args->stages != "all") options.stages = sbatch::parse_stages(args->stages, "--stages");
     options.resume = resume;
     options.dry_run = args->dry_run;
     options.pcdino = args->program.empty() ? own_program() : args->program;

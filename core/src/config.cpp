@@ -211,6 +211,17 @@ std::vector<int> Reader::convert<std::vector<int>>(const YAML::Node& node, const
 }
 
 template <>
+std::vector<std::string> Reader::convert<std::vector<std::string>>(const YAML::Node& node,
+                                                                   const std::string& path) const {
+  if (!node.IsSequence()) fail(node, path, "expected a list of strings, got '" + render(node) + "'");
+  std::vector<std::string> values;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    values.push_back(convert<std::string>(node[i], path + "[" + std::to_string(i) + "]"));
+  }
+  return values;
+}
+
+template <>
 std::map<int, std::string> Reader::convert<std::map<int, std::string>>(const YAML::Node& node,
                                                                        const std::string& path) const {
   if (!node.IsMap()) fail(node, path, "expected a mapping {index: name}, got '" + render(node) + "'");
@@ -364,6 +375,36 @@ Check<std::string> sbatch_word() {
           }};
 }
 
+bool is_variable_name(const std::string& v) {
+  static const std::regex name("[A-Za-z_][A-Za-z0-9_]*");
+  return std::regex_match(v, name);
+}
+Check<std::vector<std::string>> variable_names() {
+  return {"variable names", [](const std::vector<std::string>& v) {
+            for (const auto& name : v) {
+              if (!is_variable_name(name)) return "'" + name + "' is not an environment variable name";
+            }
+            return std::string();
+          }};
+}
+// Words that go onto a command line: each a non-empty sbatch_word().
+Check<std::vector<std::string>> sbatch_words() {
+  return {"words without spaces or quotes", [](const std::vector<std::string>& v) {
+            for (const auto& word : v) {
+              const std::string problem =
+                  word.empty() ? "expected a non-empty word" : sbatch_word().test(word);
+              if (!problem.empty()) return problem + " ('" + word + "')";
+            }
+            return std::string();
+          }};
+}
+// A path every node resolves alike, whatever the job's working directory.
+Check<std::string> absolute_path() {
+  return {"\"\" or an absolute path", [](const std::string& v) {
+            return v.empty() || v.front() == '/' ? "" : std::string("expected an absolute path (or \"\")");
+          }};
+}
+
 // --- Emitting a value as the dump writes it. ---
 
 void emit(YAML::Emitter& out, const std::string& v) {
@@ -396,6 +437,11 @@ void emit(YAML::Emitter& out, const std::array<double, 2>& v) {
 void emit(YAML::Emitter& out, const std::vector<int>& v) {
   out << YAML::Flow << v;
 }
+void emit(YAML::Emitter& out, const std::vector<std::string>& v) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (const auto& x : v) emit(out, x);
+  out << YAML::EndSeq;
+}
 void emit(YAML::Emitter& out, const std::vector<std::vector<int>>& v) {
   out << YAML::Flow << YAML::BeginSeq;
   for (const auto& combo : v) out << YAML::Flow << combo;
@@ -422,6 +468,7 @@ constexpr const char* type_name() {
   if constexpr (std::is_same_v<T, std::optional<bool>>) return "bool or null";
   if constexpr (std::is_same_v<T, std::array<double, 2>>) return "[low, high]";
   if constexpr (std::is_same_v<T, std::vector<int>>) return "list of integers";
+  if constexpr (std::is_same_v<T, std::vector<std::string>>) return "list of strings";
   if constexpr (std::is_same_v<T, std::vector<std::vector<int>>>) return "list of channel combinations";
   if constexpr (std::is_same_v<T, std::map<int, std::string>>) return "{index: name}";
   if constexpr (std::is_same_v<T, std::map<std::string, std::string>>) return "{name: value}";
@@ -689,14 +736,37 @@ std::vector<Entry> make_schema() {
       key("slurm.environment", PCDINO_MEMBER(slurm.environment),
           {"variable names",
            [](const std::map<std::string, std::string>& v) {
-             static const std::regex name("[A-Za-z_][A-Za-z0-9_]*");
              for (const auto& [key, value] : v) {
-               if (!std::regex_match(key, name)) return "'" + key + "' is not an environment variable name";
+               if (!is_variable_name(key)) return "'" + key + "' is not an environment variable name";
                if (value.find_first_of("\r\n") != std::string::npos) return "the value of " + key + " spans lines";
              }
              return std::string();
            }},
           "pcdino: exported in the training and feature jobs unless spank_pcdino.so is in the plugstack"),
+
+      key("doctor.enabled", PCDINO_MEMBER(doctor.enabled), any_bool,
+          "pcdino: `pcdino submit` runs `pcdino doctor` on train_scDINO.nnodes nodes first and training waits "
+          "for it (afterok): an unhealthy node stops the chain before training starts"),
+      key("doctor.shared_dir", PCDINO_MEMBER(doctor.shared_dir), absolute_path(),
+          "pcdino: shared directory each node writes to and reads back; \"\" = the run folder"),
+      key("doctor.probe_mb", PCDINO_MEMBER(doctor.probe_mb), positive(),
+          "pcdino: MB each node writes to and reads from the shared directory"),
+      key("doctor.min_write_mb_s", PCDINO_MEMBER(doctor.min_write_mb_s), non_negative(),
+          "pcdino: floor of each node's write throughput to it (MB/s); 0 = not judged"),
+      key("doctor.min_read_mb_s", PCDINO_MEMBER(doctor.min_read_mb_s), non_negative(),
+          "pcdino: floor of each node's read throughput from it (MB/s); 0 = not judged"),
+      key("doctor.scratch", PCDINO_MEMBER(doctor.scratch), absolute_path(),
+          "pcdino: node-local scratch directory whose free space is checked; \"\" = not checked"),
+      key("doctor.min_scratch_gib", PCDINO_MEMBER(doctor.min_scratch_gib), non_negative(),
+          "pcdino: free space the scratch directory needs (GiB)"),
+      key("doctor.expect_env", PCDINO_MEMBER(doctor.expect_env), variable_names(),
+          "pcdino: variables every task must have (a SPANK profile's), beside slurm.environment's names"),
+      key("doctor.expect_providers", PCDINO_MEMBER(doctor.expect_providers), sbatch_words(),
+          "pcdino: libfabric providers fi_getinfo must report on every node ([efa] on EFA instance types)"),
+      key("doctor.min_busbw_gbps", PCDINO_MEMBER(doctor.min_busbw_gbps), non_negative(),
+          "pcdino: floor of the MPI allreduce bus bandwidth between the nodes at 16 MiB (GB/s); 0 = not judged"),
+      key("doctor.drain", PCDINO_MEMBER(doctor.drain), any_bool,
+          "pcdino: drain each unhealthy node (scontrol update State=DRAIN; needs Slurm operator rights)"),
   };
   const PipelineConfig defaults;
   for (auto& e : keys) {

@@ -49,7 +49,8 @@ RunLayout::RunLayout(const PipelineConfig& config)
       plots_index(in(plots_dir, "index.html")),
       logs_dir(in(run_dir, "logs")),
       submitted_config(in(logs_dir, "submitted_pipeline.yaml")),
-      job_state(in(logs_dir, "pipeline_jobs.json")) {}
+      job_state(in(logs_dir, "pipeline_jobs.json")),
+      doctor_report(in(logs_dir, "doctor.json")) {}
 
 std::string RunLayout::stage_script(const std::string& stage) const {
   return in(logs_dir, stage + ".sbatch");

@@ -26,12 +26,26 @@ StageResources cpu_ranks(const PipelineConfig& c) {
 StageResources one_task(const PipelineConfig&) {
   return {1, 0, 1, 0};
 }
+// The health check: one task on each node training will take, with the GPUs it will ask for.
+StageResources training_nodes(const PipelineConfig& c) {
+  return {c.train.nnodes, 1, 0, c.train.num_gpus};
+}
 
 }  // namespace
 
 const std::vector<StageSpec>& pipeline_stages() {
-  // name, summary, after, reads, accelerated, threaded, requeues, resources
+  // name, summary, after, reads, accelerated, threaded, requeues, resources[, switch_key, check]
   static const std::vector<StageSpec> stages = {
+      {"doctor",
+       "health check of the training's nodes (pcdino doctor)",
+       {},
+       {"doctor"},
+       true,
+       false,
+       false,
+       training_nodes,
+       "doctor.enabled",
+       true},
       {"meanstd",
        "per-channel mean and std of the dataset",
        {},
@@ -42,7 +56,7 @@ const std::vector<StageSpec>& pipeline_stages() {
        cpu_ranks},
       {"train",
        "DINO pretraining of the ViT",
-       {"meanstd"},
+       {"doctor", "meanstd"},
        {"meta", "train_scDINO"},
        true,
        true,
@@ -75,6 +89,10 @@ const std::vector<StageSpec>& pipeline_stages() {
        one_task},
   };
   return stages;
+}
+
+bool stage_enabled(const StageSpec& stage, const PipelineConfig& config) {
+  return stage.switch_key == nullptr || config_value(config, stage.switch_key) == "true";
 }
 
 std::string stage_names() {

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "pcdino/core/config.hpp"
 #include "pcdino/core/mpi_world.hpp"
 #include "pcdino/core/process.hpp"
 #include "pcdino/doctor/probes.hpp"
@@ -204,6 +205,32 @@ std::string NodeReport::reason() const {
   for (const auto& c : checks)
     if (!c.ok) failed.push_back(c.name + ": " + c.detail);
   return join(failed, "; ");
+}
+
+void apply_config(const PipelineConfig& config, DoctorOptions& options) {
+  const DoctorConfig& d = config.doctor;
+  options.shared_dir = d.shared_dir.empty() ? config.run_dir() : d.shared_dir;
+  options.probe_bytes = static_cast<std::size_t>(d.probe_mb * 1e6);
+  options.min_write_mb_s = d.min_write_mb_s;
+  options.min_read_mb_s = d.min_read_mb_s;
+  options.scratch_dir = d.scratch;
+  options.min_scratch_gib = d.min_scratch_gib;
+  options.expect_variables = d.expect_env;
+  for (const auto& [name, value] : config.slurm.environment) {
+    const auto& v = options.expect_variables;
+    if (std::find(v.begin(), v.end(), name) == v.end()) options.expect_variables.push_back(name);
+  }
+  options.expect_providers = d.expect_providers;
+  options.min_busbw_gb_s = d.min_busbw_gbps;
+}
+
+std::string summary(const DoctorReport& report) {
+  std::vector<std::string> problems;
+  for (const auto& n : report.nodes) {
+    if (!n.healthy()) problems.push_back(n.node + " (" + n.reason() + ")");
+  }
+  if (!report.allreduce_ok) problems.push_back("allreduce: " + report.allreduce_note);
+  return problems.empty() ? "healthy" : "unhealthy: " + join(problems, "; ");
 }
 
 bool DoctorReport::healthy() const {

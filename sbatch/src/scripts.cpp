@@ -77,7 +77,9 @@ std::map<Stage, std::string> stage_config_hashes(const PipelineConfig& config) {
     // The format's version first: a change in how the text is made reruns every stage once, on purpose.
     std::string text =
         std::string(kStageHashFormat) + "\n" + stage + "\n" + stage_inputs(config, stage_spec(stage));
-    for (const auto& dep : stage_dependencies(stage)) text += dep + "=" + hashes.at(dep) + "\n";
+    for (const auto& dep : stage_dependencies(stage)) {
+      if (!stage_spec(dep).check) text += dep + "=" + hashes.at(dep) + "\n";  // a check's outputs feed none
+    }
     hashes[stage] = fmt::format("{:016x}", fnv1a(text));
   }
   return hashes;
@@ -174,18 +176,47 @@ std::string render_script(const PipelineConfig& config, const Stage& stage, cons
   return o.str();
 }
 
+std::vector<Stage> enabled_stages(const PipelineConfig& config) {
+  std::vector<Stage> names;
+  for (const auto& s : pipeline_stages()) {
+    if (stage_enabled(s, config)) names.emplace_back(s.name);
+  }
+  return names;
+}
+
 std::vector<PlannedJob> plan_jobs(const std::vector<Stage>& selected, const std::set<Stage>& complete) {
   const std::vector<Stage> stages = selected.empty() ? all_stages() : selected;
+  const auto wanted = [&](const Stage& s) {
+    return std::find(stages.begin(), stages.end(), s) != stages.end();
+  };
+  // The producers first: a complete one is skipped unless a producer it reads is resubmitted.
   std::set<Stage> submitted;
+  for (const auto& stage : all_stages()) {
+    if (!wanted(stage) || stage_spec(stage).check) continue;
+    const auto deps = stage_dependencies(stage);
+    const bool reads_new =
+        std::any_of(deps.begin(), deps.end(), [&](const Stage& d) { return submitted.count(d); });
+    if (complete.count(stage) == 0 || reads_new) submitted.insert(stage);
+  }
+  // A check runs when a stage that waits for it does, or when it is all that was asked for.
+  for (const auto& stage : all_stages()) {
+    if (!wanted(stage) || !stage_spec(stage).check) continue;
+    bool waited_for = false, guards_submitted = false;
+    for (const auto& other : stages) {
+      const auto deps = stage_dependencies(other);
+      if (std::find(deps.begin(), deps.end(), stage) == deps.end()) continue;
+      waited_for = true;
+      guards_submitted = guards_submitted || submitted.count(other) != 0;
+    }
+    if (guards_submitted || !waited_for) submitted.insert(stage);
+  }
   std::vector<PlannedJob> jobs;
   for (const auto& stage : all_stages()) {
-    if (std::find(stages.begin(), stages.end(), stage) == stages.end()) continue;
+    if (submitted.count(stage) == 0) continue;
     PlannedJob job{stage, {}};
     for (const auto& dep : stage_dependencies(stage)) {
       if (submitted.count(dep) != 0) job.after.push_back(dep);
     }
-    if (complete.count(stage) != 0 && job.after.empty()) continue;
-    submitted.insert(stage);
     jobs.push_back(job);
   }
   return jobs;

@@ -128,7 +128,7 @@ std::string last_error_line(const std::string& path) {
 
 StageStatus query_job(const RunLayout& files, const Stage& stage, const std::string& job_id,
                       const std::set<Stage>& complete) {
-  StageStatus st{stage, job_id, "", "", "", "", "", 0};
+  StageStatus st{stage, job_id, "", "", "", "", "", 0, ""};
   const ProcessResult r = run_process({"scontrol", "show", "job", "-o", job_id}, kSlurmHint);
   if (r.exit_code == 0 && !r.out.empty()) {
     auto f = parse_scontrol(r.out);
@@ -214,10 +214,19 @@ SubmitReport submit_pipeline(const PipelineConfig& config, const SubmitOptions& 
                                            "; wait for them or `pcdino cancel` first");
     }
   }
+  const std::vector<Stage> enabled = enabled_stages(config);
+  for (const auto& stage : options.stages) {
+    if (std::find(enabled.begin(), enabled.end(), stage) == enabled.end()) {
+      const char* key = stage_spec(stage).switch_key;
+      throw ConfigError("--stages: stage " + stage + " is off in " + config.source + " (" + key +
+                        " is false; --set " + key + "=true turns it on)");
+    }
+  }
+  const std::vector<Stage> selected = options.stages.empty() ? enabled : options.stages;
   const std::set<Stage> complete = options.resume ? complete_stages(files, hashes) : std::set<Stage>{};
-  const auto plan = plan_jobs(options.stages, complete);
-  for (const auto& stage : options.stages.empty() ? all_stages() : options.stages) {
-    if (complete.count(stage) != 0 &&
+  const auto plan = plan_jobs(selected, complete);
+  for (const auto& stage : selected) {
+    if (complete.count(stage) != 0 && !stage_spec(stage).check &&
         std::none_of(plan.begin(), plan.end(), [&](const PlannedJob& j) { return j.stage == stage; })) {
       report.complete.push_back(stage);
     }
@@ -294,14 +303,32 @@ std::vector<StageStatus> pipeline_status(const PipelineConfig& config) {
   const json state = read_state(files);
   const auto complete = complete_stages(files, stage_config_hashes(config));
   std::vector<StageStatus> result;
+  const json jobs = state.value("jobs", json::object());
   for (const auto& stage : all_stages()) {
-    const json jobs = state.value("jobs", json::object());
+    if (!jobs.contains(stage) && !stage_enabled(stage_spec(stage), config)) continue;  // not in this pipeline
     if (!jobs.contains(stage)) {
       result.push_back(
-          {stage, "", complete.count(stage) != 0 ? "COMPLETE" : "NOT_SUBMITTED", "", "", "", "", 0});
+          {stage, "", complete.count(stage) != 0 ? "COMPLETE" : "NOT_SUBMITTED", "", "", "", "", 0, ""});
       continue;
     }
     result.push_back(query_job(files, stage, jobs[stage].value("job_id", ""), complete));
+  }
+  // A stage Slurm cancelled because a stage it waits for failed never ran: say which one, and why that one
+  // failed (the first failure up the chain, so that every stage after a failed check names the check).
+  std::map<Stage, const StageStatus*> by_stage;
+  for (auto& st : result) {
+    if (is_failure(st.state) && st.reason.find("Dependency") != std::string::npos) {
+      for (const auto& dep : stage_dependencies(st.stage)) {
+        const auto d = by_stage.find(dep);
+        if (d == by_stage.end() || !is_failure(d->second->state)) continue;
+        st.blocked_by = d->second->blocked_by.empty() ? dep : d->second->blocked_by;
+        const StageStatus& root = *by_stage.at(st.blocked_by);
+        st.error = "not started: stage " + root.stage + " " + root.state + (root.error.empty() ? "" : ": ") +
+                   root.error;
+        break;
+      }
+    }
+    by_stage[st.stage] = &st;
   }
   return result;
 }
@@ -322,7 +349,7 @@ bool print_status(const PipelineConfig& config, std::ostream& out) {
     if (is_failure(s.state)) ok = false;
   }
   for (const auto& s : stages) {
-    if (is_failure(s.state) && !s.error.empty()) {
+    if (is_failure(s.state) && !s.error.empty() && s.blocked_by.empty()) {
       out << "stage " << s.stage << " ended " << s.state << ": see `pcdino logs " << config.source << " "
           << s.stage << "`; `pcdino resume` then runs the stages that are not complete\n";
       break;

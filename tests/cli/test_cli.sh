@@ -98,6 +98,14 @@ assert_rc 78 "an unknown stage in --stages"
 assert_contains "$ERR" "'knnn' is not a stage" "the unknown stage is named"
 run "$PCDINO_BIN" logs /dev/null
 assert_rc 64 "logs needs a stage"
+# pcdino doctor --config takes the doctor: section's settings; an option that one of its keys sets is refused
+# beside it (--set changes the key), before anything runs.
+run "$PCDINO_BIN" doctor --config /dev/null --min-busbw-gbps 5
+assert_rc 64 "doctor --config with an option its doctor: section sets"
+assert_contains "$ERR" "--set doctor.min_busbw_gbps=VALUE" "names the key to set instead"
+run "$PCDINO_BIN" doctor --config /dev/null --set doctor.probe_mb=-1
+assert_rc 78 "doctor --config checks the section like every stage"
+assert_contains "$ERR" "doctor.probe_mb: expected a number > 0" "naming the key"
 
 # A key pcdino reads but does not implement stops the stage with exit 78 (configuration) naming the key,
 # before any work; the same keys at the values pcdino implements pass that point.

@@ -4,10 +4,13 @@
 # injected for real, one at a time, on node2 alone are found and named with the node and its drain line.
 # node2's slurmd is restarted for each fault the way it would differ on a real node: in a mount namespace
 # of its own (the shared directory read-only; the task prolog that sets the profile's variable missing),
-# or on a CPU taken by other processes; and its task is stopped with SIGSTOP.
+# or on a CPU taken by other processes; and its task is stopped with SIGSTOP. Last, the doctor stage of a
+# pipeline: with node2 faulty the check fails, training never starts and `pcdino status` says why; healthy,
+# training waits for the check and runs.
 set -uo pipefail
 source "$(dirname "$0")/../lib/assert.sh"
 source "$(dirname "$0")/../lib/cluster.sh"
+source "$(dirname "$0")/../lib/pipeline.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 W="$PCDINO_BUILD_DIR/test-work/doctor"
 rm -rf "$W" && mkdir -p "$W/shared" "$W/jobs"
@@ -167,5 +170,62 @@ assert_contains "$OUT" "drain: scontrol update NodeName=node2 State=DRAIN 'Reaso
   "with its drain line"
 assert_eq "$(json "r['healthy'], r['nodes'][1]['answered']")" "False False" "doctor.json: node2 did not answer"
 kill -CONT "$stopped" 2>/dev/null
+wait_all 60
+
+# --- 6. the doctor stage of a pipeline ---------------------------------------------------------------
+/usr/bin/python3 "$PCDINO_SOURCE_DIR/tests/pipelines/make_synthetic.py" "$W/data" u8x1 3 20 >/dev/null ||
+  fatal "cannot write the synthetic dataset (python3-tifffile)"
+DOWNSTREAM="slurm:
+  gpus: false
+  exclusive: false
+  cpus_per_task: 1
+doctor:
+  enabled: true
+  probe_mb: 8
+  scratch: \"$W\"
+  min_scratch_gib: 0.01
+  expect_env: [PCDINO_TEST_PROFILE]" tiny_pipeline "$W/pipeline.yaml" checked "$W"
+sed -i 's/^train_scDINO:$/train_scDINO:\n  nnodes: 2\n  num_gpus: 1/' "$W/pipeline.yaml"
+RUN="$W/out/checked"
+cd "$W" || fatal "no $W"
+
+node2_with_mount "$W/no-prolog.sh" "$W/taskprolog.sh"
+run "$P" submit pipeline.yaml
+assert_rc 0 "submit a pipeline with the doctor stage"
+assert_eq "$(grep -c ' job [0-9]' <<<"$OUT")" 7 "seven jobs: the check and the six stages: $OUT"
+assert_contains "$OUT" "train    job $(job_of train) after doctor $(job_of doctor), meanstd $(job_of meanstd)" \
+  "training waits for the check and for mean/std"
+assert_contains "$(cat "$RUN/logs/doctor.sbatch")" "#SBATCH --nodes=2" "the check asks for the training's nodes"
+wait_all 300
+run "$P" status pipeline.yaml
+assert_rc 1 "status: the check failed"
+assert_eq "$(state_of doctor)" "$(job_of doctor) FAILED" "the doctor stage failed"
+why="pcdino doctor: unhealthy: node2 (environment: missing PCDINO_TEST_PROFILE)"
+assert_contains "$OUT" "error: $why" "status names the node and the fault"
+assert_eq "$(state_of train)" "$(job_of train) CANCELLED" "training was cancelled"
+assert_contains "$OUT" "not started: stage doctor FAILED: error: $why" "status says training never started and why"
+assert_eq "$(grep -c "not started: stage doctor FAILED" <<<"$OUT")" 4 \
+  "training, features, kNN and plots each name the check: $OUT"
+[ ! -e "$RUN/logs/train_err_$(job_of train).err" ] && pass "training never started" ||
+  fail "training started: $(cat "$RUN/logs/train_err_$(job_of train).err")"
+assert_eq "$(grep -cE '^(meanstd|labels) .* COMPLETED' <<<"$OUT")" 2 "the stages that do not wait for it ran"
+assert_eq "$(/usr/bin/python3 -c "import json; r = json.load(open('$RUN/logs/doctor.json')); print(r['healthy'], r['nodes'][1]['node'], r['nodes'][1]['healthy'])")" \
+  "False node2 False" "the run's logs/doctor.json names node2"
+assert_contains "$(cat "$RUN/logs/doctor_out_$(job_of doctor).out")" \
+  "drain: scontrol update NodeName=node2 State=DRAIN" "the stage's output has node2's drain line"
+
+restart_node2
+run "$P" resume pipeline.yaml --stages doctor,train
+assert_rc 0 "resume the check and training on healthy nodes"
+assert_contains "$OUT" "train    job $(job_of train) after doctor $(job_of doctor)" "training waits for a new check"
+wait_all 300
+run "$P" status pipeline.yaml
+assert_eq "$(state_of doctor)" "$(job_of doctor) COMPLETED" "the check passed"
+assert_eq "$(state_of train)" "$(job_of train) COMPLETED" "training ran"
+end=$(when doctor EndTime) start=$(when train StartTime)
+[[ ! "$start" < "$end" ]] && pass "training started ($start) after the check ended ($end)" ||
+  fail "training started at $start before the check ended at $end"
+assert_eq "$(/usr/bin/python3 -c "import json; print(json.load(open('$RUN/logs/doctor.json'))['healthy'])")" "True" \
+  "logs/doctor.json: healthy"
 
 finish

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "../lib/temp_dir.hpp"
+#include "pcdino/core/config.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/doctor/doctor.hpp"
 #include "pcdino/doctor/probes.hpp"
@@ -135,11 +136,44 @@ TEST(DoctorReport, TableJsonAndDrainLinesNameTheFailingNode) {
   EXPECT_FALSE(j.at("nodes")[2].at("answered").get<bool>());
   EXPECT_EQ(j.at("allreduce").at("note").get<std::string>(), report.allreduce_note);
 
+  EXPECT_EQ(summary(report),
+            "unhealthy: node2 (shared_fs: cannot create '/fsx/.pcdino-doctor-x': Read-only file system); "
+            "node3 (did not answer (stopped, hung or dead)); allreduce: " +
+                report.allreduce_note);
+
   report.nodes = {good};
   report.allreduce_ok = true;
   EXPECT_TRUE(report.healthy());
+  EXPECT_EQ(summary(report), "healthy");
   EXPECT_TRUE(drain_commands(report).empty());
   EXPECT_NE(format_table(report).find("healthy"), std::string::npos);
+}
+
+// The pipeline's doctor: section sets what the doctor stage checks: the run folder when no shared directory
+// is named, the training's exported variables beside the section's own, and the floors.
+TEST(DoctorConfig, ThePipelineSectionSetsTheChecks) {
+  const PipelineConfig c = parse_config(
+      "meta:\n  output_dir: /fsx/out\n  name_of_run: r1\n"
+      "slurm:\n  environment: {FI_PROVIDER: efa, NCCL_DEBUG: WARN}\n"
+      "doctor:\n  probe_mb: 8\n  min_busbw_gbps: 12.5\n  expect_env: [FI_PROVIDER, PROFILE]\n"
+      "  expect_providers: [efa]\n  scratch: /scratch\n  min_scratch_gib: 100\n  min_write_mb_s: 500\n",
+      "p.yaml");
+  DoctorOptions o;
+  o.answer_seconds = 7;  // not the section's: kept
+  apply_config(c, o);
+  EXPECT_EQ(o.shared_dir, "/fsx/out/r1");
+  EXPECT_EQ(o.probe_bytes, 8'000'000U);
+  EXPECT_EQ(o.min_busbw_gb_s, 12.5);
+  EXPECT_EQ(o.expect_variables, (std::vector<std::string>{"FI_PROVIDER", "PROFILE", "NCCL_DEBUG"}));
+  EXPECT_EQ(o.expect_providers, std::vector<std::string>{"efa"});
+  EXPECT_EQ(o.scratch_dir, "/scratch");
+  EXPECT_EQ(o.min_scratch_gib, 100);
+  EXPECT_EQ(o.min_write_mb_s, 500);
+  EXPECT_EQ(o.answer_seconds, 7);
+  apply_config(parse_config("doctor:\n  shared_dir: /lustre/probe\n", "p.yaml"), o);
+  EXPECT_EQ(o.shared_dir, "/lustre/probe");
+  EXPECT_THROW(parse_config("doctor:\n  shared_dir: relative\n", "p.yaml"), ConfigError);
+  EXPECT_THROW(parse_config("doctor:\n  expect_env: [\"A B\"]\n", "p.yaml"), ConfigError);
 }
 
 }  // namespace

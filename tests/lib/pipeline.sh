@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # The pipeline YAML of the training tests (sourced): DINO's smallest set-up on the synthetic 8x8 images of
-# tests/pipelines/make_synthetic.py in DIR/data, outputs in DIR/out.
+# tests/pipelines/make_synthetic.py in DIR/data, outputs in DIR/out; and helpers for a submitted pipeline.
 
 # tiny_pipeline FILE NAME DIR: vit_tiny, patch 4, 8/4-px crops, two locals, out_dim 64, no warm-ups.
 # Environment: EPOCHS (1), BATCH (8), SEED and SPLIT (meta.seed, train_datasetsplit_fraction; the
@@ -32,3 +32,22 @@ ${HYPERPARAMETERS:-}
 ${DOWNSTREAM:-}
 YAML
 }
+
+# wait_all SECONDS: until no job is queued or running on the test cluster (a failure after SECONDS).
+wait_all() {
+  local deadline=$((SECONDS + $1))
+  while [ -n "$(squeue -h 2>/dev/null)" ] && [ $SECONDS -lt $deadline ]; do sleep 1; done
+  [ -z "$(squeue -h)" ] || fail "jobs still queued after $1 s: $(squeue)"
+}
+
+# state_of STAGE: its job id and state in the `pcdino status` output held in $OUT.
+state_of() { awk -v s="$1" '$1 == s { print $2, $3 }' <<<"$OUT"; }
+
+# job_of STAGE: the job id of STAGE's last submission in the run folder $RUN.
+job_of() {
+  /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['jobs'][sys.argv[2]]['job_id'])" \
+    "$RUN/logs/pipeline_jobs.json" "$1"
+}
+
+# when STAGE FIELD: a time of STAGE's last job as Slurm records it (StartTime, EndTime).
+when() { scontrol show job -o "$(job_of "$1")" | tr ' ' '\n' | sed -n "s/^$2=//p"; }

@@ -27,6 +27,18 @@ assert_contains "$OUT" "plots=\$(sbatch --parsable --dependency=afterok:\$knn" "
 assert_contains "$OUT" "knn=\$(sbatch --parsable $W/out/workshop/logs/knn.sbatch)" \
   "kNN waits for nothing outside the submission"
 [ ! -e "$W/out" ] && pass "a dry run writes nothing" || fail "a dry run wrote $W/out"
+# The node check before training: off unless doctor.enabled; on, training waits for it and for mean/std.
+run "$PCDINO_BIN" submit "$EX/workshop.yaml" --dry-run --output-dir "$W/out" --set doctor.enabled=true
+assert_rc 0 "dry run with the doctor stage"
+assert_contains "$OUT" "doctor=\$(sbatch --parsable $W/out/workshop/logs/doctor.sbatch)" "the check is submitted first"
+assert_contains "$OUT" "train=\$(sbatch --parsable --dependency=afterok:\$doctor:\$meanstd" "training waits for it"
+assert_contains "$OUT" "pcdino doctor --config $W/out/workshop/logs/submitted_pipeline.yaml" \
+  "the check reads the pipeline's doctor: section"
+assert_not_contains "$(cat "$EX/workshop.dry-run.sh")" "doctor" "off by default"
+run "$PCDINO_BIN" submit "$EX/workshop.yaml" --dry-run --output-dir "$W/out" --stages doctor
+assert_rc 78 "--stages doctor while it is off"
+assert_contains "$ERR" "stage doctor is off" "is refused"
+assert_contains "$ERR" "--set doctor.enabled=true" "saying how to turn it on"
 # Every example pipeline is one pcdino accepts (a dry run reads and checks the whole configuration).
 for example in "$EX"/*.yaml; do
   run "$PCDINO_BIN" submit "$example" --dry-run --output-dir "$W/examples"

@@ -31,7 +31,7 @@ std::vector<Stage> stages_of(const std::vector<PlannedJob>& jobs) {
 
 TEST(Stages, ParsedInSubmissionOrder) {
   EXPECT_EQ(parse_stages("plots,meanstd", "--stages"), (std::vector<Stage>{"meanstd", "plots"}));
-  EXPECT_EQ(parse_stages("all", "--stages").size(), 6u);
+  EXPECT_EQ(parse_stages("all", "--stages").size(), 7u);
   try {
     parse_stages("train,knnn", "--stages");
     FAIL() << "no error";
@@ -43,7 +43,7 @@ TEST(Stages, ParsedInSubmissionOrder) {
 
 TEST(Stages, HashesChangeForTheStagesAKeyAffects) {
   const auto base = stage_config_hashes(example());
-  EXPECT_EQ(base.size(), 6u);
+  EXPECT_EQ(base.size(), 7u);
   EXPECT_EQ(stage_config_hashes(example()), base) << "deterministic";
 
   const auto changed = [&](const std::string& extra) {
@@ -62,7 +62,9 @@ TEST(Stages, HashesChangeForTheStagesAKeyAffects) {
             (std::vector<Stage>{"meanstd", "train", "extract", "knn", "plots"}));
   EXPECT_EQ(changed("downstream_analyses:\n  umap_eval:\n    min_dist: 0.1\n"),
             (std::vector<Stage>{"plots"}));
-  EXPECT_EQ(changed("  seed: 7\n").size(), 6u) << "the split changes every stage";
+  EXPECT_EQ(changed("  seed: 7\n").size(), 6u) << "the split changes every stage but the node check";
+  EXPECT_EQ(changed("doctor:\n  min_busbw_gbps: 5\n"), std::vector<Stage>{"doctor"})
+      << "a check's settings do not retrain";
   EXPECT_TRUE(changed("slurm:\n  partition: gpu\n  cpus_per_task: 4\n").empty());
   // Where the run lives does not change what it computes.
   EXPECT_EQ(
@@ -87,11 +89,14 @@ TEST(Stages, EveryKeyChangesExactlyTheStagesThatReadIt) {
       {"downstream_analyses.kNN.", {"knn"}},
       {"downstream_analyses.umap_eval.", {"plots"}},
       {"slurm.", {}},
+      {"doctor.", {"doctor"}},
   };
-  const std::map<Stage, std::vector<Stage>> after = {
-      {"meanstd", {}}, {"train", {"meanstd"}},         {"extract", {"train"}},
-      {"labels", {}},  {"knn", {"extract", "labels"}}, {"plots", {"knn"}}};
-  const std::vector<Stage> order = {"meanstd", "train", "extract", "labels", "knn", "plots"};
+  // The stages whose outputs each stage reads (the doctor check before training is waited for, not read).
+  const std::map<Stage, std::vector<Stage>> after = {{"doctor", {}},         {"meanstd", {}},
+                                                     {"train", {"meanstd"}}, {"extract", {"train"}},
+                                                     {"labels", {}},         {"knn", {"extract", "labels"}},
+                                                     {"plots", {"knn"}}};
+  const std::vector<Stage> order = {"doctor", "meanstd", "train", "extract", "labels", "knn", "plots"};
   EXPECT_EQ(all_stages(), order);
   const auto base = stage_config_hashes(PipelineConfig{});
   std::size_t keys_read_by_some_stage = 0;
@@ -124,7 +129,8 @@ TEST(Plan, FullChainWaitsOnWhatEachStageReads) {
   std::map<Stage, std::vector<Stage>> after;
   for (const auto& j : jobs) after[j.stage] = j.after;
   EXPECT_TRUE(after["meanstd"].empty());
-  EXPECT_EQ(after["train"], std::vector<Stage>{"meanstd"});
+  EXPECT_TRUE(after["doctor"].empty()) << "the node check runs beside mean/std";
+  EXPECT_EQ(after["train"], (std::vector<Stage>{"doctor", "meanstd"}));
   EXPECT_EQ(after["extract"], std::vector<Stage>{"train"});
   EXPECT_TRUE(after["labels"].empty()) << "labels run beside the model stages";
   EXPECT_EQ(after["knn"], (std::vector<Stage>{"extract", "labels"}));
@@ -138,9 +144,34 @@ TEST(Plan, ResumeSkipsCompleteStagesButNotThoseAfterAResubmittedOne) {
   EXPECT_EQ(jobs[1].after, std::vector<Stage>{"knn"});
   // train did not finish: extract, knn and plots would read outputs about to change.
   jobs = plan_jobs({}, {"meanstd", "extract", "labels", "knn", "plots"});
-  EXPECT_EQ(stages_of(jobs), (std::vector<Stage>{"train", "extract", "knn", "plots"}));
+  EXPECT_EQ(stages_of(jobs), (std::vector<Stage>{"doctor", "train", "extract", "knn", "plots"}));
+  EXPECT_EQ(jobs[1].after, std::vector<Stage>{"doctor"}) << "a resubmitted training waits for a new check";
   EXPECT_TRUE(plan_jobs({}, {"meanstd", "train", "extract", "labels", "knn", "plots"}).empty());
   EXPECT_EQ(stages_of(plan_jobs({"knn", "plots"}, {})), (std::vector<Stage>{"knn", "plots"}));
+}
+
+// The node check is a gate, not a producer: it runs again whenever training does (a complete check of
+// yesterday's nodes says nothing about today's), never on its own account, and resubmits nothing after it.
+TEST(Plan, TheDoctorCheckRunsWhenTrainingDoes) {
+  const std::set<Stage> producers_done = {"meanstd", "train", "extract", "labels", "knn", "plots"};
+  EXPECT_TRUE(plan_jobs({}, producers_done).empty()) << "training complete: no check";
+  std::set<Stage> all_done = producers_done;
+  all_done.insert("doctor");
+  auto jobs = plan_jobs({}, {"doctor", "meanstd"});
+  ASSERT_EQ(stages_of(jobs), (std::vector<Stage>{"doctor", "train", "extract", "labels", "knn", "plots"}))
+      << "a complete check is run again before training";
+  EXPECT_EQ(jobs[1].after, std::vector<Stage>{"doctor"});
+  EXPECT_TRUE(plan_jobs({"doctor", "train"}, all_done).empty()) << "training complete: no check";
+  EXPECT_EQ(stages_of(plan_jobs({"doctor"}, all_done)), std::vector<Stage>{"doctor"})
+      << "asked for alone, it runs";
+  jobs = plan_jobs({"meanstd", "train"}, {});
+  EXPECT_EQ(jobs[1].after, std::vector<Stage>{"meanstd"}) << "not selected: not waited for";
+}
+
+TEST(Plan, TheDoctorStageIsOnlyInThePipelineWhenEnabled) {
+  EXPECT_EQ(enabled_stages(example()),
+            (std::vector<Stage>{"meanstd", "train", "extract", "labels", "knn", "plots"}));
+  EXPECT_EQ(enabled_stages(example("doctor:\n  enabled: true\n")), all_stages());
 }
 
 TEST(Plan, SbatchArgumentsChainWithAfterok) {
@@ -186,6 +217,20 @@ TEST(Script, CpuClusterAndCpuStages) {
   EXPECT_TRUE(has_line(plots, "#SBATCH --ntasks=1"));
   EXPECT_EQ(plots.find("--exclusive"), std::string::npos) << "only the GPU stages take whole nodes";
   EXPECT_EQ(plots.find("--threads"), std::string::npos) << "cpus_per_task unset: the stage chooses";
+}
+
+TEST(Script, TheDoctorStageIsOneTaskOnEachTrainingNode) {
+  const auto c = example(
+      "train_scDINO:\n  nnodes: 4\n  num_gpus: 8\nslurm:\n  cpus_per_task: 12\n  environment: {FI_PROVIDER: "
+      "efa}\n"
+      "doctor:\n  enabled: true\n");
+  const std::string s = render_script(c, "doctor", {"/p/pcdino"}, "h");
+  for (const char* line : {"#SBATCH --nodes=4", "#SBATCH --ntasks-per-node=1", "#SBATCH --gpus-per-node=8",
+                           "#SBATCH --exclusive", "#SBATCH --no-requeue", "  export FI_PROVIDER=efa",
+                           "srun --mpi=pmix --kill-on-bad-exit=1 /p/pcdino doctor --config "
+                           "/fsx/out/run1/logs/submitted_pipeline.yaml"}) {
+    EXPECT_TRUE(has_line(s, line)) << "missing: " << line << "\n" << s;
+  }
 }
 
 TEST(Script, EnvironmentExportedOnlyWithoutTheSpankPlugin) {

@@ -38,14 +38,6 @@ sed -i 's/^train_scDINO:$/train_scDINO:\n  nnodes: 2\n  num_gpus: 1/' "$W/pipeli
 RUN="$W/out/chain"
 
 cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-18517}"
-wait_all() {  # until no job is queued or running (at most $1 s)
-  local deadline=$((SECONDS + $1))
-  while [ -n "$(squeue -h 2>/dev/null)" ] && [ $SECONDS -lt $deadline ]; do sleep 1; done
-  [ -z "$(squeue -h)" ] || fail "jobs still queued after $1 s: $(squeue)"
-}
-state_of() { awk -v s="$1" '$1 == s { print $2, $3 }' <<<"$OUT"; }  # job id and state in `status` output
-job_of() { /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['jobs'][sys.argv[2]]['job_id'])" \
-  "$RUN/logs/pipeline_jobs.json" "$1"; }
 
 # --- 1. one command, a failing stage -----------------------------------------------------------------
 cd "$W" || fatal "no $W"
@@ -93,7 +85,6 @@ for f in mean_and_std_of_dataset.txt CLS_features/features.h5 kNN/global_kNN.txt
   scDINO_ViTs/dino_vit/checkpoint.pth; do
   [ -s "$RUN/$f" ] && pass "$f written" || fail "$f missing"
 done
-when() { scontrol show job -o "$(job_of "$1")" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 for edge in meanstd:train train:extract extract:knn labels:knn knn:plots; do
   before=${edge%%:*} after=${edge##*:}
   end=$(when "$before" EndTime) start=$(when "$after" StartTime)

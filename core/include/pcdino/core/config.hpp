@@ -150,12 +150,29 @@ struct SlurmConfig {
                                                    ///< loaded (NCCL, libfabric, EFA variables)
 };
 
+/// `doctor:` the health check `pcdino submit` puts in front of training (a pcdino section; `pcdino doctor
+/// --config` reads it too). Off by default: the check costs an allocation of the training's nodes.
+struct DoctorConfig {
+  bool enabled = false;       ///< the doctor stage runs first; training waits for it (afterok)
+  std::string shared_dir;     ///< probed on every node; "" = the run folder (where checkpoints go)
+  double probe_mb = 64;       ///< MB each node writes to and reads from it
+  double min_write_mb_s = 0;  ///< floors of its throughput (MB/s); 0 = not judged
+  double min_read_mb_s = 0;
+  std::string scratch = "/tmp";               ///< local scratch ("" = not checked)
+  double min_scratch_gib = 1;                 ///< free space it needs (GiB)
+  std::vector<std::string> expect_env;        ///< variables every task must have, beside slurm.environment's
+  std::vector<std::string> expect_providers;  ///< libfabric providers fi_getinfo must report ("efa")
+  double min_busbw_gbps = 0;                  ///< floor of the MPI allreduce bus bandwidth (GB/s); 0 = none
+  bool drain = false;                         ///< run the scontrol drain line of each unhealthy node
+};
+
 /// The whole pipeline file.
 struct PipelineConfig {
   MetaConfig meta;
   TrainConfig train;  ///< `train_scDINO`
   DownstreamConfig downstream;
   SlurmConfig slurm;
+  DoctorConfig doctor;
   std::string source;  ///< the file it was read from ("" for defaults only)
 
   /// `{output_dir}/{name_of_run}`: where every stage of this run writes.

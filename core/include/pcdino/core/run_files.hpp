@@ -49,6 +49,7 @@ struct RunLayout {
   std::string logs_dir;          ///< logs/
   std::string submitted_config;  ///< logs/submitted_pipeline.yaml: the configuration the jobs read
   std::string job_state;         ///< logs/pipeline_jobs.json: job ids of the last submission
+  std::string doctor_report;     ///< logs/doctor.json: the doctor stage's last report
 
   std::string stage_script(const std::string& stage) const;  ///< logs/{stage}.sbatch
   std::string stage_marker(const std::string& stage) const;  ///< logs/{stage}.complete

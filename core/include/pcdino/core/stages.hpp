@@ -3,9 +3,11 @@
 // Slurm launches it), and everything that handles stages (the submitter, the batch scripts, completion
 // markers and resume hashes, status, `slurm.time_limit`) reads this table instead of naming stages itself.
 //
-// The chain (the workshop's order; labels need no model, so they run beside the features):
-//   meanstd -> train -> extract --+--> knn -> plots
-//   labels ------------------------+
+// The chain (the workshop's order; labels need no model, so they run beside the features; the health check
+// runs beside meanstd when doctor.enabled):
+//   meanstd --+--> train -> extract --+--> knn -> plots
+//   doctor ---+                       |
+//   labels ---------------------------+
 #pragma once
 
 #include <string>
@@ -36,10 +38,19 @@ struct StageSpec {
   bool threaded;     ///< takes --threads (slurm.cpus_per_task)
   bool requeues;     ///< checkpoints on SIGUSR1/SIGTERM and requeues itself (exit 75) when slurm.requeue
   StageResources (*resources)(const PipelineConfig&);  ///< its allocation under `config`
+  /// The bool key that puts the stage in the pipeline ("doctor.enabled"); nullptr = always in it.
+  const char* switch_key = nullptr;
+  /// A check, not a producer: it writes nothing a later stage reads, so the stages that wait for it do not
+  /// take its hash into theirs, it is never skipped as complete, and it runs again whenever one of them is
+  /// submitted (it checks the nodes as they are now).
+  bool check = false;
 };
 
 /// Every stage in submission order (a stage comes after the stages it waits for).
 const std::vector<StageSpec>& pipeline_stages();
+
+/// Whether `stage` is part of the pipeline under `config` (its switch_key, when it has one, is true).
+bool stage_enabled(const StageSpec& stage, const PipelineConfig& config);
 
 /// The row of stage `name`, or nullptr when no stage has that name.
 const StageSpec* find_stage(const std::string& name);

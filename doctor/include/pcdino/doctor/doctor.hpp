@@ -12,7 +12,8 @@
 
 namespace pcdino {
 class MpiWorld;
-}
+struct PipelineConfig;
+}  // namespace pcdino
 
 namespace pcdino::doctor {
 
@@ -69,6 +70,11 @@ struct DoctorReport {
   bool healthy() const;
 };
 
+/// Sets what a pipeline's `doctor:` section decides in `options` (the probes, floors and expectations; not
+/// the time limits): the shared directory ("" there = the run folder), the variables (doctor.expect_env
+/// and the names of slurm.environment, which the training's tasks must have), providers and floors.
+void apply_config(const PipelineConfig& config, DoctorOptions& options);
+
 /// The checks of this node (no MPI): shared filesystem, scratch, Slurm's view of the node, variables,
 /// libfabric providers, memory bandwidth; each under options.probe_seconds. `node` names the node.
 NodeReport probe_this_node(const DoctorOptions& options, const std::string& node);
@@ -91,6 +97,10 @@ std::string format_table(const DoctorReport& report);
 /// [{"name", "ok", "detail"}], "drain"}], "allreduce": {"ok", "note", "min_busbw_gb_s", "points": [{"bytes",
 /// "seconds", "algbw_gb_s", "busbw_gb_s"}]}}.
 std::string format_json(const DoctorReport& report);
+
+/// One line for logs and `pcdino status`: "healthy", or "unhealthy: node2 (environment: missing X);
+/// allreduce: ..." naming every failed node with its failed checks, and the allreduce's verdict if it failed.
+std::string summary(const DoctorReport& report);
 
 /// The `scontrol update NodeName=... State=DRAIN Reason="pcdino doctor: ..."` line for each unhealthy
 /// node, as argument vectors (run with run_process) in rank order.

@@ -18,7 +18,10 @@ using Stage = std::string;
 /// Every stage's name in submission order (pipeline_stages()).
 std::vector<Stage> all_stages();
 
-/// The stages `stage` reads the outputs of (direct dependencies only).
+/// The stages of the pipeline under `config` (those whose switch key is on), in submission order.
+std::vector<Stage> enabled_stages(const PipelineConfig& config);
+
+/// The stages `stage` waits for: those it reads the outputs of and the checks before it (direct only).
 std::vector<Stage> stage_dependencies(const Stage& stage);
 
 /// Parses a comma-separated list ("train,extract", "all"). Throws ConfigError naming `origin` (e.g.
@@ -27,8 +30,8 @@ std::vector<Stage> parse_stages(const std::string& list, const std::string& orig
 
 /// One hash per stage (16 hex digits, FNV-1a 64 of text) of the configuration that decides its outputs:
 /// the schema's keys that the stage's row reads (StageSpec::reads; not output_dir or name_of_run, which
-/// name where the run is) and the hashes of the stages it depends on, so that a changed key re-runs the
-/// stages that read it and everything after them. The `slurm` section decides none.
+/// name where the run is) and the hashes of the stages it depends on (checks excepted), so that a changed key
+/// re-runs the stages that read it and everything after them. The `slurm` section decides none.
 std::map<Stage, std::string> stage_config_hashes(const PipelineConfig& config);
 
 /// The programs a script runs.
@@ -54,8 +57,10 @@ struct PlannedJob {
 };
 
 /// The jobs to submit for `selected` stages (all when empty): a stage in `complete` is skipped unless a
-/// stage it depends on is submitted, so that nothing reads outputs about to be replaced. Dependencies on
-/// stages outside the submission are dropped (their outputs are taken as they are).
+/// stage it reads is submitted, so that nothing reads outputs about to be replaced. A check
+/// (StageSpec::check) is submitted when a stage that waits for it is, or when no selected stage waits for
+/// it; whether it is complete does not matter. Dependencies on stages outside the submission are dropped
+/// (their outputs are taken as they are).
 std::vector<PlannedJob> plan_jobs(const std::vector<Stage>& selected, const std::set<Stage>& complete);
 
 /// The sbatch command line of a planned job (without the script path): --parsable and, when it waits for

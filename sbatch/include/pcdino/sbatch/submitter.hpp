@@ -54,13 +54,16 @@ struct StageStatus {
   std::string elapsed;    ///< run time, [D-]HH:MM:SS
   std::string exit_code;  ///< Slurm's "code:signal"
   std::string reason;     ///< Slurm's reason (Dependency, NonZeroExitCode, DependencyNeverSatisfied, ...)
-  std::string error;      ///< for a failed stage: the last error line of its stderr file
+  std::string error;      ///< for a failed stage: the last error line of its stderr file; for one that never
+                          ///< started because a stage it waits for failed: "not started: stage X FAILED: ..."
   int restarts = 0;       ///< times the job was requeued
+  Stage blocked_by;       ///< the failed stage that kept it from starting (the first up the chain), or ""
 };
 
-/// The state of every stage of the last submission: `scontrol show job`, then `sacct` when Slurm no
-/// longer holds the job and accounting answers, then the completion marker. Throws NoInputError when the
-/// run was never submitted (no logs/pipeline_jobs.json).
+/// The state of every stage of the last submission (and of the pipeline's stages not submitted): `scontrol
+/// show job`, then `sacct` when Slurm no longer holds the job and accounting answers, then the completion
+/// marker. A stage Slurm cancelled because a stage it waits for failed names that stage and its error. Throws
+/// NoInputError when the run was never submitted (no logs/pipeline_jobs.json).
 std::vector<StageStatus> pipeline_status(const PipelineConfig& config);
 
 /// pipeline_status() as a table on `out`. Returns true if no stage failed, timed out or was cancelled.
