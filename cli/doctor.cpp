@@ -58,6 +58,7 @@ const std::vector<std::pair<const char*, const char*>> kSectionOptions = {
     {"--expect-env", "doctor.expect_env"},
     {"--expect-provider", "doctor.expect_providers"},
     {"--min-busbw-gbps", "doctor.min_busbw_gbps"},
+    {"--manifest", "doctor.manifest"},
     {"--drain", "doctor.drain"},
 };
 
@@ -226,6 +227,10 @@ void add_doctor_command(CLI::App& app) {
   forward(sub->add_option("--expect-provider", o.expect_providers,
                           "libfabric providers fi_getinfo must report (efa on EFA instance types)")
               ->delimiter(','));
+  forward(sub->add_option("--manifest", o.manifest,
+                          "Image manifest the nodes' versions must match (absent on a node: not checked; "
+                          "\"\": never)")
+              ->capture_default_str());
   forward(sub->add_option("--slow-fraction", o.slow_fraction,
                           "A node whose memory bandwidth is below this share of the nodes' median is slow")
               ->capture_default_str()

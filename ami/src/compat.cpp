@@ -316,6 +316,11 @@ double nccl_busbw_threshold(const std::string& instance_type, std::string* sourc
   return it->second;
 }
 
+std::string efa_installer_libfabric(const std::string& efa_installer) {
+  const auto it = efa_libfabric().find(efa_installer);
+  return it == efa_libfabric().end() ? "" : it->second;
+}
+
 int gpus_per_instance(const std::string& t) {
   static const std::map<std::string, int> gpus = {
       {"g4dn.xlarge", 1},   {"g4dn.2xlarge", 1},  {"g4dn.4xlarge", 1}, {"g4dn.8xlarge", 1},

@@ -446,8 +446,14 @@ std::string manifest(const ImageSpec& s) {
   // One key per line, so verify.sh can read it with grep and sed on any image.
   nlohmann::ordered_json components;
   for (const auto& [k, val] : s.versions) components[k] = val;
-  if (s.versions.count("efa_installer") != 0)
-    components["openmpi"] = "from efa_installer " + s.versions.at("efa_installer");
+  if (s.versions.count("efa_installer") != 0) {
+    const std::string efa = s.versions.at("efa_installer");
+    // What the installer brings: libfabric's release from the table (pcdino doctor compares it with
+    // fi_version() on every node); Open MPI's is not in the table.
+    if (const std::string libfabric = efa_installer_libfabric(efa); !libfabric.empty())
+      components["libfabric"] = libfabric;
+    components["openmpi"] = "from efa_installer " + efa;
+  }
   const nlohmann::ordered_json m = {
       {"name", s.name},     {"parallelcluster_version", s.parallelcluster_version},
       {"os", s.os},         {"accelerator", s.accelerator},

@@ -8,11 +8,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
 #include "pcdino/core/config.hpp"
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
 #include "pcdino/core/mpi_world.hpp"
 #include "pcdino/core/process.hpp"
 #include "pcdino/doctor/probes.hpp"
@@ -110,6 +113,28 @@ void check_providers(const DoctorOptions& o, NodeReport& r) {
   }
   r.checks.push_back({"libfabric", missing.empty(),
                       (missing.empty() ? "" : "no " + join(missing) + " among ") + join(*providers)});
+}
+
+// The image's versions on this node against its manifest; a node without a manifest is not a pcdino image
+// and is not judged (a node whose manifest differs from the others' shows up as mismatches).
+void check_image(const DoctorOptions& o, NodeReport& r) {
+  if (!std::filesystem::exists(o.manifest)) {
+    r.checks.push_back({"image", true, "no " + o.manifest + ": versions not checked"});
+    return;
+  }
+  const auto compared = within<ManifestComparison>(o.probe_seconds, [path = o.manifest] {
+    return compare_manifest(read_file(path, "image manifest"), path, image_versions());
+  });
+  if (!compared) {
+    r.checks.push_back({"image", false, "reading the versions " + timed_out(o.probe_seconds)});
+    return;
+  }
+  const std::string image = compared->image.empty() ? o.manifest : compared->image;
+  if (!compared->mismatched.empty()) {
+    r.checks.push_back({"image", false, image + ": " + join(compared->mismatched, "; ")});
+  } else {
+    r.checks.push_back({"image", true, image + ": " + join(compared->matched)});
+  }
 }
 
 json to_json(const NodeReport& r) {
@@ -222,6 +247,7 @@ void apply_config(const PipelineConfig& config, DoctorOptions& options) {
   }
   options.expect_providers = d.expect_providers;
   options.min_busbw_gb_s = d.min_busbw_gbps;
+  options.manifest = d.manifest;
 }
 
 std::string summary(const DoctorReport& report) {
@@ -247,6 +273,13 @@ NodeReport probe_this_node(const DoctorOptions& options, const std::string& node
   if (options.check_slurm_view) check_slurm_view(options, r);
   if (!options.expect_variables.empty()) check_variables(options, r);
   check_providers(options, r);
+  if (!options.manifest.empty()) {
+    try {
+      check_image(options, r);
+    } catch (const Error& e) {  // an unreadable or malformed manifest
+      r.checks.push_back({"image", false, e.what()});
+    }
+  }
   const auto rate =
       within<double>(options.probe_seconds, [] { return memory_bandwidth_gb_s(128u << 20, 4); });
   r.memory_gb_s = rate.value_or(0);

@@ -1,6 +1,7 @@
 #include "pcdino/doctor/probes.hpp"
 
 #include <fcntl.h>
+#include <mpi.h>
 #include <rdma/fabric.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -11,10 +12,15 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/version.hpp"
+#include "pcdino/spank/versions.hpp"
 
 namespace pcdino::doctor {
 
@@ -160,6 +166,102 @@ std::vector<std::string> fabric_providers() {
   }
   fi_freeinfo(info);
   return names;
+}
+
+namespace {
+
+// The first line of `path` that holds `marker`, or "".
+std::string line_with(const std::string& path, const std::string& marker) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find(marker) != std::string::npos) return line;
+  }
+  return "";
+}
+
+// The first version-like word ("550.127.05") of `text` after position `from`, or "".
+std::string first_version(const std::string& text, std::size_t from = 0) {
+  static const std::regex version("[0-9]+(\\.[0-9]+)+");
+  std::smatch m;
+  const std::string rest = from < text.size() ? text.substr(from) : "";
+  return std::regex_search(rest, m, version) ? m.str() : "";
+}
+
+// How many leading parts of a component's version the node's source reports (0: all of the manifest's).
+const std::map<std::string, std::size_t>& compared_parts() {
+  static const std::map<std::string, std::size_t> parts = {
+      {"nvidia_driver", 0}, {"cuda", 0}, {"efa_installer", 0}, {"pcdino", 0},
+      {"libfabric", 2},     {"nccl", 3}, {"openmpi", 3},
+  };
+  return parts;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> image_versions(const VersionFiles& files) {
+  std::map<std::string, std::string> found;
+  for (const auto& [name, version] : spank::node_versions()) {
+    if (name != "kernel") found[name] = version.str();
+  }
+  char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  if (MPI_Get_library_version(mpi, &length) == MPI_SUCCESS) {
+    const std::string text(mpi, static_cast<std::size_t>(length));
+    if (text.find("Open MPI") != std::string::npos) found["openmpi"] = first_version(text);
+  }
+  const std::string nvrm = line_with(files.nvidia_driver, "NVRM version");
+  if (!nvrm.empty()) found["nvidia_driver"] = first_version(nvrm, nvrm.find("Module"));
+  std::ifstream cuda(files.cuda);
+  if (cuda) {
+    try {
+      found["cuda"] = nlohmann::json::parse(cuda).at("cuda").at("version").get<std::string>();
+    } catch (const std::exception&) {
+    }
+  }
+  const std::string efa = line_with(files.efa_installer, "EFA installer version");
+  if (!efa.empty()) found["efa_installer"] = first_version(efa);
+  found["pcdino"] = version();
+  for (auto it = found.begin(); it != found.end();) it = it->second.empty() ? found.erase(it) : std::next(it);
+  return found;
+}
+
+ManifestComparison compare_manifest(const std::string& manifest_json, const std::string& path,
+                                    const std::map<std::string, std::string>& node) {
+  ManifestComparison result;
+  nlohmann::json manifest;
+  try {
+    manifest = nlohmann::json::parse(manifest_json);
+    if (!manifest.at("components").is_object()) throw std::runtime_error("\"components\" is not an object");
+  } catch (const std::exception& e) {
+    throw DataError(path + ": not an image manifest ({\"components\": {...}}): " + e.what());
+  }
+  result.image = manifest.value("name", "");
+  for (const auto& [name, value] : manifest.at("components").items()) {
+    const auto parts = compared_parts().find(name);
+    if (parts == compared_parts().end() || !value.is_string()) continue;
+    const std::string text = value.get<std::string>();  // shown as the manifest writes it
+    spank::Version image;
+    try {
+      image = spank::Version::parse(text);
+    } catch (const std::invalid_argument&) {
+      continue;  // "from efa_installer 1.36.0": no version to compare
+    }
+    if (parts->second > 0 && image.parts.size() > parts->second) image.parts.resize(parts->second);
+    const auto here = node.find(name);
+    if (here == node.end()) {
+      result.mismatched.push_back(name + ": image " + text + ", node none");
+      continue;
+    }
+    spank::Version mine = spank::Version::parse(here->second);
+    if (mine.parts.size() > image.parts.size()) mine.parts.resize(image.parts.size());
+    if (mine.compare(image) == 0) {
+      result.matched.push_back(name + " " + text);
+    } else {
+      result.mismatched.push_back(name + ": image " + text + ", node " + here->second);
+    }
+  }
+  return result;
 }
 
 std::vector<std::string> missing_variables(const std::vector<std::string>& names,

@@ -25,9 +25,7 @@ bool with_symbol(const char* library, const char* symbol, Call call) {
 
 }  // namespace
 
-std::map<std::string, Version> detect_versions(const std::string& manifest_path,
-                                               const std::map<std::string, Version>& pinned,
-                                               std::vector<std::string>* notes) {
+std::map<std::string, Version> node_versions() {
   std::map<std::string, Version> found;
   struct utsname u {};
   if (uname(&u) == 0) {
@@ -51,6 +49,13 @@ std::map<std::string, Version> detect_versions(const std::string& manifest_path,
     found["nccl"] = Version{{major, minor, static_cast<long>(code % 100)}};
     return true;
   });
+  return found;
+}
+
+std::map<std::string, Version> detect_versions(const std::string& manifest_path,
+                                               const std::map<std::string, Version>& pinned,
+                                               std::vector<std::string>* notes) {
+  std::map<std::string, Version> found = node_versions();
   std::ifstream manifest(manifest_path);
   if (manifest) {
     try {

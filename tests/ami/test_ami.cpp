@@ -172,6 +172,8 @@ TEST(AmiGenerate, TemplatesScriptsAndManifest) {
   const auto manifest = nlohmann::json::parse(by_path.at("files/manifest.json"));
   EXPECT_EQ(manifest["components"]["nvidia_driver"], "510.47.03");
   EXPECT_EQ(manifest["components"]["openmpi"], "from efa_installer 1.25.1");
+  EXPECT_EQ(manifest["components"]["libfabric"], "1.18.1")
+      << "the EFA installer's libfabric, for pcdino doctor";
   EXPECT_NE(by_path.at("scripts/20-cuda.sh").find("cuda_11.6.2_510.47.03_linux.run"), std::string::npos);
   for (const auto& [path, content] : by_path) {
     if (path.rfind("scripts/", 0) == 0) {

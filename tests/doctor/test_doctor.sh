@@ -27,6 +27,14 @@ echo "TaskProlog=$W/taskprolog.sh" >>"$SLURM_CONF"
 scontrol reconfigure >/dev/null || fatal "scontrol reconfigure"
 sleep 2
 
+# The image manifest (`pcdino ami`'s) as this host's versions are; node2's differs for the fault.
+manifest() {  # manifest PCDINO_VERSION
+  printf '{"name": "test-image", "components": {"pcdino": "%s", "libfabric": "%s", "openmpi": "%s", "cudnn": "9.1.0"}}\n' \
+    "$1" "$(pkg-config --modversion libfabric)" "$(mpirun --allow-run-as-root --version | sed -n '1s/.* //p')"
+}
+manifest "$("$P" --version | sed -n '1s/^pcdino \([^ ]*\).*/\1/p')" >"$W/manifest.json"
+manifest 0.0.9 >"$W/other-manifest.json"
+
 HOGS=()
 cleanup() {
   for pid in "${HOGS[@]}"; do kill "$pid" 2>/dev/null; done
@@ -38,7 +46,7 @@ doctor() {  # doctor: the check as users run it, on both nodes; the report in $W
   rm -f "$W/doctor.json"
   run timeout 300 "$P" doctor --submit --nodes 2 --log "$W/jobs/doctor-%j.out" --shared-dir "$W/shared" \
     --probe-mb 16 --scratch "$W" --min-scratch-gib 0.01 --expect-env PCDINO_TEST_PROFILE \
-    --answer-timeout 20 --json "$W/doctor.json"
+    --manifest "$W/manifest.json" --answer-timeout 20 --json "$W/doctor.json"
 }
 
 json() {  # json EXPR: a Python expression over the report `r`
@@ -103,7 +111,8 @@ assert_not_contains "$OUT" "drain:" "no drain line"
 assert_eq "$(json "r['healthy'], len(r['nodes']), len(r['allreduce']['points']) > 0, r['allreduce']['points'][-1]['busbw_gb_s'] > 0")" \
   "True 2 True True" "doctor.json: healthy, two nodes, bus bandwidth measured"
 assert_eq "$(json "[c['name'] for c in r['nodes'][1]['checks']]")" \
-  "['shared_fs', 'scratch', 'slurm_view', 'environment', 'libfabric', 'speed']" "every check ran on node2"
+  "['shared_fs', 'scratch', 'slurm_view', 'environment', 'libfabric', 'image', 'speed']" "every check ran on node2"
+assert_contains "$OUT" "test-image: libfabric" "the versions matched the image manifest"
 
 # Inside an allocation (a batch script of two nodes), pcdino doctor makes itself a step of both nodes.
 run timeout 120 sbatch --wait -N2 -o "$W/jobs/alloc-%j.out" \
@@ -122,6 +131,11 @@ expect_node2_drained shared_fs "Read-only file system"
 node2_with_mount "$W/no-prolog.sh" "$W/taskprolog.sh"
 doctor
 expect_node2_drained environment "missing PCDINO_TEST_PROFILE"
+
+# --- 3b. node2 runs another image: its manifest names another pcdino than the one it runs ------------
+node2_with_mount "$W/other-manifest.json" "$W/manifest.json"
+doctor
+expect_node2_drained image "test-image: pcdino: image 0.0.9, node"
 
 # --- 4. node2 CPU-starved: its slurmd (and so its tasks) on CPU 1, with seven busy processes there ----
 restart_node2 taskset -c 1

@@ -12,6 +12,7 @@
 #include "../lib/temp_dir.hpp"
 #include "pcdino/core/config.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/version.hpp"
 #include "pcdino/doctor/doctor.hpp"
 #include "pcdino/doctor/probes.hpp"
 
@@ -79,6 +80,51 @@ TEST(DoctorProbes, ScratchResourcesVariablesAndProviders) {
   const auto providers = fabric_providers();
   ASSERT_FALSE(providers.empty());
   EXPECT_EQ(providers.front().rfind("error:", 0), std::string::npos) << providers.front();
+}
+
+// The versions a node reports, from the files the NVIDIA driver, the CUDA toolkit and the EFA installer
+// write (their formats as those write them), libfabric's fi_version() and this build.
+TEST(DoctorProbes, ImageVersionsFromVersionFilesAndLibraries) {
+  test::TempDir d;
+  VersionFiles files{d / "nvidia", d / "version.json", d / "efa_installed_packages"};
+  EXPECT_EQ(image_versions(files).count("cuda"), 0U) << "no version file: absent";
+  test::write_text(
+      files.nvidia_driver,
+      "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.127.05  Tue Oct  8 03:22:07 UTC 2024\n"
+      "GCC version:  gcc version 11.4.1 20230605 (Red Hat 11.4.1-2) (GCC)\n");
+  test::write_text(files.cuda, R"({"cuda": {"name": "CUDA SDK", "version": "12.4.1"}, "nvcc": {}})");
+  test::write_text(files.efa_installer, "# EFA installer version: 1.36.0\n# Debug packages installed: no\n");
+  const auto v = image_versions(files);
+  EXPECT_EQ(v.at("nvidia_driver"), "550.127.05");
+  EXPECT_EQ(v.at("cuda"), "12.4.1");
+  EXPECT_EQ(v.at("efa_installer"), "1.36.0");
+  EXPECT_EQ(v.at("pcdino"), version());
+  EXPECT_EQ(v.count("libfabric"), 1U) << "Debian's libfabric answers fi_version()";
+}
+
+// The manifest `pcdino ami` writes against a node: compared on the parts the node's source reports, and
+// entries with no version or no source on the node are left out.
+TEST(DoctorProbes, ManifestComparisonNamesEachMismatch) {
+  const std::string manifest = R"({"name": "pcdino-p5", "components": {"nvidia_driver": "550.127.05",
+      "cuda": "12.4.1", "nccl": "2.21.5-1", "libfabric": "1.22.0", "openmpi": "from efa_installer 1.36.0",
+      "cudnn": "9.1.0.70", "pcdino": "0.1.0"}})";
+  const std::map<std::string, std::string> node = {
+      {"nvidia_driver", "550.127.05"}, {"cuda", "12.4.1"},   {"nccl", "2.21.5"},
+      {"libfabric", "1.22"},           {"openmpi", "4.1.7"}, {"pcdino", "0.1.0"}};
+  const auto same = compare_manifest(manifest, "m.json", node);
+  EXPECT_EQ(same.image, "pcdino-p5");
+  EXPECT_TRUE(same.mismatched.empty());
+  EXPECT_EQ(same.matched, (std::vector<std::string>{"cuda 12.4.1", "libfabric 1.22.0", "nccl 2.21.5-1",
+                                                    "nvidia_driver 550.127.05", "pcdino 0.1.0"}));
+  auto other = node;
+  other["nvidia_driver"] = "535.183.01";
+  other["libfabric"] = "1.18";
+  other.erase("cuda");
+  EXPECT_EQ(compare_manifest(manifest, "m.json", other).mismatched,
+            (std::vector<std::string>{"cuda: image 12.4.1, node none", "libfabric: image 1.22.0, node 1.18",
+                                      "nvidia_driver: image 550.127.05, node 535.183.01"}));
+  EXPECT_THROW(compare_manifest("{\"name\": \"x\"}", "m.json", node), DataError);
+  EXPECT_THROW(compare_manifest("not json", "m.json", node), DataError);
 }
 
 TEST(DoctorProbes, WithinGivesUpOnAHungProbe) {

@@ -51,6 +51,10 @@ std::string cuda_runfile_driver(const std::string& cuda_version);
 /// its source, or 0 if none is published (verify.sh then reports the figure without judging it).
 double nccl_busbw_threshold(const std::string& instance_type, std::string* source);
 
+/// The libfabric release an EFA installer release ships ("1.36.0" -> "1.22.0"; EFA installer CHANGELOG), or
+/// "" for a release the table does not know.
+std::string efa_installer_libfabric(const std::string& efa_installer);
+
 /// GPUs of `instance_type` (0 if unknown or none).
 int gpus_per_instance(const std::string& instance_type);
 

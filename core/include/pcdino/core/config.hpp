@@ -163,7 +163,8 @@ struct DoctorConfig {
   std::vector<std::string> expect_env;        ///< variables every task must have, beside slurm.environment's
   std::vector<std::string> expect_providers;  ///< libfabric providers fi_getinfo must report ("efa")
   double min_busbw_gbps = 0;                  ///< floor of the MPI allreduce bus bandwidth (GB/s); 0 = none
-  bool drain = false;                         ///< run the scontrol drain line of each unhealthy node
+  std::string manifest = "/opt/pcdino/manifest.json";  ///< image manifest the versions are checked against
+  bool drain = false;                                  ///< run the scontrol drain line of each unhealthy node
 };
 
 /// The whole pipeline file.

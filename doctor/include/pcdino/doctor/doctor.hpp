@@ -27,9 +27,11 @@ struct DoctorOptions {
   double min_scratch_gib = 1;                 ///< free space it needs (GiB)
   std::vector<std::string> expect_variables;  ///< variables the step must have (the SPANK profile's)
   std::vector<std::string> expect_providers;  ///< libfabric providers that must be there (efa on EFA types)
-  bool check_slurm_view = true;               ///< compare CPUs, memory and GPUs with `scontrol show node`
-  double slow_fraction = 0.5;                 ///< a node whose memory bandwidth is below this share of the
-                                              ///< nodes' median is slow (a starved or faulty node)
+  std::string manifest = "/opt/pcdino/manifest.json";  ///< the image manifest the node's versions are
+                                                       ///< compared with ("" = not checked; absent = skipped)
+  bool check_slurm_view = true;  ///< compare CPUs, memory and GPUs with `scontrol show node`
+  double slow_fraction = 0.5;    ///< a node whose memory bandwidth is below this share of the
+                                 ///< nodes' median is slow (a starved or faulty node)
   std::vector<std::size_t> sizes = {1u << 10, 1u << 14, 1u << 18, 1u << 22, 1u << 24};  ///< allreduce sweep
   int reps = 5;                    ///< timed allreduces per size
   double min_busbw_gb_s = 0;       ///< floor of the largest size's bus bandwidth (GB/s)
@@ -76,7 +78,8 @@ struct DoctorReport {
 void apply_config(const PipelineConfig& config, DoctorOptions& options);
 
 /// The checks of this node (no MPI): shared filesystem, scratch, Slurm's view of the node, variables,
-/// libfabric providers, memory bandwidth; each under options.probe_seconds. `node` names the node.
+/// libfabric providers, versions against the image manifest, memory bandwidth; each under
+/// options.probe_seconds. `node` names the node.
 NodeReport probe_this_node(const DoctorOptions& options, const std::string& node);
 
 /// Runs on every rank of `world` (one per node): each probes its node, rank 0 collects the reports

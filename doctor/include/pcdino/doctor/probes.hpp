@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,6 +59,36 @@ SlurmNodeView parse_scontrol_node(const std::string& line);
 /// The libfabric providers fi_getinfo reports on this node (each named once, in libfabric's order), or
 /// the error fi_getinfo gave as its only element prefixed "error: ".
 std::vector<std::string> fabric_providers();
+
+/// Where a node keeps the version of the parts of its image that no library call reports (tests point
+/// them elsewhere).
+struct VersionFiles {
+  std::string nvidia_driver = "/proc/driver/nvidia/version";  ///< "NVRM version: ... Module  550.127.05 ..."
+  std::string cuda = "/usr/local/cuda/version.json";          ///< {"cuda": {"version": "12.4.1"}}
+  std::string efa_installer = "/opt/amazon/efa_installed_packages";  ///< "# EFA installer version: 1.36.0"
+};
+
+/// The versions this node runs, by the image manifest's component names (`pcdino ami`'s manifest.json),
+/// without running any program: libfabric (fi_version(), major.minor) and nccl (ncclGetVersion()) as the
+/// SPANK plugin detects them, openmpi (MPI_Get_library_version, "Open MPI v4.1.4"), nvidia_driver, cuda and
+/// efa_installer from their version files, pcdino (this build). A component not found is absent.
+std::map<std::string, std::string> image_versions(const VersionFiles& files = {});
+
+/// The image manifest against a node: each component both the manifest and `node` can name, compared on
+/// the parts the node's source reports (libfabric major.minor, nccl and openmpi major.minor.patch, the
+/// others in full); a manifest entry that is not a version ("openmpi": "from efa_installer 1.36.0") or a
+/// component the node has no source for (cudnn, enroot, ...) is not compared.
+struct ManifestComparison {
+  std::string image;                 ///< the manifest's "name"
+  std::vector<std::string> matched;  ///< "nccl 2.21.5"
+  std::vector<std::string>
+      mismatched;  ///< "nccl: image 2.21.5, node 2.18.3" or "cuda: image 12.4.1, node none"
+};
+
+/// Compares the manifest text `manifest_json` (read from `path`, named in errors) with `node`
+/// (image_versions()). Throws DataError naming `path` when it is not JSON with a "components" object.
+ManifestComparison compare_manifest(const std::string& manifest_json, const std::string& path,
+                                    const std::map<std::string, std::string>& node);
 
 /// The names of `names` that are unset or empty in the environment `getenv` reads.
 std::vector<std::string> missing_variables(const std::vector<std::string>& names,

@@ -9,8 +9,11 @@
 
 namespace pcdino::spank {
 
-/// Detects, without running any program: `kernel` (uname), `libfabric` (fi_version() of libfabric.so.1),
-/// `nccl` (ncclGetVersion() of libnccl.so.2), each only if present; then the components listed in the
+/// What this node runs, detected without running any program: `kernel` (uname), `libfabric` (fi_version()
+/// of libfabric.so.1: major.minor), `nccl` (ncclGetVersion() of libnccl.so.2), each only if present.
+std::map<std::string, Version> node_versions();
+
+/// node_versions(); then the components listed in the
 /// image manifest `manifest_path` ({"components": {"aws-ofi-nccl": "1.7.4", ...}}, written by
 /// `pcdino ami`) if it exists; then `pinned` (the profile file's `versions:`), which win. Problems (an
 /// unreadable manifest) are appended to `notes` for the log, never thrown.
