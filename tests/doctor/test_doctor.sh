@@ -4,7 +4,7 @@
 # injected for real, one at a time, on node2 alone are found and named with the node and its drain line.
 # node2's slurmd is restarted for each fault the way it would differ on a real node: in a mount namespace
 # of its own (the shared directory read-only; the task prolog that sets the profile's variable missing),
-# or on a CPU taken by other processes; and its task is stopped with SIGSTOP. Last, the doctor stage of a
+# or on a CPU taken by other processes; its task is stopped with SIGSTOP, or never starts. Last, the doctor stage of a
 # pipeline: with node2 faulty the check fails, training never starts and `pcdino status` says why; healthy,
 # training waits for the check and runs.
 set -uo pipefail
@@ -22,7 +22,9 @@ cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-18817}"
 # without the profile must remove it, not merely not set it.
 printf '#!/bin/sh\necho export PCDINO_TEST_PROFILE=nvidia-efa\n' >"$W/taskprolog.sh"
 printf '#!/bin/sh\necho unset PCDINO_TEST_PROFILE\n' >"$W/no-prolog.sh"
-chmod +x "$W/taskprolog.sh" "$W/no-prolog.sh"
+# A node whose tasks never start (their prolog hangs): its rank never joins MPI.
+printf '#!/bin/sh\nsleep 300\n' >"$W/hung-prolog.sh"
+chmod +x "$W/taskprolog.sh" "$W/no-prolog.sh" "$W/hung-prolog.sh"
 echo "TaskProlog=$W/taskprolog.sh" >>"$SLURM_CONF"
 scontrol reconfigure >/dev/null || fatal "scontrol reconfigure"
 sleep 2
@@ -185,6 +187,19 @@ assert_contains "$OUT" "drain: scontrol update NodeName=node2 State=DRAIN 'Reaso
 assert_eq "$(json "r['healthy'], r['nodes'][1]['answered']")" "False False" "doctor.json: node2 did not answer"
 kill -CONT "$stopped" 2>/dev/null
 wait_all 60
+
+# --- 5b. node2's task never starts: the others wait in MPI_Init until the startup watchdog ends it ------
+node2_with_mount "$W/hung-prolog.sh" "$W/taskprolog.sh"
+start=$SECONDS
+doctor
+elapsed=$((SECONDS - start))
+assert_rc 1 "a node that never joins MPI: exit 1"
+[ "$elapsed" -lt 90 ] && pass "in bounded time ($elapsed s with a 20 s answer timeout)" ||
+  fail "a node that never joined ended the check after $elapsed s"
+assert_contains "$OUT$ERR" "MPI did not start within 20 s on node1" "node1 says the step's MPI never started"
+assert_not_contains "$OUT$ERR" "MPI did not start within 20 s on node2" "node2 never got that far"
+scancel --state=RUNNING --quiet "$(squeue -h -o %i | head -n 1)" 2>/dev/null
+restart_node2
 
 # --- 6. the doctor stage of a pipeline ---------------------------------------------------------------
 /usr/bin/python3 "$PCDINO_SOURCE_DIR/tests/pipelines/make_synthetic.py" "$W/data" u8x1 3 20 >/dev/null ||
