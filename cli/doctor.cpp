@@ -44,43 +44,71 @@ struct DoctorArgs {
   bool submit = false;
   int nodes = 0;
   std::string partition, time = "10:00", log = "pcdino-doctor-%j.out";
+  std::string mpi = "pmix";            // srun's --mpi plugin (the file's slurm.mpi with --config)
   std::vector<std::string> forwarded;  // the options the job's ranks get
 };
 
-// The options a pipeline's doctor: section also sets, with its key: beside --config, --set changes them.
-const std::vector<std::pair<const char*, const char*>> kSectionOptions = {
-    {"--shared-dir", "doctor.shared_dir"},
-    {"--probe-mb", "doctor.probe_mb"},
-    {"--min-write-mb-s", "doctor.min_write_mb_s"},
-    {"--min-read-mb-s", "doctor.min_read_mb_s"},
-    {"--scratch", "doctor.scratch"},
-    {"--min-scratch-gib", "doctor.min_scratch_gib"},
-    {"--expect-env", "doctor.expect_env"},
-    {"--expect-provider", "doctor.expect_providers"},
-    {"--min-busbw-gbps", "doctor.min_busbw_gbps"},
-    {"--manifest", "doctor.manifest"},
-    {"--drain", "doctor.drain"},
+// The options a pipeline's doctor: section also sets, with its key (beside --config, --set changes them)
+// and the value the section gave them (nullopt: left out), so that the process that launches the check
+// hands the ranks options, not the file: a node without the shared filesystem could not read it.
+struct SectionOption {
+  const char* option;
+  const char* key;
+  std::optional<std::string> (*value)(const doctor::DoctorOptions&);
+};
+std::optional<std::string> number(double v) {
+  return fmt::format("{:g}", v);
+}
+std::optional<std::string> list(const std::vector<std::string>& items) {
+  if (items.empty()) return std::nullopt;
+  std::string joined;
+  for (const auto& i : items) joined += (joined.empty() ? "" : ",") + i;
+  return joined;
+}
+using Options = doctor::DoctorOptions;
+const std::vector<SectionOption> kSectionOptions = {
+    {"--shared-dir", "doctor.shared_dir", [](const Options& o) { return std::optional(o.shared_dir); }},
+    {"--probe-mb", "doctor.probe_mb",
+     [](const Options& o) { return number(static_cast<double>(o.probe_bytes) / 1e6); }},
+    {"--min-write-mb-s", "doctor.min_write_mb_s", [](const Options& o) { return number(o.min_write_mb_s); }},
+    {"--min-read-mb-s", "doctor.min_read_mb_s", [](const Options& o) { return number(o.min_read_mb_s); }},
+    {"--scratch", "doctor.scratch", [](const Options& o) { return std::optional(o.scratch_dir); }},
+    {"--min-scratch-gib", "doctor.min_scratch_gib",
+     [](const Options& o) { return number(o.min_scratch_gib); }},
+    {"--expect-env", "doctor.expect_env", [](const Options& o) { return list(o.expect_variables); }},
+    {"--expect-provider", "doctor.expect_providers",
+     [](const Options& o) { return list(o.expect_providers); }},
+    {"--min-busbw-gbps", "doctor.min_busbw_gbps", [](const Options& o) { return number(o.min_busbw_gb_s); }},
+    {"--manifest", "doctor.manifest", [](const Options& o) { return std::optional(o.manifest); }},
+    // A flag, handed on by the callback.
+    {"--drain", "doctor.drain", [](const Options&) { return std::optional<std::string>(); }},
 };
 
-// --config: the check as the pipeline's doctor stage runs it. Returns the run's folders (doctor.json goes
-// into its logs folder unless --json says otherwise).
-RunLayout apply_pipeline_file(DoctorArgs& a, const CLI::App& sub) {
-  for (const auto& [option, key] : kSectionOptions) {
-    if (sub.get_option(option)->count() > 0) {
-      throw Error(ExitCode::kUsage, std::string(option) + " with --config: the file's " + key +
-                                        " sets it; change it with --set " + key + "=VALUE");
+// --config: the check as the pipeline's doctor stage runs it. Returns the configuration read.
+PipelineConfig apply_pipeline_file(DoctorArgs& a, const CLI::App& sub) {
+  for (const auto& row : kSectionOptions) {
+    if (sub.get_option(row.option)->count() > 0) {
+      throw Error(ExitCode::kUsage, std::string(row.option) + " with --config: the file's " + row.key +
+                                        " sets it; change it with --set " + row.key + "=VALUE");
     }
   }
   app::ConfigOptions file;
   file.path = a.config;
   file.sets = a.sets;
-  const PipelineConfig config =
-      sbatch::with_absolute_paths(file.load(), std::filesystem::current_path().string());
+  PipelineConfig config = sbatch::with_absolute_paths(file.load(), std::filesystem::current_path().string());
   doctor::apply_config(config, a.options);
   a.drain = config.doctor.drain;
-  const RunLayout files(config);
-  if (a.json.empty()) a.json = files.doctor_report;
-  return files;
+  a.mpi = config.slurm.mpi;
+  if (a.json.empty()) {
+    a.json = RunLayout(config).doctor_report;
+    a.forwarded.insert(a.forwarded.end(), {"--json", a.json});
+  }
+  for (const auto& row : kSectionOptions) {
+    if (const auto value = row.value(a.options)) a.forwarded.insert(a.forwarded.end(), {row.option, *value});
+  }
+  if (a.nodes == 0) a.nodes = config.train.nnodes;
+  if (a.partition.empty()) a.partition = config.slurm.partition;
+  return config;
 }
 
 // What rank 0 prints and writes: the table, doctor.json, and the drain lines (run with --drain).
@@ -120,7 +148,10 @@ void run_ranks(DoctorArgs& a) {
   startup.join();
   init_logging(world.rank(), world.size());
   const doctor::DoctorReport report =
-      doctor::run_doctor(a.options, world, [&a](const doctor::DoctorReport& r) { publish(a, r); });
+      doctor::run_doctor(a.options, world, [&a](const doctor::DoctorReport& r) {
+        publish(a, r);
+        std::cerr << "error: pcdino doctor: " << doctor::summary(r) << std::endl;
+      });
   if (world.rank() != 0) return;
   publish(a, report);
   if (report.healthy()) return;
@@ -138,7 +169,7 @@ void run_ranks(DoctorArgs& a) {
 // The step that runs the check: one task per node of the allocation, this program with the options given.
 std::vector<std::string> step_command(const DoctorArgs& a) {
   std::vector<std::string> command = {
-      "srun", "--ntasks-per-node=1", "--mpi=pmix", "--kill-on-bad-exit=1", own_program(), "doctor"};
+      "srun", "--ntasks-per-node=1", "--mpi=" + a.mpi, "--kill-on-bad-exit=1", own_program(), "doctor"};
   command.insert(command.end(), a.forwarded.begin(), a.forwarded.end());
   return command;
 }
@@ -200,12 +231,12 @@ void add_doctor_command(CLI::App& app) {
     });
     return option;
   };
-  forward(sub->add_option("-c,--config", a->config,
-                          "Pipeline YAML: check as its doctor stage does (its doctor: section; the shared "
-                          "directory defaults to the run folder, the report to its logs/doctor.json)"));
-  forward(
-      sub->add_option("--set", a->sets, "With --config: override a key, e.g. --set doctor.min_busbw_gbps=5")
-          ->type_name("KEY=VALUE"));
+  sub->add_option("-c,--config", a->config,
+                  "Pipeline YAML: check as its doctor stage does (its doctor: section; the shared directory "
+                  "defaults to the run folder, the report to its logs/doctor.json, --submit's nodes and "
+                  "partition to the training's)");
+  sub->add_option("--set", a->sets, "With --config: override a key, e.g. --set doctor.min_busbw_gbps=5")
+      ->type_name("KEY=VALUE");
   forward(
       sub->add_option("--shared-dir", o.shared_dir, "Shared filesystem to probe on every node (e.g. /fsx)"));
   forward(sub->add_option("--probe-mb", a->probe_mb, "MB each node writes to and reads from it")
@@ -263,10 +294,11 @@ void add_doctor_command(CLI::App& app) {
   sub->callback([a, sub] {
     a->options.check_slurm_view = !a->no_slurm_view;
     if (a->no_slurm_view) a->forwarded.push_back("--no-slurm-view");
-    if (a->drain) a->forwarded.push_back("--drain");
     a->options.probe_bytes = static_cast<std::size_t>(a->probe_mb * 1e6);
+    if (!a->sets.empty() && a->config.empty()) throw Error(ExitCode::kUsage, "--set needs --config");
     std::optional<RunLayout> run;
-    if (!a->config.empty()) run = apply_pipeline_file(*a, *sub);
+    if (!a->config.empty()) run = RunLayout(apply_pipeline_file(*a, *sub));
+    if (a->drain) a->forwarded.push_back("--drain");
     // A batch script or salloc shell has the job's variables but no step; srun and mpirun ranks have theirs.
     const bool in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
     const bool in_step =

@@ -294,12 +294,11 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
                      "aws-ofi-nccl " + ofi + " needs NCCL >= " + rule->min_nccl, kOfiNotes});
   }
   const std::string efa = v("efa_installer");
-  const auto fabric = efa_libfabric().find(efa);
-  if (rule != nullptr && fabric != efa_libfabric().end() &&
-      compare(fabric->second, rule->min_libfabric) < 0) {
+  const std::string fabric = efa_installer_libfabric(efa);
+  if (rule != nullptr && !fabric.empty() && compare(fabric, rule->min_libfabric) < 0) {
     found.push_back({"versions.aws_ofi_nccl " + ofi, "versions.efa_installer " + efa,
                      "aws-ofi-nccl " + ofi + " needs libfabric >= " + rule->min_libfabric +
-                         ", EFA installer " + efa + " ships libfabric " + fabric->second,
+                         ", EFA installer " + efa + " ships libfabric " + fabric,
                      std::string(kOfiNotes) + "; EFA installer CHANGELOG"});
   }
   return found;

@@ -766,8 +766,9 @@ std::vector<Entry> make_schema() {
       key("doctor.min_busbw_gbps", PCDINO_MEMBER(doctor.min_busbw_gbps), non_negative(),
           "pcdino: floor of the MPI allreduce bus bandwidth between the nodes at 16 MiB (GB/s); 0 = not judged"),
       key("doctor.manifest", PCDINO_MEMBER(doctor.manifest), absolute_path(),
-          "pcdino: image manifest (`pcdino ami`'s) each node's driver, CUDA, NCCL, libfabric, Open MPI, EFA "
-          "installer and pcdino versions must match; a node without it is not checked; \"\" = never"),
+          "pcdino: image manifest (`pcdino ami`'s) each node's versions must match (NVIDIA driver, CUDA, "
+          "NCCL on GPU nodes; libfabric, EFA installer, pcdino; Open MPI when it gives a number); a node "
+          "without it is not checked; \"\" = never"),
       key("doctor.drain", PCDINO_MEMBER(doctor.drain), any_bool,
           "pcdino: drain each unhealthy node (scontrol update State=DRAIN; needs Slurm operator rights)"),
   };

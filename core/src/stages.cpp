@@ -34,7 +34,8 @@ StageResources training_nodes(const PipelineConfig& c) {
 }  // namespace
 
 const std::vector<StageSpec>& pipeline_stages() {
-  // name, summary, after, reads, accelerated, threaded, requeues, resources[, switch_key, check]
+  // name, summary, after, reads, accelerated, threaded, requeues, resources[, switch_key, check,
+  // launches_itself]
   static const std::vector<StageSpec> stages = {
       {"doctor",
        "health check of the training's nodes (pcdino doctor)",
@@ -45,6 +46,7 @@ const std::vector<StageSpec>& pipeline_stages() {
        false,
        training_nodes,
        "doctor.enabled",
+       true,
        true},
       {"meanstd",
        "per-channel mean and std of the dataset",

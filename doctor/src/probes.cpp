@@ -188,13 +188,19 @@ std::string first_version(const std::string& text, std::size_t from = 0) {
   return std::regex_search(rest, m, version) ? m.str() : "";
 }
 
-// How many leading parts of a component's version the node's source reports (0: all of the manifest's).
-const std::map<std::string, std::size_t>& compared_parts() {
-  static const std::map<std::string, std::size_t> parts = {
-      {"nvidia_driver", 0}, {"cuda", 0}, {"efa_installer", 0}, {"pcdino", 0},
-      {"libfabric", 2},     {"nccl", 3}, {"openmpi", 3},
+// Each component the node can report: how many leading parts of its version the node's source gives (0:
+// all of the manifest's), and whether only a node with GPUs needs it.
+struct Compared {
+  std::size_t parts;
+  bool gpu;
+};
+const std::map<std::string, Compared>& compared_components() {
+  static const std::map<std::string, Compared> table = {
+      {"nvidia_driver", {0, true}},  {"cuda", {0, true}},       {"nccl", {3, true}},
+      {"efa_installer", {0, false}}, {"libfabric", {2, false}}, {"openmpi", {3, false}},
+      {"pcdino", {0, false}},
   };
-  return parts;
+  return table;
 }
 
 }  // namespace
@@ -227,19 +233,19 @@ std::map<std::string, std::string> image_versions(const VersionFiles& files) {
 }
 
 ManifestComparison compare_manifest(const std::string& manifest_json, const std::string& path,
-                                    const std::map<std::string, std::string>& node) {
+                                    const std::map<std::string, std::string>& node, bool has_gpus) {
   ManifestComparison result;
   nlohmann::json manifest;
   try {
     manifest = nlohmann::json::parse(manifest_json);
     if (!manifest.at("components").is_object()) throw std::runtime_error("\"components\" is not an object");
+    if (manifest.contains("name") && manifest["name"].is_string()) result.image = manifest["name"];
   } catch (const std::exception& e) {
     throw DataError(path + ": not an image manifest ({\"components\": {...}}): " + e.what());
   }
-  result.image = manifest.value("name", "");
   for (const auto& [name, value] : manifest.at("components").items()) {
-    const auto parts = compared_parts().find(name);
-    if (parts == compared_parts().end() || !value.is_string()) continue;
+    const auto row = compared_components().find(name);
+    if (row == compared_components().end() || !value.is_string() || (row->second.gpu && !has_gpus)) continue;
     const std::string text = value.get<std::string>();  // shown as the manifest writes it
     spank::Version image;
     try {
@@ -247,15 +253,20 @@ ManifestComparison compare_manifest(const std::string& manifest_json, const std:
     } catch (const std::invalid_argument&) {
       continue;  // "from efa_installer 1.36.0": no version to compare
     }
-    if (parts->second > 0 && image.parts.size() > parts->second) image.parts.resize(parts->second);
+    const std::size_t parts = row->second.parts;
+    if (parts > 0 && image.parts.size() > parts) image.parts.resize(parts);
     const auto here = node.find(name);
     if (here == node.end()) {
       result.mismatched.push_back(name + ": image " + text + ", node none");
       continue;
     }
-    spank::Version mine = spank::Version::parse(here->second);
+    spank::Version mine;
+    try {
+      mine = spank::Version::parse(here->second);
+    } catch (const std::invalid_argument&) {
+    }
     if (mine.parts.size() > image.parts.size()) mine.parts.resize(image.parts.size());
-    if (mine.compare(image) == 0) {
+    if (!mine.parts.empty() && mine.compare(image) == 0) {
       result.matched.push_back(name + " " + text);
     } else {
       result.mismatched.push_back(name + ": image " + text + ", node " + here->second);

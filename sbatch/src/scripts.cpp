@@ -148,8 +148,8 @@ std::string render_script(const PipelineConfig& config, const Stage& stage, cons
   } else {
     launch = "srun --mpi=" + s.mpi + " --kill-on-bad-exit=1";
   }
-  std::string command = launch + " " + shell_quote(options.pcdino) + " " + stage + " --config " +
-                        shell_quote(files.submitted_config);
+  std::string command = (spec.launches_itself ? "" : launch + " ") + shell_quote(options.pcdino) + " " +
+                        stage + " --config " + shell_quote(files.submitted_config);
   if (spec.threaded && s.cpus_per_task > 0) command += " --threads " + std::to_string(s.cpus_per_task);
   o << "\n" << command << "\n";
   o << "rc=$?\n";

@@ -108,22 +108,27 @@ bool is_failure(const std::string& state) {
          state != "UNKNOWN";
 }
 
-// The line of a stderr file that says why a stage failed: pcdino's last "error: ..." / "[error] ..." line,
-// before srun's own "srun: error: ... Exited with exit code" lines; else the last line.
+// The line of a stderr file that says why a stage failed: pcdino's last "error: ..." / "[error] ..." line;
+// else the last other line that mentions an error, before srun's own "srun: error: ... Exited with exit
+// code" lines (MPI_Abort's banner and slurmstepd's "CANCELLED" come after pcdino's line); else the last line.
 std::string last_error_line(const std::string& path) {
   std::ifstream in(path);
-  std::string line, ours, launcher, last;
+  std::string line, pcdino, other, launcher, last;
   while (std::getline(in, line)) {
     line = trim(line);
     if (line.empty()) continue;
     last = line;
+    if (line.rfind("error: ", 0) == 0 || line.find("] [error] ") != std::string::npos) {
+      pcdino = line;
+      continue;
+    }
     std::string lower = line;
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return std::tolower(c); });
     if (lower.find("error") == std::string::npos) continue;
-    (lower.rfind("srun:", 0) == 0 ? launcher : ours) = line;
+    (lower.rfind("srun:", 0) == 0 ? launcher : other) = line;
   }
-  return !ours.empty() ? ours : !launcher.empty() ? launcher : last;
+  return !pcdino.empty() ? pcdino : !other.empty() ? other : !launcher.empty() ? launcher : last;
 }
 
 StageStatus query_job(const RunLayout& files, const Stage& stage, const std::string& job_id,
@@ -218,11 +223,21 @@ SubmitReport submit_pipeline(const PipelineConfig& config, const SubmitOptions& 
   for (const auto& stage : options.stages) {
     if (std::find(enabled.begin(), enabled.end(), stage) == enabled.end()) {
       const char* key = stage_spec(stage).switch_key;
-      throw ConfigError("--stages: stage " + stage + " is off in " + config.source + " (" + key +
+      throw ConfigError("--stages: stage " + stage + " is off in this configuration (" + key +
                         " is false; --set " + key + "=true turns it on)");
     }
   }
-  const std::vector<Stage> selected = options.stages.empty() ? enabled : options.stages;
+  std::vector<Stage> selected = options.stages.empty() ? enabled : options.stages;
+  // A check on is part of every submission of a stage that waits for it (--stages train runs the doctor).
+  for (const auto& stage : enabled) {
+    if (!stage_spec(stage).check || std::find(selected.begin(), selected.end(), stage) != selected.end())
+      continue;
+    const bool guards = std::any_of(selected.begin(), selected.end(), [&](const Stage& s) {
+      const auto deps = stage_dependencies(s);
+      return std::find(deps.begin(), deps.end(), stage) != deps.end();
+    });
+    if (guards) selected.insert(selected.begin(), stage);
+  }
   const std::set<Stage> complete = options.resume ? complete_stages(files, hashes) : std::set<Stage>{};
   const auto plan = plan_jobs(selected, complete);
   for (const auto& stage : selected) {
@@ -280,8 +295,10 @@ SubmitReport submit_pipeline(const PipelineConfig& config, const SubmitOptions& 
     }
     ids[job.stage] = id;
     report.jobs.push_back({job.stage, id, job.after});
-    state["jobs"][job.stage] = {
-        {"job_id", id}, {"config_hash", hashes.at(job.stage)}, {"submitted", now_iso()}};
+    state["jobs"][job.stage] = {{"job_id", id},
+                                {"config_hash", hashes.at(job.stage)},
+                                {"submitted", now_iso()},
+                                {"after", job.after}};
   }
   state["name_of_run"] = config.meta.name_of_run;
   state["run_dir"] = config.run_dir();
@@ -303,22 +320,29 @@ std::vector<StageStatus> pipeline_status(const PipelineConfig& config) {
   const json state = read_state(files);
   const auto complete = complete_stages(files, stage_config_hashes(config));
   std::vector<StageStatus> result;
+  std::map<Stage, std::vector<Stage>> waited_for;  // what each job waited for when it was submitted
   const json jobs = state.value("jobs", json::object());
   for (const auto& stage : all_stages()) {
-    if (!jobs.contains(stage) && !stage_enabled(stage_spec(stage), config)) continue;  // not in this pipeline
+    const bool enabled = stage_enabled(stage_spec(stage), config);
     if (!jobs.contains(stage)) {
+      if (!enabled) continue;  // not in this pipeline
       result.push_back(
           {stage, "", complete.count(stage) != 0 ? "COMPLETE" : "NOT_SUBMITTED", "", "", "", "", 0, ""});
       continue;
     }
-    result.push_back(query_job(files, stage, jobs[stage].value("job_id", ""), complete));
+    // State files before the `after` record: the stage's dependencies as the table has them.
+    waited_for[stage] = jobs[stage].contains("after") ? jobs[stage]["after"].get<std::vector<Stage>>()
+                                                      : stage_dependencies(stage);
+    StageStatus st = query_job(files, stage, jobs[stage].value("job_id", ""), complete);
+    // A stage switched off since: shown only while its job is still queued or running (cancel finds it).
+    if (enabled || is_active(st.state)) result.push_back(st);
   }
   // A stage Slurm cancelled because a stage it waits for failed never ran: say which one, and why that one
   // failed (the first failure up the chain, so that every stage after a failed check names the check).
   std::map<Stage, const StageStatus*> by_stage;
   for (auto& st : result) {
     if (is_failure(st.state) && st.reason.find("Dependency") != std::string::npos) {
-      for (const auto& dep : stage_dependencies(st.stage)) {
+      for (const auto& dep : waited_for[st.stage]) {
         const auto d = by_stage.find(dep);
         if (d == by_stage.end() || !is_failure(d->second->state)) continue;
         st.blocked_by = d->second->blocked_by.empty() ? dep : d->second->blocked_by;

@@ -61,7 +61,12 @@ std::map<std::string, Version> detect_versions(const std::string& manifest_path,
     try {
       const auto j = nlohmann::json::parse(manifest);
       for (const auto& [name, value] : j.at("components").items()) {
-        if (value.is_string()) found[name] = Version::parse(value.get<std::string>());
+        if (!value.is_string() || found.count(name) != 0) continue;  // what the node reports wins
+        try {
+          found[name] = Version::parse(value.get<std::string>());
+        } catch (const std::invalid_argument&) {
+          // "openmpi": "from efa_installer 1.36.0" names no version.
+        }
       }
     } catch (const std::exception& e) {
       if (notes != nullptr) notes->push_back("ignoring manifest " + manifest_path + ": " + e.what());

@@ -103,6 +103,8 @@ assert_rc 64 "logs needs a stage"
 run "$PCDINO_BIN" doctor --config /dev/null --min-busbw-gbps 5
 assert_rc 64 "doctor --config with an option its doctor: section sets"
 assert_contains "$ERR" "--set doctor.min_busbw_gbps=VALUE" "names the key to set instead"
+run "$PCDINO_BIN" doctor --set doctor.probe_mb=5
+assert_rc 64 "doctor --set without --config"
 run "$PCDINO_BIN" doctor --config /dev/null --set doctor.probe_mb=-1
 assert_rc 78 "doctor --config checks the section like every stage"
 assert_contains "$ERR" "doctor.probe_mb: expected a number > 0" "naming the key"

@@ -123,6 +123,9 @@ TEST(DoctorProbes, ManifestComparisonNamesEachMismatch) {
   EXPECT_EQ(compare_manifest(manifest, "m.json", other).mismatched,
             (std::vector<std::string>{"cuda: image 12.4.1, node none", "libfabric: image 1.22.0, node 1.18",
                                       "nvidia_driver: image 550.127.05, node 535.183.01"}));
+  EXPECT_EQ(compare_manifest(manifest, "m.json", other, false).mismatched,
+            std::vector<std::string>{"libfabric: image 1.22.0, node 1.18"})
+      << "a node without GPUs is not judged on the GPU stack";
   EXPECT_THROW(compare_manifest("{\"name\": \"x\"}", "m.json", node), DataError);
   EXPECT_THROW(compare_manifest("not json", "m.json", node), DataError);
 }

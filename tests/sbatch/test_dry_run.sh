@@ -34,6 +34,9 @@ assert_contains "$OUT" "doctor=\$(sbatch --parsable $W/out/workshop/logs/doctor.
 assert_contains "$OUT" "train=\$(sbatch --parsable --dependency=afterok:\$doctor:\$meanstd" "training waits for it"
 assert_contains "$OUT" "pcdino doctor --config $W/out/workshop/logs/submitted_pipeline.yaml" \
   "the check reads the pipeline's doctor: section"
+run "$PCDINO_BIN" submit "$EX/workshop.yaml" --dry-run --output-dir "$W/out" --set doctor.enabled=true --stages train
+assert_rc 0 "dry run of training alone with the doctor stage on"
+assert_contains "$OUT" "train=\$(sbatch --parsable --dependency=afterok:\$doctor " "a training submitted alone still waits for the check"
 assert_not_contains "$(cat "$EX/workshop.dry-run.sh")" "doctor" "off by default"
 run "$PCDINO_BIN" submit "$EX/workshop.yaml" --dry-run --output-dir "$W/out" --stages doctor
 assert_rc 78 "--stages doctor while it is off"

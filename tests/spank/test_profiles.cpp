@@ -5,6 +5,7 @@
 
 #include "../lib/temp_dir.hpp"
 #include "pcdino/spank/profiles.hpp"
+#include "pcdino/spank/versions.hpp"
 
 namespace pcdino::spank {
 namespace {
@@ -39,6 +40,23 @@ TEST(Condition, ParsesAndEvaluates) {
   EXPECT_THROW(Condition::parse("libfabric 1.18"), std::invalid_argument);
   EXPECT_THROW(Condition::parse(">= 1.18"), std::invalid_argument);
   EXPECT_THROW(Condition::parse("lib$(reboot) >= 1"), std::invalid_argument);
+}
+
+// What the node reports wins over the image manifest (pcdino ami writes libfabric from its table); the
+// manifest adds what the node cannot report; an entry with no version is skipped, not the whole file.
+TEST(Versions, TheNodeWinsAndTheManifestAddsTheRest) {
+  test::TempDir d;
+  test::write_text(d / "manifest.json", R"({"components": {"aws-ofi-nccl": "1.7.4", "libfabric": "0.1",
+      "openmpi": "from efa_installer 1.36.0"}})");
+  std::vector<std::string> notes;
+  const auto v = detect_versions(d / "manifest.json", {{"nccl", Version::parse("2.99")}}, &notes);
+  EXPECT_TRUE(notes.empty()) << notes.front();
+  EXPECT_EQ(v.at("aws-ofi-nccl").str(), "1.7.4");
+  ASSERT_EQ(v.count("libfabric"), 1U);
+  EXPECT_EQ(v.at("libfabric").str(), node_versions().at("libfabric").str())
+      << "fi_version(), not the manifest";
+  EXPECT_EQ(v.count("openmpi"), 0U);
+  EXPECT_EQ(v.at("nccl").str(), "2.99") << "pinned versions win";
 }
 
 TEST(Profiles, ExampleFileParsesWithEveryVariableSourced) {

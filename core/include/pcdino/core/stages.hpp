@@ -44,6 +44,9 @@ struct StageSpec {
   /// take its hash into theirs, it is never skipped as complete, and it runs again whenever one of them is
   /// submitted (it checks the nodes as they are now).
   bool check = false;
+  /// Runs in the batch script itself and starts its own job step (srun with slurm.mpi) from options it
+  /// reads out of the configuration, so that its ranks read nothing from the shared filesystem.
+  bool launches_itself = false;
 };
 
 /// Every stage in submission order (a stage comes after the stages it waits for).

@@ -77,7 +77,8 @@ std::map<std::string, std::string> image_versions(const VersionFiles& files = {}
 /// The image manifest against a node: each component both the manifest and `node` can name, compared on
 /// the parts the node's source reports (libfabric major.minor, nccl and openmpi major.minor.patch, the
 /// others in full); a manifest entry that is not a version ("openmpi": "from efa_installer 1.36.0") or a
-/// component the node has no source for (cudnn, enroot, ...) is not compared.
+/// component the node has no source for (cudnn, enroot, ...) is not compared. The manifests `pcdino ami`
+/// writes give Open MPI as "from efa_installer X": only a manifest with its version number compares it.
 struct ManifestComparison {
   std::string image;                 ///< the manifest's "name"
   std::vector<std::string> matched;  ///< "nccl 2.21.5"
@@ -86,9 +87,10 @@ struct ManifestComparison {
 };
 
 /// Compares the manifest text `manifest_json` (read from `path`, named in errors) with `node`
-/// (image_versions()). Throws DataError naming `path` when it is not JSON with a "components" object.
+/// (image_versions()); the GPU stack (nvidia_driver, cuda, nccl) only when `has_gpus` (one image may serve
+/// GPU and CPU queues). Throws DataError naming `path` when it is not JSON with a "components" object.
 ManifestComparison compare_manifest(const std::string& manifest_json, const std::string& path,
-                                    const std::map<std::string, std::string>& node);
+                                    const std::map<std::string, std::string>& node, bool has_gpus = true);
 
 /// The names of `names` that are unset or empty in the environment `getenv` reads.
 std::vector<std::string> missing_variables(const std::vector<std::string>& names,

@@ -42,7 +42,8 @@ struct ScriptOptions {
 /// The batch script of `stage`: #SBATCH resources from `config.slurm`, train_scDINO.nnodes/num_gpus and
 /// compute_cls_features.num_gpus; output files {stage}_out_%j.out / {stage}_err_%j.err in the logs folder
 /// (appended to, so that a requeued job keeps its first part); one task per GPU (or per num_gpus on a
-/// CPU-only cluster) launched with `srun --mpi=...` or `mpirun`; `slurm.environment` exported (training and
+/// CPU-only cluster) launched with `srun --mpi=...` or `mpirun` (a stage that launches itself, the doctor,
+/// runs in the script and starts its step); `slurm.environment` exported (training and
 /// CLS features) unless spank_pcdino.so is in the cluster's plugstack; the training stage with --requeue and
 /// --signal=USR1@signal_seconds, requeueing itself when the trainer exits 75 after checkpointing; on
 /// success the completion marker with `config_hash`, written to a temporary name and renamed. `config`

@@ -18,7 +18,8 @@ namespace pcdino::sbatch {
 PipelineConfig with_absolute_paths(PipelineConfig config, const std::string& base);
 
 struct SubmitOptions {
-  std::vector<Stage> stages;  ///< the stages to submit (empty: all)
+  std::vector<Stage> stages;  ///< the stages to submit (empty: those the configuration turns on); a check
+                              ///< that is on joins every submission of a stage that waits for it
   bool resume = false;        ///< skip stages whose completion marker matches their configuration hash
   bool dry_run = false;       ///< print the scripts and sbatch commands; write and submit nothing
   std::string pcdino;         ///< the pcdino program the scripts run (absolute path)

@@ -13,9 +13,9 @@ namespace pcdino::spank {
 /// of libfabric.so.1: major.minor), `nccl` (ncclGetVersion() of libnccl.so.2), each only if present.
 std::map<std::string, Version> node_versions();
 
-/// node_versions(); then the components listed in the
-/// image manifest `manifest_path` ({"components": {"aws-ofi-nccl": "1.7.4", ...}}, written by
-/// `pcdino ami`) if it exists; then `pinned` (the profile file's `versions:`), which win. Problems (an
+/// node_versions(); then the other components listed in the image manifest `manifest_path`
+/// ({"components": {"aws-ofi-nccl": "1.7.4", ...}}, written by `pcdino ami`; entries that name no version
+/// skipped) if it exists; then `pinned` (the profile file's `versions:`), which win. Problems (an
 /// unreadable manifest) are appended to `notes` for the log, never thrown.
 std::map<std::string, Version> detect_versions(const std::string& manifest_path,
                                                const std::map<std::string, Version>& pinned,
