@@ -290,6 +290,38 @@ NodeReport probe_this_node(const DoctorOptions& options, const std::string& node
   return r;
 }
 
+namespace {
+
+// The node of rank `r` in rank 0's report.
+const std::string& node_of(const DoctorReport& report, int r) {
+  return report.nodes[static_cast<std::size_t>(r)].node;
+}
+
+// Below the floor, the pairs of neighbours name the node on the slow links, when one node explains them.
+void blame_pairs(const DoctorOptions& options, DoctorReport& report) {
+  const auto& pairs = report.pairs_busbw_gb_s;
+  const int n = static_cast<int>(pairs.size());
+  const auto slow = slow_ranks(pairs, options.min_busbw_gb_s);
+  for (const int r : slow) {
+    const int before = (r + n - 1) % n, after = (r + 1) % n;
+    report.nodes[static_cast<std::size_t>(r)].checks.push_back(
+        {"network", false,
+         fmt::format("allreduce with {} {:.2f} GB/s and with {} {:.2f} GB/s, below the floor {:g} GB/s that "
+                     "other pairs reach",
+                     node_of(report, before), pairs[static_cast<std::size_t>(before)], node_of(report, after),
+                     pairs[static_cast<std::size_t>(r)], options.min_busbw_gb_s)});
+  }
+  std::vector<std::string> names;
+  for (const int r : slow) names.push_back(node_of(report, r));
+  report.allreduce_note +=
+      !slow.empty() ? "; pairs of neighbours blame " + join(names)
+      : std::all_of(pairs.begin(), pairs.end(), [&](double b) { return b < options.min_busbw_gb_s; })
+          ? "; every pair of neighbours is below it too: the network, not one node"
+          : "; the pairs of neighbours blame no single node";
+}
+
+}  // namespace
+
 DoctorReport run_doctor(const DoctorOptions& options, const MpiWorld& world,
                         const std::function<void(const DoctorReport&)>& on_timeout) {
   const char* slurm_name = std::getenv("SLURMD_NODENAME");
@@ -343,16 +375,20 @@ DoctorReport run_doctor(const DoctorOptions& options, const MpiWorld& world,
     std::_Exit(1);
   });
   report.allreduce = allreduce_sweep(MPI_COMM_WORLD, options.sizes, options.reps);
-  done.store(true);
-  watchdog.join();
   const double busbw = report.allreduce.empty() ? 0 : report.allreduce.back().busbw_gb_s;
   report.allreduce_ok = busbw >= options.min_busbw_gb_s;
+  // Every rank holds the same result (the slowest rank's time), so all take part in the pairs or none.
+  if (!report.allreduce_ok && world.size() >= 3)
+    report.pairs_busbw_gb_s = pairwise_busbw(MPI_COMM_WORLD, options.sizes.back(), options.reps);
+  done.store(true);
+  watchdog.join();
   report.allreduce_note =
       options.min_busbw_gb_s > 0
           ? fmt::format("busbw {:.2f} GB/s at {} bytes {} the floor {:g} GB/s", busbw,
                         report.allreduce.back().bytes, report.allreduce_ok ? ">=" : "<",
                         options.min_busbw_gb_s)
           : fmt::format("busbw {:.2f} GB/s at {} bytes (no floor set)", busbw, report.allreduce.back().bytes);
+  if (world.rank() == 0 && !report.pairs_busbw_gb_s.empty()) blame_pairs(options, report);
   return report;
 }
 
@@ -382,6 +418,12 @@ std::string format_table(const DoctorReport& report) {
       out += fmt::format("{:>12} {:>12.1f} {:>12.3f} {:>12.3f}\n", p.bytes, p.seconds * 1e6, p.algbw_gb_s,
                          p.busbw_gb_s);
   }
+  const std::size_t n = report.pairs_busbw_gb_s.size();
+  if (n > 0) out += "\npairs of neighbours at the largest size (busbw GB/s)\n";
+  for (std::size_t k = 0; k < n && n == report.nodes.size(); ++k) {
+    out += fmt::format("  {:<12} {:<12} {:>10.3f}\n", report.nodes[k].node, report.nodes[(k + 1) % n].node,
+                       report.pairs_busbw_gb_s[k]);
+  }
   out += fmt::format("allreduce: {}{}\n", report.allreduce_ok ? "" : "FAIL: ", report.allreduce_note);
   out += report.healthy() ? "healthy\n" : "UNHEALTHY\n";
   return out;
@@ -409,7 +451,8 @@ std::string format_json(const DoctorReport& report) {
                {{"ok", report.allreduce_ok},
                 {"note", report.allreduce_note},
                 {"min_busbw_gb_s", report.min_busbw_gb_s},
-                {"points", points}}}}
+                {"points", points},
+                {"pairs_busbw_gb_s", report.pairs_busbw_gb_s}}}}
              .dump(2) +
          "\n";
 }

@@ -142,6 +142,16 @@ TEST(DoctorProbes, WithinGivesUpOnAHungProbe) {
   EXPECT_THROW(within<int>(5, []() -> int { throw DataError("bad"); }), DataError);
 }
 
+// A slow node is the one common to the slow pairs of neighbours (pair k: ranks k, k+1 mod n).
+TEST(DoctorProbes, SlowRanksAreThoseWhoseBothPairsAreSlow) {
+  EXPECT_EQ(slow_ranks({10, 2, 3}, 5), std::vector<int>{2}) << "pairs (1,2) and (2,0) slow: rank 2";
+  EXPECT_EQ(slow_ranks({2, 10, 10, 3}, 5), std::vector<int>{0}) << "pairs (0,1) and (3,0) slow: rank 0";
+  EXPECT_EQ(slow_ranks({2, 2, 10, 10, 10}, 5), std::vector<int>{1});
+  EXPECT_EQ(slow_ranks({2, 10, 2, 10}, 5), std::vector<int>{}) << "two slow links, no node on both";
+  EXPECT_TRUE(slow_ranks({1, 2, 3}, 5).empty()) << "every pair slow: the network, not a node";
+  EXPECT_TRUE(slow_ranks({6, 7, 8}, 5).empty());
+}
+
 TEST(DoctorProbes, BusBandwidthIsNcclTestsDefinition) {
   EXPECT_DOUBLE_EQ(allreduce_bus_bandwidth(10, 2), 10);    // 2(n-1)/n = 1
   EXPECT_DOUBLE_EQ(allreduce_bus_bandwidth(10, 8), 17.5);  // 2 * 7 / 8

@@ -24,6 +24,17 @@ double allreduce_bus_bandwidth(double algbw_gb_s, int ranks);
 /// calls behind a barrier; each point's time is the slowest rank's mean. Collective over `comm`.
 std::vector<AllreducePoint> allreduce_sweep(MPI_Comm comm, const std::vector<std::size_t>& sizes, int reps);
 
+/// The allreduce bus bandwidth (GB/s) of each pair of neighbours at `bytes`: pair k is ranks k and k+1 mod n
+/// of `comm`, each pair measured alone with allreduce_sweep() (disjoint pairs at the same time, in two
+/// rounds, three when n is odd). Collective over `comm`; the n values on every rank, pair k at index k.
+/// Empty when `comm` has fewer than 3 ranks (two ranks are one pair: the group's own result).
+std::vector<double> pairwise_busbw(MPI_Comm comm, std::size_t bytes, int reps);
+
+/// The ranks to blame for a group allreduce below `floor`: those whose both pairs (pairwise_busbw()) are
+/// below it while some other pair reaches it. Empty when every pair is below the floor (the network, not
+/// one node) or none is.
+std::vector<int> slow_ranks(const std::vector<double>& pair_busbw_gb_s, double floor);
+
 /// Memory bandwidth of this node in GB/s: `bytes` read and summed `passes` times (a fixed local workload
 /// whose rate falls when the node's cores are taken by other processes or its memory is slow).
 double memory_bandwidth_gb_s(std::size_t bytes, int passes);

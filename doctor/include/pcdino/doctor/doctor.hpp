@@ -65,7 +65,9 @@ struct NodeReport {
 struct DoctorReport {
   std::vector<NodeReport> nodes;          ///< in rank order
   std::vector<AllreducePoint> allreduce;  ///< empty when not measured (one node, or a node did not answer)
-  std::string allreduce_note;             ///< why not measured, or the floor's verdict
+  /// When the group's busbw is below the floor on 3 nodes or more: pair k's busbw (ranks k, k+1 mod n).
+  std::vector<double> pairs_busbw_gb_s;
+  std::string allreduce_note;  ///< why not measured, or the floor's verdict
   bool allreduce_ok = true;
   double min_busbw_gb_s = 0;
 
@@ -85,10 +87,12 @@ NodeReport probe_this_node(const DoctorOptions& options, const std::string& node
 /// Runs on every rank of `world` (one per node): each probes its node, rank 0 collects the reports
 /// (waiting at most answer_seconds in all; a rank that did not answer is named from the step's node list,
 /// SLURM_STEP_NODELIST, one task per node), judges the slow nodes, and, when all answered, every rank runs
-/// the allreduce sweep under a watchdog. Returns the full report on rank 0 and this node's alone
-/// elsewhere; when a node did not answer the caller must end the job (MPI_Abort), since a stopped rank
-/// never reaches MPI_Finalize. If the sweep has not ended after allreduce_seconds, rank 0 calls
-/// `on_timeout` with the report as it stands and every rank ends the process with exit code 1.
+/// the allreduce sweep under a watchdog; below the floor on 3 nodes or more, pairs of neighbours
+/// (pairwise_busbw()) and a "network" check failed on each node slow_ranks() blames. Returns the full report
+/// on rank 0 and this node's alone elsewhere; when a node did not answer the caller must end the job
+/// (MPI_Abort), since a stopped rank never reaches MPI_Finalize. If the sweep has not ended after
+/// allreduce_seconds, rank 0 calls `on_timeout` with the report as it stands and every rank ends the process
+/// with exit code 1.
 DoctorReport run_doctor(const DoctorOptions& options, const MpiWorld& world,
                         const std::function<void(const DoctorReport&)>& on_timeout);
 
@@ -98,7 +102,7 @@ std::string format_table(const DoctorReport& report);
 
 /// doctor.json: {"healthy", "nodes": [{"node", "rank", "answered", "healthy", "memory_gb_s", "checks":
 /// [{"name", "ok", "detail"}], "drain"}], "allreduce": {"ok", "note", "min_busbw_gb_s", "points": [{"bytes",
-/// "seconds", "algbw_gb_s", "busbw_gb_s"}]}}.
+/// "seconds", "algbw_gb_s", "busbw_gb_s"}], "pairs_busbw_gb_s": [pair k of ranks k, k+1 mod n]}}.
 std::string format_json(const DoctorReport& report);
 
 /// One line for logs and `pcdino status`: "healthy", or "unhealthy: node2 (environment: missing X);
