@@ -28,7 +28,11 @@ assert_not_contains "$OUT" "pairs of neighbours" "no floor: no pairs"
 # scheduler shares a CPU between sessions first), ranks 0 and 1 on CPU 0. Over TCP its pairs run at ~0.09
 # GB/s, the pair without it at ~0.95 (measured on this 2-core machine); the floor sits between.
 HOGS=()
-trap 'for pid in "${HOGS[@]}"; do kill "$pid" 2>/dev/null; done' EXIT
+stop_hogs() {
+  local pid
+  for pid in "${HOGS[@]}"; do kill "$pid" 2>/dev/null; done
+}
+trap stop_hogs EXIT
 for _ in 1 2 3 4 5 6 7; do
   setsid taskset -c 1 sh -c 'while :; do :; done' &
   HOGS+=($!)
