@@ -84,8 +84,8 @@ const std::vector<SectionOption> kSectionOptions = {
     {"--drain", "doctor.drain", [](const Options&) { return std::optional<std::string>(); }},
 };
 
-// --config: the check as the pipeline's doctor stage runs it. Returns the configuration read.
-PipelineConfig apply_pipeline_file(DoctorArgs& a, const CLI::App& sub) {
+// --config: the check as the pipeline's doctor stage runs it. Returns the run's folders.
+RunLayout apply_pipeline_file(DoctorArgs& a, const CLI::App& sub) {
   for (const auto& row : kSectionOptions) {
     if (sub.get_option(row.option)->count() > 0) {
       throw Error(ExitCode::kUsage, std::string(row.option) + " with --config: the file's " + row.key +
@@ -95,12 +95,14 @@ PipelineConfig apply_pipeline_file(DoctorArgs& a, const CLI::App& sub) {
   app::ConfigOptions file;
   file.path = a.config;
   file.sets = a.sets;
-  PipelineConfig config = sbatch::with_absolute_paths(file.load(), std::filesystem::current_path().string());
+  const PipelineConfig config =
+      sbatch::with_absolute_paths(file.load(), std::filesystem::current_path().string());
+  RunLayout files(config);
   doctor::apply_config(config, a.options);
   a.drain = config.doctor.drain;
   a.mpi = config.slurm.mpi;
   if (a.json.empty()) {
-    a.json = RunLayout(config).doctor_report;
+    a.json = files.doctor_report;
     a.forwarded.insert(a.forwarded.end(), {"--json", a.json});
   }
   for (const auto& row : kSectionOptions) {
@@ -108,7 +110,7 @@ PipelineConfig apply_pipeline_file(DoctorArgs& a, const CLI::App& sub) {
   }
   if (a.nodes == 0) a.nodes = config.train.nnodes;
   if (a.partition.empty()) a.partition = config.slurm.partition;
-  return config;
+  return files;
 }
 
 // What rank 0 prints and writes: the table, doctor.json, and the drain lines (run with --drain).
@@ -297,7 +299,7 @@ void add_doctor_command(CLI::App& app) {
     a->options.probe_bytes = static_cast<std::size_t>(a->probe_mb * 1e6);
     if (!a->sets.empty() && a->config.empty()) throw Error(ExitCode::kUsage, "--set needs --config");
     std::optional<RunLayout> run;
-    if (!a->config.empty()) run = RunLayout(apply_pipeline_file(*a, *sub));
+    if (!a->config.empty()) run = apply_pipeline_file(*a, *sub);
     if (a->drain) a->forwarded.push_back("--drain");
     // A batch script or salloc shell has the job's variables but no step; srun and mpirun ranks have theirs.
     const bool in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;

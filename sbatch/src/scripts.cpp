@@ -51,6 +51,11 @@ std::vector<Stage> stage_dependencies(const Stage& stage) {
   return {after.begin(), after.end()};
 }
 
+bool waits_for(const Stage& stage, const Stage& other) {
+  const auto& after = stage_spec(stage).after;
+  return std::any_of(after.begin(), after.end(), [&](const char* dep) { return other == dep; });
+}
+
 std::vector<Stage> parse_stages(const std::string& list, const std::string& origin) {
   if (list == "all") return all_stages();
   std::set<Stage> wanted;
@@ -203,8 +208,7 @@ std::vector<PlannedJob> plan_jobs(const std::vector<Stage>& selected, const std:
     if (!wanted(stage) || !stage_spec(stage).check) continue;
     bool waited_for = false, guards_submitted = false;
     for (const auto& other : stages) {
-      const auto deps = stage_dependencies(other);
-      if (std::find(deps.begin(), deps.end(), stage) == deps.end()) continue;
+      if (!waits_for(other, stage)) continue;
       waited_for = true;
       guards_submitted = guards_submitted || submitted.count(other) != 0;
     }

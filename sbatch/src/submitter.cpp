@@ -232,10 +232,8 @@ SubmitReport submit_pipeline(const PipelineConfig& config, const SubmitOptions& 
   for (const auto& stage : enabled) {
     if (!stage_spec(stage).check || std::find(selected.begin(), selected.end(), stage) != selected.end())
       continue;
-    const bool guards = std::any_of(selected.begin(), selected.end(), [&](const Stage& s) {
-      const auto deps = stage_dependencies(s);
-      return std::find(deps.begin(), deps.end(), stage) != deps.end();
-    });
+    const bool guards =
+        std::any_of(selected.begin(), selected.end(), [&](const Stage& s) { return waits_for(s, stage); });
     if (guards) selected.insert(selected.begin(), stage);
   }
   const std::set<Stage> complete = options.resume ? complete_stages(files, hashes) : std::set<Stage>{};

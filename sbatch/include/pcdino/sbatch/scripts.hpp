@@ -24,6 +24,9 @@ std::vector<Stage> enabled_stages(const PipelineConfig& config);
 /// The stages `stage` waits for: those it reads the outputs of and the checks before it (direct only).
 std::vector<Stage> stage_dependencies(const Stage& stage);
 
+/// Whether `stage` waits for `other` directly (`other` is among stage_dependencies(stage)).
+bool waits_for(const Stage& stage, const Stage& other);
+
 /// Parses a comma-separated list ("train,extract", "all"). Throws ConfigError naming `origin` (e.g.
 /// "--stages") and the known names for an unknown stage. The result is in submission order.
 std::vector<Stage> parse_stages(const std::string& list, const std::string& origin);
