@@ -79,6 +79,10 @@ const std::vector<SectionOption> kSectionOptions = {
     {"--expect-provider", "doctor.expect_providers",
      [](const Options& o) { return list(o.expect_providers); }},
     {"--min-busbw-gbps", "doctor.min_busbw_gbps", [](const Options& o) { return number(o.min_busbw_gb_s); }},
+    {"--nccl", "doctor.nccl",
+     [](const Options& o) { return std::optional<std::string>(o.nccl ? "true" : "false"); }},
+    {"--min-nccl-busbw-gbps", "doctor.min_nccl_busbw_gbps",
+     [](const Options& o) { return number(o.min_nccl_busbw_gb_s); }},
     {"--manifest", "doctor.manifest", [](const Options& o) { return std::optional(o.manifest); }},
     // A flag, handed on by the callback.
     {"--drain", "doctor.drain", [](const Options&) { return std::optional<std::string>(); }},
@@ -271,6 +275,15 @@ void add_doctor_command(CLI::App& app) {
   forward(
       sub->add_option("--min-busbw-gbps", o.min_busbw_gb_s,
                       "Floor of the MPI allreduce bus bandwidth at the largest size (GB/s; 0: not judged)")
+          ->check(CLI::NonNegativeNumber));
+  forward(sub->add_option("--nccl", o.nccl,
+                          "On nodes with NVIDIA devices: check the CUDA runtime and NCCL, and measure NCCL's "
+                          "allreduce over every GPU of every node (false: not)")
+              ->capture_default_str());
+  forward(
+      sub->add_option("--min-nccl-busbw-gbps", o.min_nccl_busbw_gb_s,
+                      "Floor of the NCCL allreduce bus bandwidth at 1 GiB (GB/s; 0: the published floor of "
+                      "the nodes' instance type, from Slurm's node features)")
           ->check(CLI::NonNegativeNumber));
   forward(sub->add_option("--probe-timeout", o.probe_seconds, "Time limit of each probe on a node (s)")
               ->capture_default_str()

@@ -765,6 +765,12 @@ std::vector<Entry> make_schema() {
           "pcdino: libfabric providers fi_getinfo must report on every node ([efa] on EFA instance types)"),
       key("doctor.min_busbw_gbps", PCDINO_MEMBER(doctor.min_busbw_gbps), non_negative(),
           "pcdino: floor of the MPI allreduce bus bandwidth between the nodes at 16 MiB (GB/s); 0 = not judged"),
+      key("doctor.nccl", PCDINO_MEMBER(doctor.nccl), any_bool,
+          "pcdino: on nodes with NVIDIA devices, the CUDA runtime and NCCL must load and show the GPUs, and "
+          "NCCL's allreduce over every GPU of every node is measured"),
+      key("doctor.min_nccl_busbw_gbps", PCDINO_MEMBER(doctor.min_nccl_busbw_gbps), non_negative(),
+          "pcdino: floor of the NCCL allreduce bus bandwidth at 1 GiB (GB/s); 0 = the published floor of the "
+          "nodes' instance type (from Slurm's node features, as ParallelCluster sets them), if there is one"),
       key("doctor.manifest", PCDINO_MEMBER(doctor.manifest), absolute_path(),
           "pcdino: image manifest (`pcdino ami`'s) each node's versions must match (NVIDIA driver, CUDA, "
           "NCCL on GPU nodes; libfabric, EFA installer, pcdino; Open MPI when it gives a number); a node "

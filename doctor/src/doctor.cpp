@@ -82,6 +82,7 @@ void check_slurm_view(const DoctorOptions& o, NodeReport& r) {
     return;
   }
   const SlurmNodeView slurm = parse_scontrol_node(shown->out);
+  r.instance_type = instance_type_feature(slurm.features);
   std::vector<std::string> wrong;
   if (slurm.cpus > host.cpus)
     wrong.push_back(fmt::format("Slurm has {} CPUs, the node {}", slurm.cpus, host.cpus));
@@ -91,8 +92,24 @@ void check_slurm_view(const DoctorOptions& o, NodeReport& r) {
     wrong.push_back(fmt::format("Slurm's gres has {} GPUs, the node shows {}", slurm.gpus, host.gpus));
   r.checks.push_back({"slurm_view", wrong.empty(),
                       wrong.empty()
-                          ? fmt::format("{} CPUs, {} MiB, {} GPUs", host.cpus, host.memory_mib, host.gpus)
+                          ? fmt::format("{} CPUs, {} MiB, {} GPUs{}", host.cpus, host.memory_mib, host.gpus,
+                                        r.instance_type.empty() ? "" : ", " + r.instance_type)
                           : join(wrong, "; ")});
+}
+
+// On a node with NVIDIA devices: the CUDA runtime and NCCL load and the runtime shows the task its GPUs.
+void check_gpu_stack(const DoctorOptions& o, NodeReport& r) {
+  const auto stack = within<GpuStack>(o.probe_seconds, [] { return probe_gpu_stack(); });
+  if (!stack) {
+    r.checks.push_back({"gpu_stack", false, "the CUDA runtime " + timed_out(o.probe_seconds)});
+    return;
+  }
+  r.cuda_gpus = stack->gpus;
+  const bool ok = stack->error.empty() && stack->gpus > 0;
+  r.checks.push_back({"gpu_stack", ok,
+                      ok ? fmt::format("{} GPUs, CUDA runtime and NCCL loaded", stack->gpus)
+                      : stack->error.empty() ? "the CUDA runtime shows no GPU"
+                                             : stack->error});
 }
 
 void check_variables(const DoctorOptions& o, NodeReport& r) {
@@ -148,6 +165,8 @@ json to_json(const NodeReport& r) {
           {"answered", r.answered},
           {"healthy", r.healthy()},
           {"memory_gb_s", r.memory_gb_s},
+          {"instance_type", r.instance_type},
+          {"cuda_gpus", r.cuda_gpus},
           {"checks", checks}};
 }
 
@@ -157,6 +176,8 @@ NodeReport from_json(const json& j) {
   r.rank = j.at("rank").get<int>();
   r.answered = true;
   r.memory_gb_s = j.at("memory_gb_s").get<double>();
+  r.instance_type = j.at("instance_type").get<std::string>();
+  r.cuda_gpus = j.at("cuda_gpus").get<int>();
   for (const auto& c : j.at("checks"))
     r.checks.push_back(
         {c.at("name").get<std::string>(), c.at("ok").get<bool>(), c.at("detail").get<std::string>()});
@@ -250,6 +271,8 @@ void apply_config(const PipelineConfig& config, DoctorOptions& options) {
   }
   options.expect_providers = d.expect_providers;
   options.min_busbw_gb_s = d.min_busbw_gbps;
+  options.nccl = d.nccl;
+  options.min_nccl_busbw_gb_s = d.min_nccl_busbw_gbps;
   options.manifest = d.manifest;
 }
 
@@ -259,11 +282,12 @@ std::string summary(const DoctorReport& report) {
     if (!n.healthy()) problems.push_back(n.node + " (" + n.reason() + ")");
   }
   if (!report.allreduce_ok) problems.push_back("allreduce: " + report.allreduce_note);
+  if (!report.nccl_ok) problems.push_back("nccl allreduce: " + report.nccl_note);
   return problems.empty() ? "healthy" : "unhealthy: " + join(problems, "; ");
 }
 
 bool DoctorReport::healthy() const {
-  return allreduce_ok &&
+  return allreduce_ok && nccl_ok &&
          std::all_of(nodes.begin(), nodes.end(), [](const NodeReport& n) { return n.healthy(); });
 }
 
@@ -276,6 +300,7 @@ NodeReport probe_this_node(const DoctorOptions& options, const std::string& node
   if (options.check_slurm_view) check_slurm_view(options, r);
   if (!options.expect_variables.empty()) check_variables(options, r);
   check_providers(options, r);
+  if (options.nccl && host_resources().gpus > 0) check_gpu_stack(options, r);
   if (!options.manifest.empty()) {
     try {
       check_image(options, r);
@@ -320,6 +345,127 @@ void blame_pairs(const DoctorOptions& options, DoctorReport& report) {
           : "; the pairs of neighbours blame no single node";
 }
 
+// Runs `sweep` on every rank; if it has not returned after `seconds`, rank 0 hands `on_timeout` the report as
+// it stood when the sweep began, with `fail` applied, and every rank ends the process with exit code 1: a
+// rank lost inside a collective would hang every other one.
+void under_watchdog(double seconds, bool report_it, const DoctorReport& before,
+                    const std::function<void(DoctorReport&)>& fail,
+                    const std::function<void(const DoctorReport&)>& on_timeout,
+                    const std::function<void()>& sweep) {
+  std::atomic<bool> done{false};
+  // The watchdog reports from a copy taken now: the caller writes its report when the sweep returns.
+  std::thread watchdog([&, late = before]() mutable {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (!done.load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (done.load()) return;
+    if (report_it) {
+      fail(late);
+      on_timeout(late);
+    }
+    std::_Exit(1);
+  });
+  sweep();
+  done.store(true);
+  watchdog.join();
+}
+
+// The MPI allreduce sweep between the nodes, and below the floor on 3 nodes or more the pairs of neighbours.
+void measure_mpi(const DoctorOptions& options, const MpiWorld& world, DoctorReport& report,
+                 const std::function<void(const DoctorReport&)>& on_timeout) {
+  const auto fail = [&](DoctorReport& late) {
+    late.allreduce_ok = false;
+    late.allreduce_note = "allreduce " + timed_out(options.allreduce_seconds) + ": a node stopped answering";
+  };
+  under_watchdog(options.allreduce_seconds, world.rank() == 0, report, fail, on_timeout, [&] {
+    report.allreduce = allreduce_sweep(MPI_COMM_WORLD, options.sizes, options.reps);
+    const double busbw = report.allreduce.empty() ? 0 : report.allreduce.back().busbw_gb_s;
+    report.allreduce_ok = busbw >= options.min_busbw_gb_s;
+    // Every rank holds the same result (the slowest rank's time), so all take part in the pairs or none.
+    if (!report.allreduce_ok && world.size() >= 3)
+      report.pairs_busbw_gb_s = pairwise_busbw(MPI_COMM_WORLD, options.sizes.back(), options.reps);
+  });
+  const double busbw = report.allreduce.back().busbw_gb_s;
+  report.allreduce_note =
+      options.min_busbw_gb_s > 0
+          ? fmt::format("busbw {:.2f} GB/s at {} bytes {} the floor {:g} GB/s", busbw,
+                        report.allreduce.back().bytes, report.allreduce_ok ? ">=" : "<",
+                        options.min_busbw_gb_s)
+          : fmt::format("busbw {:.2f} GB/s at {} bytes (no floor set)", busbw, report.allreduce.back().bytes);
+  if (world.rank() == 0 && !report.pairs_busbw_gb_s.empty()) blame_pairs(options, report);
+}
+
+// Rank 0, from the reports: why NCCL's sweep cannot run ("" when it can).
+std::string nccl_blocker(const std::vector<NodeReport>& nodes) {
+  std::vector<std::string> without;
+  int gpus = 0;
+  for (const auto& n : nodes) {
+    gpus += n.cuda_gpus;
+    if (n.cuda_gpus == 0) without.push_back(n.node);
+  }
+  if (without.size() == nodes.size()) return "not measured: no node has a GPU the CUDA runtime shows";
+  if (!without.empty()) return "not measured: the CUDA runtime shows no GPU on " + join(without);
+  return gpus < 2 ? "not measured: one GPU" : "";
+}
+
+// Why the instance types of `types` (one per node) give no published floor.
+std::string unpublished(std::vector<std::string> types) {
+  std::sort(types.begin(), types.end());
+  types.erase(std::unique(types.begin(), types.end()), types.end());
+  if (std::find(types.begin(), types.end(), "") != types.end())
+    return "Slurm's features name no instance type for every node";
+  if (types.size() > 1) return "the nodes are of several instance types: " + join(types);
+  return "no floor is published for " + types.front();
+}
+
+// NCCL's allreduce across every GPU of every node, judged against the site's floor or the instance type's.
+void measure_nccl(const DoctorOptions& options, const MpiWorld& world, const NodeReport& mine,
+                  DoctorReport& report, const std::function<void(const DoctorReport&)>& on_timeout) {
+  const bool root = world.rank() == 0;
+  int run = 0;
+  if (root) {
+    report.nccl_note = nccl_blocker(report.nodes);
+    run = report.nccl_note.empty() ? 1 : 0;
+  }
+  MPI_Bcast(&run, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!run) return;
+  std::string error;
+  const auto fail = [&](DoctorReport& late) {
+    late.nccl_ok = false;
+    late.nccl_note =
+        "NCCL allreduce " + timed_out(options.allreduce_seconds) + ": a node stopped answering or NCCL hung";
+  };
+  under_watchdog(options.allreduce_seconds, root, report, fail, on_timeout, [&] {
+    try {
+      report.nccl = nccl_allreduce_sweep(MPI_COMM_WORLD, mine.cuda_gpus, options.nccl_sizes, options.reps);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  if (!error.empty()) {
+    report.nccl_ok = false;
+    report.nccl_note = error;
+    return;
+  }
+  if (!root) return;
+  std::vector<std::string> types;
+  for (const auto& n : report.nodes) {
+    types.push_back(n.instance_type);
+    report.nccl_gpus += n.cuda_gpus;
+  }
+  std::string source;
+  const double floor = nccl_floor(options.min_nccl_busbw_gb_s, types, &source);
+  const AllreducePoint& largest = report.nccl.back();
+  report.min_nccl_busbw_gb_s = floor;
+  report.nccl_ok = floor <= 0 || largest.busbw_gb_s >= floor;
+  const std::string measured = fmt::format("busbw {:.2f} GB/s at {} bytes over {} GPUs", largest.busbw_gb_s,
+                                           largest.bytes, report.nccl_gpus);
+  report.nccl_note =
+      floor > 0 ? fmt::format("{} {} the floor {:g} GB/s ({})", measured, report.nccl_ok ? ">=" : "<", floor,
+                              source)
+                : measured + " (no floor: doctor.min_nccl_busbw_gbps is 0, and " + unpublished(types) + ")";
+}
+
 }  // namespace
 
 DoctorReport run_doctor(const DoctorOptions& options, const MpiWorld& world,
@@ -353,42 +499,12 @@ DoctorReport run_doctor(const DoctorOptions& options, const MpiWorld& world,
     report.nodes.push_back(mine);
     if (!go) return report;
   }
-  if (world.size() < 2) {
+  if (world.size() >= 2) {
+    measure_mpi(options, world, report, on_timeout);
+  } else {
     report.allreduce_note = "not measured: one node";
-    return report;
   }
-  // The sweep under a watchdog: a rank lost in the middle of it would hang every other one.
-  std::atomic<bool> done{false};
-  // The watchdog reports from a copy taken now: the main thread writes `report` when the sweep returns.
-  std::thread watchdog([&, late = report]() mutable {
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(options.allreduce_seconds);
-    while (!done.load() && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (done.load()) return;
-    if (world.rank() == 0) {
-      late.allreduce_ok = false;
-      late.allreduce_note =
-          "allreduce " + timed_out(options.allreduce_seconds) + ": a node stopped answering";
-      on_timeout(late);
-    }
-    std::_Exit(1);
-  });
-  report.allreduce = allreduce_sweep(MPI_COMM_WORLD, options.sizes, options.reps);
-  const double busbw = report.allreduce.empty() ? 0 : report.allreduce.back().busbw_gb_s;
-  report.allreduce_ok = busbw >= options.min_busbw_gb_s;
-  // Every rank holds the same result (the slowest rank's time), so all take part in the pairs or none.
-  if (!report.allreduce_ok && world.size() >= 3)
-    report.pairs_busbw_gb_s = pairwise_busbw(MPI_COMM_WORLD, options.sizes.back(), options.reps);
-  done.store(true);
-  watchdog.join();
-  report.allreduce_note =
-      options.min_busbw_gb_s > 0
-          ? fmt::format("busbw {:.2f} GB/s at {} bytes {} the floor {:g} GB/s", busbw,
-                        report.allreduce.back().bytes, report.allreduce_ok ? ">=" : "<",
-                        options.min_busbw_gb_s)
-          : fmt::format("busbw {:.2f} GB/s at {} bytes (no floor set)", busbw, report.allreduce.back().bytes);
-  if (world.rank() == 0 && !report.pairs_busbw_gb_s.empty()) blame_pairs(options, report);
+  if (options.nccl) measure_nccl(options, world, mine, report, on_timeout);
   return report;
 }
 
@@ -425,6 +541,16 @@ std::string format_table(const DoctorReport& report) {
                        report.pairs_busbw_gb_s[k]);
   }
   out += fmt::format("allreduce: {}{}\n", report.allreduce_ok ? "" : "FAIL: ", report.allreduce_note);
+  if (!report.nccl.empty()) {
+    out += fmt::format("\nNCCL allreduce over {} GPUs (float32 sum, in place; busbw = algbw x 2(n-1)/n)\n",
+                       report.nccl_gpus);
+    out += fmt::format("{:>12} {:>12} {:>12} {:>12}\n", "bytes", "time (us)", "algbw GB/s", "busbw GB/s");
+    for (const auto& p : report.nccl)
+      out += fmt::format("{:>12} {:>12.1f} {:>12.3f} {:>12.3f}\n", p.bytes, p.seconds * 1e6, p.algbw_gb_s,
+                         p.busbw_gb_s);
+  }
+  if (!report.nccl_note.empty())
+    out += fmt::format("nccl allreduce: {}{}\n", report.nccl_ok ? "" : "FAIL: ", report.nccl_note);
   out += report.healthy() ? "healthy\n" : "UNHEALTHY\n";
   return out;
 }
@@ -439,20 +565,29 @@ std::string format_json(const DoctorReport& report) {
       if (d[2] == "NodeName=" + n.node) j["drain"] = join(std::vector<std::string>(d.begin(), d.end()), " ");
     nodes.push_back(j);
   }
-  json points = json::array();
-  for (const auto& p : report.allreduce)
-    points.push_back({{"bytes", p.bytes},
-                      {"seconds", p.seconds},
-                      {"algbw_gb_s", p.algbw_gb_s},
-                      {"busbw_gb_s", p.busbw_gb_s}});
+  const auto points = [](const std::vector<AllreducePoint>& sweep) {
+    json out = json::array();
+    for (const auto& p : sweep)
+      out.push_back({{"bytes", p.bytes},
+                     {"seconds", p.seconds},
+                     {"algbw_gb_s", p.algbw_gb_s},
+                     {"busbw_gb_s", p.busbw_gb_s}});
+    return out;
+  };
   return json{{"healthy", report.healthy()},
               {"nodes", nodes},
               {"allreduce",
                {{"ok", report.allreduce_ok},
                 {"note", report.allreduce_note},
                 {"min_busbw_gb_s", report.min_busbw_gb_s},
-                {"points", points},
-                {"pairs_busbw_gb_s", report.pairs_busbw_gb_s}}}}
+                {"points", points(report.allreduce)},
+                {"pairs_busbw_gb_s", report.pairs_busbw_gb_s}}},
+              {"nccl",
+               {{"ok", report.nccl_ok},
+                {"note", report.nccl_note},
+                {"gpus", report.nccl_gpus},
+                {"min_busbw_gb_s", report.min_nccl_busbw_gb_s},
+                {"points", points(report.nccl)}}}}
              .dump(2) +
          "\n";
 }

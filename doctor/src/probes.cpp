@@ -122,6 +122,12 @@ HostResources host_resources(const std::string& dev) {
   return r;
 }
 
+std::string instance_type_feature(const std::vector<std::string>& features) {
+  const auto it = std::find_if(features.begin(), features.end(),
+                               [](const std::string& f) { return f.find('.') != std::string::npos; });
+  return it == features.end() ? "" : *it;
+}
+
 SlurmNodeView parse_scontrol_node(const std::string& line) {
   SlurmNodeView v;
   bool cpus = false;
@@ -144,6 +150,10 @@ SlurmNodeView parse_scontrol_node(const std::string& line) {
         for (auto it = std::sregex_iterator(value.begin(), value.end(), entry); it != std::sregex_iterator();
              ++it)
           v.gpus += std::stoi((*it)[1]);
+      } else if (key == "AvailableFeatures" && value != "(null)") {
+        std::istringstream list(value);
+        for (std::string feature; std::getline(list, feature, ',');)
+          if (!feature.empty()) v.features.push_back(feature);
       }
     } catch (const std::exception&) {
       throw DataError("scontrol show node: " + key + " is not a number in '" + line + "'");

@@ -101,6 +101,10 @@ expect_node2_drained() {  # expect_node2_drained CHECK TEXT: the fault is named 
 }
 
 # --- 1. healthy -------------------------------------------------------------------------------------
+# The nodes' features as ParallelCluster gives them (static, instance type, compute resource): the doctor
+# reads the instance type there, for its published NCCL floor.
+scontrol update NodeName=node1,node2 AvailableFeatures=static,p4d.24xlarge,cr1 ActiveFeatures=static,p4d.24xlarge,cr1 ||
+  fatal "scontrol update AvailableFeatures"
 doctor
 assert_rc 0 "two healthy nodes: exit 0"
 assert_contains "$OUT" "node1        ok" "the table has node1"
@@ -115,6 +119,11 @@ assert_eq "$(json "r['healthy'], len(r['nodes']), len(r['allreduce']['points']) 
 assert_eq "$(json "[c['name'] for c in r['nodes'][1]['checks']]")" \
   "['shared_fs', 'scratch', 'slurm_view', 'environment', 'libfabric', 'image', 'speed']" "every check ran on node2"
 assert_contains "$OUT" "test-image: libfabric" "the versions matched the image manifest"
+assert_eq "$(json "r['nodes'][0]['instance_type'], r['nodes'][1]['instance_type'], r['nccl']['ok'], r['nccl']['points']")" \
+  "p4d.24xlarge p4d.24xlarge True []" "doctor.json: the instance type from Slurm's features; no NCCL sweep"
+assert_contains "$OUT" "0 GPUs, p4d.24xlarge" "the table names the instance type"
+assert_contains "$OUT" "nccl allreduce: not measured: no node has a GPU the CUDA runtime shows" \
+  "without GPUs the NCCL sweep is not measured, and says why"
 
 # Inside an allocation (a batch script of two nodes), pcdino doctor makes itself a step of both nodes.
 run timeout 120 sbatch --wait -N2 -o "$W/jobs/alloc-%j.out" \

@@ -12,6 +12,7 @@
 #include "../lib/temp_dir.hpp"
 #include "pcdino/core/config.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/mpi_world.hpp"
 #include "pcdino/core/version.hpp"
 #include "pcdino/doctor/doctor.hpp"
 #include "pcdino/doctor/probes.hpp"
@@ -29,10 +30,83 @@ TEST(DoctorProbes, SlurmsNodeLineGivesCpusMemoryAndGpus) {
   EXPECT_EQ(v.cpus, 192);
   EXPECT_EQ(v.real_memory_mib, 2000000U);
   EXPECT_EQ(v.gpus, 8);
+  EXPECT_EQ(v.features, (std::vector<std::string>{"static", "p5.48xlarge"}));
   EXPECT_EQ(parse_scontrol_node("NodeName=a CPUTot=4 Gres=gpu:2,gpu:t4:1,shard:8").gpus, 3);
   EXPECT_EQ(parse_scontrol_node("NodeName=node1 CPUTot=2 RealMemory=100 Gres=(null)").gpus, 0);
   EXPECT_THROW(parse_scontrol_node("NodeName=node1 RealMemory=100"), DataError);
   EXPECT_THROW(parse_scontrol_node("NodeName=node1 CPUTot=two"), DataError);
+}
+
+// ParallelCluster's features of a node (static/dynamic, instance type, compute resource, efa, gpu): the
+// instance type is the one with a dot; a node Slurm gives no features has none.
+TEST(DoctorProbes, InstanceTypeIsTheFeatureWithADot) {
+  const auto p4d = parse_scontrol_node(
+      "NodeName=gpu-dy-cr1-3 CPUTot=96 AvailableFeatures=dynamic,p4d.24xlarge,cr1,efa,gpu "
+      "ActiveFeatures=dynamic,p4d.24xlarge,cr1,efa,gpu");
+  EXPECT_EQ(p4d.features.size(), 5U);
+  EXPECT_EQ(instance_type_feature(p4d.features), "p4d.24xlarge");
+  EXPECT_EQ(
+      instance_type_feature(parse_scontrol_node("NodeName=n CPUTot=2 AvailableFeatures=(null)").features),
+      "");
+  EXPECT_EQ(instance_type_feature({"static", "cr1"}), "");
+}
+
+// The NCCL floor: the site's when set, else the published one of the nodes' common instance type.
+TEST(DoctorNccl, FloorIsTheSitesOrTheInstanceTypesPublishedOne) {
+  std::string source;
+  EXPECT_EQ(nccl_floor(0, {"p4d.24xlarge", "p4d.24xlarge"}, &source), 26.0);
+  EXPECT_NE(source.find("p4d.24xlarge: aws-parallelcluster"), std::string::npos) << source;
+  EXPECT_EQ(nccl_floor(0, {"p5.48xlarge"}, nullptr), 250.0);
+  EXPECT_EQ(nccl_floor(40, {"p4d.24xlarge", "p4d.24xlarge"}, &source), 40.0);
+  EXPECT_EQ(source, "doctor.min_nccl_busbw_gbps");
+  EXPECT_EQ(nccl_floor(0, {"p4d.24xlarge", "p5.48xlarge"}, nullptr), 0.0);  // mixed: neither applies
+  EXPECT_EQ(nccl_floor(0, {"p4d.24xlarge", ""}, nullptr), 0.0);
+  EXPECT_EQ(nccl_floor(0, {"g5.48xlarge", "g5.48xlarge"}, nullptr), 0.0);  // none published
+  EXPECT_EQ(nccl_floor(0, {}, nullptr), 0.0);
+}
+
+// The CUDA runtime and NCCL through dlopen on this machine (no GPU): the runtime says why it shows no GPU,
+// and a library that is not there is named.
+TEST(DoctorNccl, GpuStackSaysWhyItCannotRun) {
+  const GpuLibraries libraries = default_gpu_libraries();
+  if (libraries.cudart.empty()) {  // built without nccl.h
+    EXPECT_NE(probe_gpu_stack().error.find("built without nccl.h"), std::string::npos);
+    return;
+  }
+  const GpuStack no_runtime = probe_gpu_stack({{"libpcdino-no-such-cudart.so"}, libraries.nccl});
+  EXPECT_EQ(no_runtime.gpus, 0);
+  EXPECT_NE(no_runtime.error.find("cannot load libpcdino-no-such-cudart.so"), std::string::npos)
+      << no_runtime.error;
+  const GpuStack no_nccl = probe_gpu_stack({libraries.cudart, {"libpcdino-no-such-nccl.so"}});
+  if (no_nccl.error.find("cannot load libcudart") == std::string::npos) {  // the runtime is installed here
+    EXPECT_NE(no_nccl.error.find("cannot load libpcdino-no-such-nccl.so"), std::string::npos)
+        << no_nccl.error;
+  }
+  const GpuStack here = probe_gpu_stack();
+  if (here.error.find("cannot load") != std::string::npos) GTEST_SKIP() << here.error;
+  if (std::filesystem::exists("/dev/nvidia0")) return;  // a GPU machine: its count is real
+  EXPECT_EQ(here.gpus, 0);
+  EXPECT_NE(here.error.find("cudaGetDeviceCount: "), std::string::npos) << here.error;
+}
+
+// Without a usable GPU the sweep fails before NCCL starts, saying why, instead of hanging in NCCL.
+TEST(DoctorNccl, SweepWithoutAGpuFailsBeforeNcclStarts) {
+  if (std::filesystem::exists("/dev/nvidia0")) GTEST_SKIP() << "a GPU machine";
+  const MpiWorld world;
+  const auto failure = [](int gpus) {
+    try {
+      nccl_allreduce_sweep(MPI_COMM_WORLD, gpus, {1u << 20}, 1);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(failure(0), default_gpu_libraries().cudart.empty() ? probe_gpu_stack({}).error
+                                                               : "NCCL allreduce: no GPU on this node");
+  const std::string one = failure(1);
+  EXPECT_TRUE(one.rfind("cudaSetDevice: ", 0) == 0 || one.find("cannot load") != std::string::npos ||
+              one.find("built without") != std::string::npos)
+      << one;
 }
 
 TEST(DoctorProbes, FilesystemProbeWritesReadsAndRemoves) {
@@ -200,8 +274,27 @@ TEST(DoctorReport, TableJsonAndDrainLinesNameTheFailingNode) {
             "node3 (did not answer (stopped, hung or dead)); allreduce: " +
                 report.allreduce_note);
 
+  // NCCL's sweep below the instance type's floor fails the report and is named in the summary.
   report.nodes = {good};
   report.allreduce_ok = true;
+  report.nccl = {{1u << 30, 0.1, 10.737, 20.13}};
+  report.nccl_gpus = 16;
+  report.nccl_ok = false;
+  report.min_nccl_busbw_gb_s = 26;
+  report.nccl_note = "busbw 20.13 GB/s at 1073741824 bytes over 16 GPUs < the floor 26 GB/s";
+  EXPECT_FALSE(report.healthy());
+  EXPECT_EQ(summary(report), "unhealthy: nccl allreduce: " + report.nccl_note);
+  const std::string nccl_table = format_table(report);
+  EXPECT_NE(nccl_table.find("NCCL allreduce over 16 GPUs"), std::string::npos) << nccl_table;
+  EXPECT_NE(nccl_table.find("nccl allreduce: FAIL: busbw 20.13"), std::string::npos) << nccl_table;
+  const auto nccl_json = nlohmann::json::parse(format_json(report)).at("nccl");
+  EXPECT_FALSE(nccl_json.at("ok").get<bool>());
+  EXPECT_EQ(nccl_json.at("gpus").get<int>(), 16);
+  EXPECT_EQ(nccl_json.at("min_busbw_gb_s").get<double>(), 26);
+  EXPECT_EQ(nccl_json.at("points")[0].at("bytes").get<std::size_t>(), 1u << 30);
+
+  report.nccl_ok = true;
+  report.nccl.clear();
   EXPECT_TRUE(report.healthy());
   EXPECT_EQ(summary(report), "healthy");
   EXPECT_TRUE(drain_commands(report).empty());
@@ -215,7 +308,8 @@ TEST(DoctorConfig, ThePipelineSectionSetsTheChecks) {
       "meta:\n  output_dir: /fsx/out\n  name_of_run: r1\n"
       "slurm:\n  environment: {FI_PROVIDER: efa, NCCL_DEBUG: WARN}\n"
       "doctor:\n  probe_mb: 8\n  min_busbw_gbps: 12.5\n  expect_env: [FI_PROVIDER, PROFILE]\n"
-      "  expect_providers: [efa]\n  scratch: /scratch\n  min_scratch_gib: 100\n  min_write_mb_s: 500\n",
+      "  expect_providers: [efa]\n  scratch: /scratch\n  min_scratch_gib: 100\n  min_write_mb_s: 500\n"
+      "  nccl: false\n  min_nccl_busbw_gbps: 30\n",
       "p.yaml");
   DoctorOptions o;
   o.answer_seconds = 7;  // not the section's: kept
@@ -229,6 +323,8 @@ TEST(DoctorConfig, ThePipelineSectionSetsTheChecks) {
   EXPECT_EQ(o.min_scratch_gib, 100);
   EXPECT_EQ(o.min_write_mb_s, 500);
   EXPECT_EQ(o.answer_seconds, 7);
+  EXPECT_FALSE(o.nccl);
+  EXPECT_EQ(o.min_nccl_busbw_gb_s, 30);
   apply_config(parse_config("doctor:\n  shared_dir: /lustre/probe\n", "p.yaml"), o);
   EXPECT_EQ(o.shared_dir, "/lustre/probe");
   EXPECT_THROW(parse_config("doctor:\n  shared_dir: relative\n", "p.yaml"), ConfigError);

@@ -163,6 +163,8 @@ struct DoctorConfig {
   std::vector<std::string> expect_env;        ///< variables every task must have, beside slurm.environment's
   std::vector<std::string> expect_providers;  ///< libfabric providers fi_getinfo must report ("efa")
   double min_busbw_gbps = 0;                  ///< floor of the MPI allreduce bus bandwidth (GB/s); 0 = none
+  bool nccl = true;  ///< on GPU nodes: the CUDA runtime and NCCL, and NCCL's allreduce over all GPUs
+  double min_nccl_busbw_gbps = 0;  ///< its floor at 1 GiB (GB/s); 0 = the instance type's published one
   std::string manifest = "/opt/pcdino/manifest.json";  ///< image manifest the versions are checked against
   bool drain = false;                                  ///< run the scontrol drain line of each unhealthy node
 };

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "pcdino/doctor/bandwidth.hpp"
+#include "pcdino/doctor/nccl.hpp"
 
 namespace pcdino {
 class MpiWorld;
@@ -33,8 +34,13 @@ struct DoctorOptions {
   double slow_fraction = 0.5;    ///< a node whose memory bandwidth is below this share of the
                                  ///< nodes' median is slow (a starved or faulty node)
   std::vector<std::size_t> sizes = {1u << 10, 1u << 14, 1u << 18, 1u << 22, 1u << 24};  ///< allreduce sweep
-  int reps = 5;                    ///< timed allreduces per size
-  double min_busbw_gb_s = 0;       ///< floor of the largest size's bus bandwidth (GB/s)
+  int reps = 5;               ///< timed allreduces per size
+  double min_busbw_gb_s = 0;  ///< floor of the largest size's bus bandwidth (GB/s)
+  bool nccl = true;           ///< on nodes with GPUs: the CUDA runtime and NCCL load, and NCCL's
+                              ///< allreduce across every GPU of every node (nccl_allreduce_sweep())
+  std::vector<std::size_t> nccl_sizes = {1u << 20, 1u << 24, 1u << 28, 1u << 30};  ///< its sweep (bytes)
+  double min_nccl_busbw_gb_s = 0;  ///< floor at its largest size (GB/s); 0 = the published floor of the
+                                   ///< nodes' instance type (nccl_floor()), none when there is none
   double probe_seconds = 60;       ///< time limit of each probe on a node
   double answer_seconds = 120;     ///< how long rank 0 waits for a node's report
   double allreduce_seconds = 120;  ///< time limit of the whole allreduce sweep
@@ -51,8 +57,10 @@ struct Check {
 struct NodeReport {
   std::string node;  ///< Slurm's node name (SLURMD_NODENAME), else the host name
   int rank = 0;
-  bool answered = false;   ///< false: no report within answer_seconds
-  double memory_gb_s = 0;  ///< memory_bandwidth_gb_s() of the node
+  bool answered = false;      ///< false: no report within answer_seconds
+  double memory_gb_s = 0;     ///< memory_bandwidth_gb_s() of the node
+  std::string instance_type;  ///< the EC2 instance type among Slurm's features of the node ("" = none)
+  int cuda_gpus = 0;          ///< GPUs the CUDA runtime shows the task (0: no GPU, or not checked)
   std::vector<Check> checks;
 
   /// Answered and every check ok.
@@ -70,6 +78,11 @@ struct DoctorReport {
   std::string allreduce_note;  ///< why not measured, or the floor's verdict
   bool allreduce_ok = true;
   double min_busbw_gb_s = 0;
+  std::vector<AllreducePoint> nccl;  ///< NCCL's sweep over every GPU; empty when not measured
+  int nccl_gpus = 0;                 ///< GPUs in its communicator
+  std::string nccl_note;             ///< why not measured, or the floor's verdict ("" = not asked for)
+  bool nccl_ok = true;
+  double min_nccl_busbw_gb_s = 0;  ///< the floor applied (0 = none)
 
   bool healthy() const;
 };
@@ -79,8 +92,9 @@ struct DoctorReport {
 /// and the names of slurm.environment, which the training's tasks must have), providers and floors.
 void apply_config(const PipelineConfig& config, DoctorOptions& options);
 
-/// The checks of this node (no MPI): shared filesystem, scratch, Slurm's view of the node, variables,
-/// libfabric providers, versions against the image manifest, memory bandwidth; each under
+/// The checks of this node (no MPI): shared filesystem, scratch, Slurm's view of the node (and its instance
+/// type), variables, libfabric providers, versions against the image manifest, on a node with NVIDIA devices
+/// the CUDA runtime and NCCL (probe_gpu_stack(), when options.nccl), memory bandwidth; each under
 /// options.probe_seconds. `node` names the node.
 NodeReport probe_this_node(const DoctorOptions& options, const std::string& node);
 
@@ -88,7 +102,9 @@ NodeReport probe_this_node(const DoctorOptions& options, const std::string& node
 /// (waiting at most answer_seconds in all; a rank that did not answer is named from the step's node list,
 /// SLURM_STEP_NODELIST, one task per node), judges the slow nodes, and, when all answered, every rank runs
 /// the allreduce sweep under a watchdog; below the floor on 3 nodes or more, pairs of neighbours
-/// (pairwise_busbw()) and a "network" check failed on each node slow_ranks() blames. Returns the full report
+/// (pairwise_busbw()) and a "network" check failed on each node slow_ranks() blames. Then, when every node's
+/// CUDA runtime shows GPUs (two or more in all) and options.nccl, NCCL's sweep (nccl_allreduce_sweep()) under
+/// its own watchdog, judged against options.min_nccl_busbw_gb_s or nccl_floor(). Returns the full report
 /// on rank 0 and this node's alone elsewhere; when a node did not answer the caller must end the job
 /// (MPI_Abort), since a stopped rank never reaches MPI_Finalize. If the sweep has not ended after
 /// allreduce_seconds, rank 0 calls `on_timeout` with the report as it stands and every rank ends the process
@@ -96,17 +112,19 @@ NodeReport probe_this_node(const DoctorOptions& options, const std::string& node
 DoctorReport run_doctor(const DoctorOptions& options, const MpiWorld& world,
                         const std::function<void(const DoctorReport&)>& on_timeout);
 
-/// The table printed for the admin: one row per node (node, verdict, each check), the allreduce sweep
-/// (size, time, algbw, busbw) and its verdict.
+/// The table printed for the admin: one row per node (node, verdict, each check), the allreduce sweeps
+/// (size, time, algbw, busbw: MPI's, then NCCL's) and their verdicts.
 std::string format_table(const DoctorReport& report);
 
-/// doctor.json: {"healthy", "nodes": [{"node", "rank", "answered", "healthy", "memory_gb_s", "checks":
-/// [{"name", "ok", "detail"}], "drain"}], "allreduce": {"ok", "note", "min_busbw_gb_s", "points": [{"bytes",
-/// "seconds", "algbw_gb_s", "busbw_gb_s"}], "pairs_busbw_gb_s": [pair k of ranks k, k+1 mod n]}}.
+/// doctor.json: {"healthy", "nodes": [{"node", "rank", "answered", "healthy", "memory_gb_s", "instance_type",
+/// "cuda_gpus", "checks": [{"name", "ok", "detail"}], "drain"}], "allreduce": {"ok", "note",
+/// "min_busbw_gb_s", "points": [{"bytes", "seconds", "algbw_gb_s", "busbw_gb_s"}], "pairs_busbw_gb_s": [pair
+/// k of ranks k, k+1 mod n]}, "nccl": {"ok", "note", "gpus", "min_busbw_gb_s", "points"}}.
 std::string format_json(const DoctorReport& report);
 
 /// One line for logs and `pcdino status`: "healthy", or "unhealthy: node2 (environment: missing X);
-/// allreduce: ..." naming every failed node with its failed checks, and the allreduce's verdict if it failed.
+/// allreduce: ..." naming every failed node with its failed checks, and each allreduce's verdict if it
+/// failed ("nccl allreduce: ...").
 std::string summary(const DoctorReport& report);
 
 /// The `scontrol update NodeName=... State=DRAIN Reason="pcdino doctor: ..."` line for each unhealthy

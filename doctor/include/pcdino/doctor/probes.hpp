@@ -50,11 +50,18 @@ struct SlurmNodeView {
   int cpus = 0;                       ///< CPUTot
   std::uint64_t real_memory_mib = 0;  ///< RealMemory (MiB)
   int gpus = 0;                       ///< the counts of every gpu entry of Gres (gpu:4, gpu:a100:8(S:0-1))
+  std::vector<std::string> features;  ///< AvailableFeatures, in order (none for "(null)")
 };
 
 /// Parses one line of `scontrol show node -o`. Throws DataError naming the line when NodeName or CPUTot
 /// is missing.
 SlurmNodeView parse_scontrol_node(const std::string& line);
+
+/// The EC2 instance type among a node's Slurm features: the first one with a dot ("p4d.24xlarge"), "" when
+/// none. ParallelCluster gives each node the features static or dynamic, its instance type, its compute
+/// resource's name and efa and gpu where they apply (aws-parallelcluster-cookbook, slurm templates,
+/// slurm_parallelcluster_utils.conf, feature_property); only the instance type has a dot.
+std::string instance_type_feature(const std::vector<std::string>& features);
 
 /// The libfabric providers fi_getinfo reports on this node (each named once, in libfabric's order), or
 /// the error fi_getinfo gave as its only element prefixed "error: ".

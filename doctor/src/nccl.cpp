@@ -1,0 +1,259 @@
+// The CUDA runtime and NCCL come in through dlopen: `pcdino` links neither, and a node without them is told
+// so instead of failing to start. Their prototypes come from the headers found at build time
+// (PCDINO_DOCTOR_NCCL), so each pointer has the library's own type.
+#include "pcdino/doctor/nccl.hpp"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "pcdino/ami/compat.hpp"
+#include "pcdino/core/error.hpp"
+
+#ifdef PCDINO_DOCTOR_NCCL
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#endif
+
+namespace pcdino::doctor {
+
+double nccl_floor(double site, const std::vector<std::string>& instance_types, std::string* source) {
+  if (site > 0) {
+    if (source != nullptr) *source = "doctor.min_nccl_busbw_gbps";
+    return site;
+  }
+  if (instance_types.empty() || instance_types.front().empty() ||
+      std::any_of(instance_types.begin(), instance_types.end(),
+                  [&](const std::string& t) { return t != instance_types.front(); }))
+    return 0;
+  std::string published;
+  const double floor = ami::nccl_busbw_threshold(instance_types.front(), &published);
+  if (floor > 0 && source != nullptr) *source = instance_types.front() + ": " + published;
+  return floor;
+}
+
+#ifdef PCDINO_DOCTOR_NCCL
+
+namespace {
+
+// The calls the check makes, each with the type its header declares.
+struct Api {
+  decltype(&::cudaGetDeviceCount) get_device_count = nullptr;
+  decltype(&::cudaSetDevice) set_device = nullptr;
+  cudaError_t (*malloc)(void**, std::size_t) = nullptr;  // the C call; cuda_runtime.h adds template overloads
+  decltype(&::cudaFree) free = nullptr;
+  decltype(&::cudaMemset) memset = nullptr;
+  decltype(&::cudaStreamCreateWithFlags) stream_create = nullptr;
+  decltype(&::cudaStreamSynchronize) stream_synchronize = nullptr;
+  decltype(&::cudaStreamDestroy) stream_destroy = nullptr;
+  decltype(&::cudaGetErrorString) cuda_error = nullptr;
+  decltype(&::ncclGetUniqueId) get_unique_id = nullptr;
+  decltype(&::ncclCommInitRank) comm_init_rank = nullptr;
+  decltype(&::ncclAllReduce) all_reduce = nullptr;
+  decltype(&::ncclGroupStart) group_start = nullptr;
+  decltype(&::ncclGroupEnd) group_end = nullptr;
+  decltype(&::ncclCommDestroy) comm_destroy = nullptr;
+  decltype(&::ncclCommAbort) comm_abort = nullptr;
+  decltype(&::ncclGetErrorString) nccl_error = nullptr;
+
+  void cuda(cudaError_t rc, const char* what) const {
+    if (rc != cudaSuccess) throw Error(ExitCode::kUnavailable, std::string(what) + ": " + cuda_error(rc));
+  }
+  void nccl(ncclResult_t rc, const char* what) const {
+    if (rc != ncclSuccess) throw Error(ExitCode::kUnavailable, std::string(what) + ": " + nccl_error(rc));
+  }
+};
+
+// The first of `names` that loads (kept loaded for the life of the process), or nullptr with `error` set.
+void* open_first(const std::vector<std::string>& names, std::string& error) {
+  std::string tried;
+  for (const auto& name : names) {
+    if (void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) return handle;
+    const char* why = dlerror();
+    tried += (tried.empty() ? "" : "; ") + (why != nullptr ? std::string(why) : name);
+  }
+  error = names.empty() ? "no library to load" : "cannot load " + names.front() + " (" + tried + ")";
+  return nullptr;
+}
+
+template <typename Fn>
+bool bind(void* handle, const char* symbol, Fn& fn, std::string& error) {
+  fn = reinterpret_cast<Fn>(dlsym(handle, symbol));
+  if (fn == nullptr && error.empty()) error = std::string("no symbol ") + symbol;
+  return fn != nullptr;
+}
+
+// Fills `api` from `libraries`; "" when every call was found, else why not.
+std::string load(const GpuLibraries& libraries, Api& api) {
+  std::string error;
+  void* cudart = open_first(libraries.cudart, error);
+  if (cudart == nullptr) return error;
+  void* nccl = open_first(libraries.nccl, error);
+  if (nccl == nullptr) return error;
+  bind(cudart, "cudaGetDeviceCount", api.get_device_count, error);
+  bind(cudart, "cudaSetDevice", api.set_device, error);
+  bind(cudart, "cudaMalloc", api.malloc, error);
+  bind(cudart, "cudaFree", api.free, error);
+  bind(cudart, "cudaMemset", api.memset, error);
+  bind(cudart, "cudaStreamCreateWithFlags", api.stream_create, error);
+  bind(cudart, "cudaStreamSynchronize", api.stream_synchronize, error);
+  bind(cudart, "cudaStreamDestroy", api.stream_destroy, error);
+  bind(cudart, "cudaGetErrorString", api.cuda_error, error);
+  bind(nccl, "ncclGetUniqueId", api.get_unique_id, error);
+  bind(nccl, "ncclCommInitRank", api.comm_init_rank, error);
+  bind(nccl, "ncclAllReduce", api.all_reduce, error);
+  bind(nccl, "ncclGroupStart", api.group_start, error);
+  bind(nccl, "ncclGroupEnd", api.group_end, error);
+  bind(nccl, "ncclCommDestroy", api.comm_destroy, error);
+  bind(nccl, "ncclCommAbort", api.comm_abort, error);
+  bind(nccl, "ncclGetErrorString", api.nccl_error, error);
+  return error;
+}
+
+// One GPU of this rank: its buffer, stream and place in the communicator. Released in reverse; a sweep that
+// failed aborts its communicators rather than waiting for peers that may be gone.
+struct Gpu {
+  void* buffer = nullptr;
+  cudaStream_t stream = nullptr;
+  ncclComm_t comm = nullptr;
+};
+
+struct Gpus {
+  const Api& api;
+  std::vector<Gpu> gpus;
+  bool failed = true;
+
+  ~Gpus() {
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      api.set_device(static_cast<int>(i));
+      if (gpus[i].comm != nullptr) (failed ? api.comm_abort : api.comm_destroy)(gpus[i].comm);
+      if (gpus[i].stream != nullptr) api.stream_destroy(gpus[i].stream);
+      if (gpus[i].buffer != nullptr) api.free(gpus[i].buffer);
+    }
+  }
+};
+
+}  // namespace
+
+GpuLibraries default_gpu_libraries() {
+  // The runtime's soname carries its major version (libcudart.so.12), with a ".0" up to CUDA 11.
+  constexpr int major = CUDART_VERSION / 1000;
+  return {{fmt::format(major >= 12 ? "libcudart.so.{}" : "libcudart.so.{}.0", major), "libcudart.so"},
+          {"libnccl.so.2"}};
+}
+
+GpuStack probe_gpu_stack(const GpuLibraries& libraries) {
+  GpuStack stack;
+  Api api;
+  stack.error = load(libraries, api);
+  if (!stack.error.empty()) return stack;
+  const cudaError_t rc = api.get_device_count(&stack.gpus);
+  if (rc != cudaSuccess) {
+    stack.gpus = 0;
+    stack.error = std::string("cudaGetDeviceCount: ") + api.cuda_error(rc);
+  }
+  return stack;
+}
+
+std::vector<AllreducePoint> nccl_allreduce_sweep(MPI_Comm comm, int local_gpus,
+                                                 const std::vector<std::size_t>& sizes, int reps) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  Api api;
+  std::string error = load(default_gpu_libraries(), api);
+  std::size_t largest = sizeof(float);
+  for (const std::size_t bytes : sizes) largest = std::max(largest, bytes / sizeof(float) * sizeof(float));
+  Gpus gpus{api, {}};
+  ncclUniqueId id{};
+  // Buffers, streams and the communicator's id first: every rank learns whether all could before NCCL
+  // starts, where one missing rank would hang the rest.
+  if (error.empty()) {
+    try {
+      if (rank == 0) api.nccl(api.get_unique_id(&id), "ncclGetUniqueId");
+      gpus.gpus.resize(static_cast<std::size_t>(local_gpus));
+      for (int i = 0; i < local_gpus; ++i) {
+        Gpu& g = gpus.gpus[static_cast<std::size_t>(i)];
+        api.cuda(api.set_device(i), "cudaSetDevice");
+        api.cuda(api.malloc(&g.buffer, largest), "cudaMalloc");
+        api.cuda(api.memset(g.buffer, 0, largest), "cudaMemset");
+        api.cuda(api.stream_create(&g.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+      }
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  if (error.empty() && local_gpus <= 0) error = "NCCL allreduce: no GPU on this node";
+  int ok = error.empty() ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+  if (!ok) {
+    throw Error(ExitCode::kUnavailable,
+                error.empty() ? "NCCL allreduce: another node could not set up its GPUs" : error);
+  }
+  int first = 0, total = 0;
+  MPI_Exscan(&local_gpus, &first, 1, MPI_INT, MPI_SUM, comm);
+  if (rank == 0) first = 0;  // MPI_Exscan leaves rank 0's result undefined
+  MPI_Allreduce(&local_gpus, &total, 1, MPI_INT, MPI_SUM, comm);
+  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm);
+
+  // One process, several GPUs: the inits (and each launch below) are grouped, as NCCL requires.
+  api.nccl(api.group_start(), "ncclGroupStart");
+  for (int i = 0; i < local_gpus; ++i) {
+    api.cuda(api.set_device(i), "cudaSetDevice");
+    api.nccl(api.comm_init_rank(&gpus.gpus[static_cast<std::size_t>(i)].comm, total, id, first + i),
+             "ncclCommInitRank");
+  }
+  api.nccl(api.group_end(), "ncclGroupEnd");
+
+  std::vector<AllreducePoint> points;
+  for (const std::size_t bytes : sizes) {
+    const std::size_t count = std::max<std::size_t>(1, bytes / sizeof(float));
+    const auto launch = [&] {
+      api.nccl(api.group_start(), "ncclGroupStart");
+      for (const Gpu& g : gpus.gpus)
+        api.nccl(api.all_reduce(g.buffer, g.buffer, count, ncclFloat32, ncclSum, g.comm, g.stream),
+                 "ncclAllReduce");
+      api.nccl(api.group_end(), "ncclGroupEnd");
+    };
+    const auto wait = [&] {
+      for (const Gpu& g : gpus.gpus) api.cuda(api.stream_synchronize(g.stream), "cudaStreamSynchronize");
+    };
+    launch();  // connections set up outside the timing
+    wait();
+    MPI_Barrier(comm);
+    const auto start = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r) launch();
+    wait();
+    double mean = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps;
+    MPI_Allreduce(MPI_IN_PLACE, &mean, 1, MPI_DOUBLE, MPI_MAX, comm);
+    AllreducePoint p;
+    p.bytes = count * sizeof(float);
+    p.seconds = mean;
+    p.algbw_gb_s = static_cast<double>(p.bytes) / std::max(mean, 1e-12) / 1e9;
+    p.busbw_gb_s = allreduce_bus_bandwidth(p.algbw_gb_s, total);
+    points.push_back(p);
+  }
+  gpus.failed = false;
+  return points;
+}
+
+#else
+
+GpuLibraries default_gpu_libraries() {
+  return {};
+}
+
+GpuStack probe_gpu_stack(const GpuLibraries&) {
+  GpuStack stack;
+  stack.error = "this pcdino was built without nccl.h (no CUDA toolkit with NCCL found): no NCCL check";
+  return stack;
+}
+
+std::vector<AllreducePoint> nccl_allreduce_sweep(MPI_Comm, int, const std::vector<std::size_t>&, int) {
+  throw Error(ExitCode::kUnavailable, probe_gpu_stack({}).error);
+}
+
+#endif
+
+}  // namespace pcdino::doctor
