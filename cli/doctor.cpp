@@ -43,6 +43,7 @@ struct DoctorArgs {
   // --submit
   bool submit = false;
   int nodes = 0;
+  int gpus_per_node = -1;  // --submit: GPUs each node's task gets (-1: --config's, else none)
   std::string partition, time = "10:00", log = "pcdino-doctor-%j.out";
   std::string mpi = "pmix";            // srun's --mpi plugin (the file's slurm.mpi with --config)
   std::vector<std::string> forwarded;  // the options the job's ranks get
@@ -113,6 +114,7 @@ RunLayout apply_pipeline_file(DoctorArgs& a, const CLI::App& sub) {
     if (const auto value = row.value(a.options)) a.forwarded.insert(a.forwarded.end(), {row.option, *value});
   }
   if (a.nodes == 0) a.nodes = config.train.nnodes;
+  if (a.gpus_per_node < 0) a.gpus_per_node = config.slurm.gpus ? config.train.num_gpus : 0;
   if (a.partition.empty()) a.partition = config.slurm.partition;
   return files;
 }
@@ -203,6 +205,8 @@ void submit(const DoctorArgs& a) {
                                      "--time=" + a.time,
                                      "--output=" + a.log};
   if (!a.partition.empty()) sbatch.push_back("--partition=" + a.partition);
+  // Where Slurm constrains devices, a task sees only the GPUs its job asked for.
+  if (a.gpus_per_node > 0) sbatch.push_back("--gpus-per-node=" + std::to_string(a.gpus_per_node));
   sbatch.push_back("--wrap=" + command);
   const ProcessResult r = run_process(sbatch, "Slurm's client commands");
   const std::string job = r.out.substr(0, r.out.find_first_of(";\n"));
@@ -304,6 +308,10 @@ void add_doctor_command(CLI::App& app) {
                 "Submit the check as a batch job (sbatch --wait) and print its output");
   sub->add_option("--nodes", a->nodes, "--submit: number of nodes")->check(CLI::PositiveNumber);
   sub->add_option("--partition", a->partition, "--submit: partition");
+  sub->add_option("--gpus-per-node", a->gpus_per_node,
+                  "--submit: GPUs of each node the check gets (where Slurm constrains devices, the CUDA "
+                  "runtime shows a task only those; --config: the training's)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--time", a->time, "--submit: the job's time limit")->capture_default_str();
   sub->add_option("--log", a->log, "--submit: the job's output file (%j: job id)")->capture_default_str();
   sub->callback([a, sub] {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -395,27 +396,14 @@ void measure_mpi(const DoctorOptions& options, const MpiWorld& world, DoctorRepo
   if (world.rank() == 0 && !report.pairs_busbw_gb_s.empty()) blame_pairs(options, report);
 }
 
-// Rank 0, from the reports: why NCCL's sweep cannot run ("" when it can).
+// Rank 0, from the reports: why NCCL's sweep cannot run ("" when it can). One GPU in all runs it too (no bus
+// bandwidth, nothing judged): the whole path, libraries to timing, is then tried on a one-GPU machine.
 std::string nccl_blocker(const std::vector<NodeReport>& nodes) {
   std::vector<std::string> without;
-  int gpus = 0;
-  for (const auto& n : nodes) {
-    gpus += n.cuda_gpus;
+  for (const auto& n : nodes)
     if (n.cuda_gpus == 0) without.push_back(n.node);
-  }
   if (without.size() == nodes.size()) return "not measured: no node has a GPU the CUDA runtime shows";
-  if (!without.empty()) return "not measured: the CUDA runtime shows no GPU on " + join(without);
-  return gpus < 2 ? "not measured: one GPU" : "";
-}
-
-// Why the instance types of `types` (one per node) give no published floor.
-std::string unpublished(std::vector<std::string> types) {
-  std::sort(types.begin(), types.end());
-  types.erase(std::unique(types.begin(), types.end()), types.end());
-  if (std::find(types.begin(), types.end(), "") != types.end())
-    return "Slurm's features name no instance type for every node";
-  if (types.size() > 1) return "the nodes are of several instance types: " + join(types);
-  return "no floor is published for " + types.front();
+  return without.empty() ? "" : "not measured: the CUDA runtime shows no GPU on " + join(without);
 }
 
 // NCCL's allreduce across every GPU of every node, judged against the site's floor or the instance type's.
@@ -438,8 +426,15 @@ void measure_nccl(const DoctorOptions& options, const MpiWorld& world, const Nod
   under_watchdog(options.allreduce_seconds, root, report, fail, on_timeout, [&] {
     try {
       report.nccl = nccl_allreduce_sweep(MPI_COMM_WORLD, mine.cuda_gpus, options.nccl_sizes, options.reps);
-    } catch (const std::exception& e) {
+    } catch (const NcclSetupError& e) {  // on every rank: each node that could not set up gets the blame
       error = e.what();
+      if (root) {
+        for (const auto& [r, why] : e.failed)
+          report.nodes[static_cast<std::size_t>(r)].checks.push_back({"nccl", false, why});
+      }
+    } catch (const std::exception& e) {  // this rank alone: said here, since the others may be stuck in NCCL
+      error = e.what();
+      std::cerr << "error: pcdino doctor: NCCL allreduce on " << mine.node << ": " << error << std::endl;
     }
   });
   if (!error.empty()) {
@@ -449,21 +444,28 @@ void measure_nccl(const DoctorOptions& options, const MpiWorld& world, const Nod
   }
   if (!root) return;
   std::vector<std::string> types;
+  std::vector<int> gpus;
   for (const auto& n : report.nodes) {
     types.push_back(n.instance_type);
+    gpus.push_back(n.cuda_gpus);
     report.nccl_gpus += n.cuda_gpus;
   }
-  std::string source;
-  const double floor = nccl_floor(options.min_nccl_busbw_gb_s, types, &source);
   const AllreducePoint& largest = report.nccl.back();
+  if (report.nccl_gpus < 2) {
+    report.nccl_note = fmt::format("algbw {:.2f} GB/s at {} bytes on one GPU (no bus bandwidth; not judged)",
+                                   largest.algbw_gb_s, largest.bytes);
+    return;
+  }
+  std::string source;
+  const double floor = nccl_floor(options.min_nccl_busbw_gb_s, types, gpus, &source);
   report.min_nccl_busbw_gb_s = floor;
   report.nccl_ok = floor <= 0 || largest.busbw_gb_s >= floor;
   const std::string measured = fmt::format("busbw {:.2f} GB/s at {} bytes over {} GPUs", largest.busbw_gb_s,
                                            largest.bytes, report.nccl_gpus);
-  report.nccl_note =
-      floor > 0 ? fmt::format("{} {} the floor {:g} GB/s ({})", measured, report.nccl_ok ? ">=" : "<", floor,
-                              source)
-                : measured + " (no floor: doctor.min_nccl_busbw_gbps is 0, and " + unpublished(types) + ")";
+  report.nccl_note = floor > 0
+                         ? fmt::format("{} {} the floor {:g} GB/s ({})", measured,
+                                       report.nccl_ok ? ">=" : "<", floor, source)
+                         : measured + " (no floor: doctor.min_nccl_busbw_gbps is 0, and " + source + ")";
 }
 
 }  // namespace

@@ -19,18 +19,30 @@
 
 namespace pcdino::doctor {
 
-double nccl_floor(double site, const std::vector<std::string>& instance_types, std::string* source) {
+double nccl_floor(double site, const std::vector<std::string>& instance_types, const std::vector<int>& gpus,
+                  std::string* source) {
+  std::string why;
+  double floor = 0;
+  std::vector<std::string> types = instance_types;
+  std::sort(types.begin(), types.end());
+  types.erase(std::unique(types.begin(), types.end()), types.end());
+  const int whole = types.size() == 1 ? ami::gpus_per_instance(types.front()) : 0;
   if (site > 0) {
-    if (source != nullptr) *source = "doctor.min_nccl_busbw_gbps";
-    return site;
+    floor = site, why = "doctor.min_nccl_busbw_gbps";
+  } else if (types.empty() || types.front().empty()) {
+    why = "Slurm's features name no instance type for every node";
+  } else if (types.size() > 1) {
+    why = "the nodes are of several instance types";
+  } else if ((floor = ami::nccl_busbw_threshold(types.front(), &why)) <= 0) {
+    why = "no floor is published for " + types.front();
+  } else if (std::any_of(gpus.begin(), gpus.end(), [&](int g) { return g != whole; })) {
+    floor = 0;
+    why = fmt::format("the published floor of {} is for nodes running all {} of its GPUs", types.front(),
+                      whole);
+  } else {
+    why = types.front() + ": " + why;
   }
-  if (instance_types.empty() || instance_types.front().empty() ||
-      std::any_of(instance_types.begin(), instance_types.end(),
-                  [&](const std::string& t) { return t != instance_types.front(); }))
-    return 0;
-  std::string published;
-  const double floor = ami::nccl_busbw_threshold(instance_types.front(), &published);
-  if (floor > 0 && source != nullptr) *source = instance_types.front() + ": " + published;
+  if (source != nullptr) *source = why;
   return floor;
 }
 
@@ -44,7 +56,7 @@ struct Api {
   decltype(&::cudaSetDevice) set_device = nullptr;
   cudaError_t (*malloc)(void**, std::size_t) = nullptr;  // the C call; cuda_runtime.h adds template overloads
   decltype(&::cudaFree) free = nullptr;
-  decltype(&::cudaMemset) memset = nullptr;
+  decltype(&::cudaMemsetAsync) memset_async = nullptr;
   decltype(&::cudaStreamCreateWithFlags) stream_create = nullptr;
   decltype(&::cudaStreamSynchronize) stream_synchronize = nullptr;
   decltype(&::cudaStreamDestroy) stream_destroy = nullptr;
@@ -63,6 +75,20 @@ struct Api {
   }
   void nccl(ncclResult_t rc, const char* what) const {
     if (rc != ncclSuccess) throw Error(ExitCode::kUnavailable, std::string(what) + ": " + nccl_error(rc));
+  }
+
+  // `calls` between ncclGroupStart and ncclGroupEnd; the group is closed even when one throws (a group left
+  // open would turn the clean-up's aborts into queued calls that never run).
+  template <typename Calls>
+  void grouped(Calls calls) const {
+    nccl(group_start(), "ncclGroupStart");
+    try {
+      calls();
+    } catch (...) {
+      group_end();
+      throw;
+    }
+    nccl(group_end(), "ncclGroupEnd");
   }
 };
 
@@ -96,7 +122,7 @@ std::string load(const GpuLibraries& libraries, Api& api) {
   bind(cudart, "cudaSetDevice", api.set_device, error);
   bind(cudart, "cudaMalloc", api.malloc, error);
   bind(cudart, "cudaFree", api.free, error);
-  bind(cudart, "cudaMemset", api.memset, error);
+  bind(cudart, "cudaMemsetAsync", api.memset_async, error);
   bind(cudart, "cudaStreamCreateWithFlags", api.stream_create, error);
   bind(cudart, "cudaStreamSynchronize", api.stream_synchronize, error);
   bind(cudart, "cudaStreamDestroy", api.stream_destroy, error);
@@ -138,10 +164,14 @@ struct Gpus {
 }  // namespace
 
 GpuLibraries default_gpu_libraries() {
-  // The runtime's soname carries its major version (libcudart.so.12), with a ".0" up to CUDA 11.
-  constexpr int major = CUDART_VERSION / 1000;
-  return {{fmt::format(major >= 12 ? "libcudart.so.{}" : "libcudart.so.{}.0", major), "libcudart.so"},
-          {"libnccl.so.2"}};
+  // The runtime's soname carries its major version (libcudart.so.12), with a ".0" up to CUDA 11: the build's
+  // first, then the older ones a node's driver may be limited to (the calls used are the same in all), then
+  // the development link.
+  GpuLibraries libraries{{}, {"libnccl.so.2"}};
+  for (int major = CUDART_VERSION / 1000; major >= 11; --major)
+    libraries.cudart.push_back(fmt::format(major >= 12 ? "libcudart.so.{}" : "libcudart.so.{}.0", major));
+  libraries.cudart.emplace_back("libcudart.so");
+  return libraries;
 }
 
 GpuStack probe_gpu_stack(const GpuLibraries& libraries) {
@@ -177,19 +207,33 @@ std::vector<AllreducePoint> nccl_allreduce_sweep(MPI_Comm comm, int local_gpus,
         Gpu& g = gpus.gpus[static_cast<std::size_t>(i)];
         api.cuda(api.set_device(i), "cudaSetDevice");
         api.cuda(api.malloc(&g.buffer, largest), "cudaMalloc");
-        api.cuda(api.memset(g.buffer, 0, largest), "cudaMemset");
         api.cuda(api.stream_create(&g.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+        api.cuda(api.memset_async(g.buffer, 0, largest, g.stream), "cudaMemsetAsync");
       }
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // any failure must still reach the agreement below
       error = e.what();
     }
   }
   if (error.empty() && local_gpus <= 0) error = "NCCL allreduce: no GPU on this node";
-  int ok = error.empty() ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
-  if (!ok) {
-    throw Error(ExitCode::kUnavailable,
-                error.empty() ? "NCCL allreduce: another node could not set up its GPUs" : error);
+  // Every rank learns every rank's error (empty: ready), so that all stop together, naming who failed.
+  int length = static_cast<int>(error.size()), ranks = 1;
+  MPI_Comm_size(comm, &ranks);
+  std::vector<int> lengths(static_cast<std::size_t>(ranks)), offsets(static_cast<std::size_t>(ranks));
+  MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm);
+  for (int r = 1; r < ranks; ++r) offsets[r] = offsets[r - 1] + lengths[r - 1];
+  std::string all(static_cast<std::size_t>(offsets.back() + lengths.back()), '\0');
+  MPI_Allgatherv(error.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, comm);
+  NcclSetupError failure("");
+  for (int r = 0; r < ranks; ++r) {
+    if (lengths[r] > 0) failure.failed[r] = all.substr(static_cast<std::size_t>(offsets[r]), lengths[r]);
+  }
+  if (!failure.failed.empty()) {
+    std::string text;
+    for (const auto& [r, why] : failure.failed)
+      text += (text.empty() ? "" : "; ") + fmt::format("rank {}: {}", r, why);
+    NcclSetupError thrown(text);
+    thrown.failed = std::move(failure.failed);
+    throw thrown;
   }
   int first = 0, total = 0;
   MPI_Exscan(&local_gpus, &first, 1, MPI_INT, MPI_SUM, comm);
@@ -198,23 +242,23 @@ std::vector<AllreducePoint> nccl_allreduce_sweep(MPI_Comm comm, int local_gpus,
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm);
 
   // One process, several GPUs: the inits (and each launch below) are grouped, as NCCL requires.
-  api.nccl(api.group_start(), "ncclGroupStart");
-  for (int i = 0; i < local_gpus; ++i) {
-    api.cuda(api.set_device(i), "cudaSetDevice");
-    api.nccl(api.comm_init_rank(&gpus.gpus[static_cast<std::size_t>(i)].comm, total, id, first + i),
-             "ncclCommInitRank");
-  }
-  api.nccl(api.group_end(), "ncclGroupEnd");
+  api.grouped([&] {
+    for (int i = 0; i < local_gpus; ++i) {
+      api.cuda(api.set_device(i), "cudaSetDevice");
+      api.nccl(api.comm_init_rank(&gpus.gpus[static_cast<std::size_t>(i)].comm, total, id, first + i),
+               "ncclCommInitRank");
+    }
+  });
 
   std::vector<AllreducePoint> points;
   for (const std::size_t bytes : sizes) {
     const std::size_t count = std::max<std::size_t>(1, bytes / sizeof(float));
     const auto launch = [&] {
-      api.nccl(api.group_start(), "ncclGroupStart");
-      for (const Gpu& g : gpus.gpus)
-        api.nccl(api.all_reduce(g.buffer, g.buffer, count, ncclFloat32, ncclSum, g.comm, g.stream),
-                 "ncclAllReduce");
-      api.nccl(api.group_end(), "ncclGroupEnd");
+      api.grouped([&] {
+        for (const Gpu& g : gpus.gpus)
+          api.nccl(api.all_reduce(g.buffer, g.buffer, count, ncclFloat32, ncclSum, g.comm, g.stream),
+                   "ncclAllReduce");
+      });
     };
     const auto wait = [&] {
       for (const Gpu& g : gpus.gpus) api.cuda(api.stream_synchronize(g.stream), "cudaStreamSynchronize");
