@@ -11,6 +11,24 @@ double allreduce_bus_bandwidth(double algbw_gb_s, int ranks) {
   return ranks > 1 ? algbw_gb_s * 2.0 * (ranks - 1) / ranks : 0.0;
 }
 
+AllreducePoint time_allreduce(MPI_Comm comm, std::size_t bytes, int participants, int reps,
+                              const std::function<void()>& launch, const std::function<void()>& wait) {
+  launch();  // connections and buffers set up outside the timing
+  wait();
+  MPI_Barrier(comm);
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < reps; ++r) launch();
+  wait();
+  double mean = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps;
+  MPI_Allreduce(MPI_IN_PLACE, &mean, 1, MPI_DOUBLE, MPI_MAX, comm);
+  AllreducePoint p;
+  p.bytes = bytes;
+  p.seconds = mean;
+  p.algbw_gb_s = static_cast<double>(bytes) / std::max(mean, 1e-12) / 1e9;
+  p.busbw_gb_s = allreduce_bus_bandwidth(p.algbw_gb_s, participants);
+  return p;
+}
+
 std::vector<AllreducePoint> allreduce_sweep(MPI_Comm comm, const std::vector<std::size_t>& sizes, int reps) {
   int ranks = 1;
   MPI_Comm_size(comm, &ranks);
@@ -21,18 +39,7 @@ std::vector<AllreducePoint> allreduce_sweep(MPI_Comm comm, const std::vector<std
     const auto once = [&] {
       MPI_Allreduce(send.data(), receive.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm);
     };
-    once();  // connections and buffers set up outside the timing
-    MPI_Barrier(comm);
-    const auto start = std::chrono::steady_clock::now();
-    for (int r = 0; r < reps; ++r) once();
-    double mean = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps;
-    MPI_Allreduce(MPI_IN_PLACE, &mean, 1, MPI_DOUBLE, MPI_MAX, comm);
-    AllreducePoint p;
-    p.bytes = count * sizeof(float);
-    p.seconds = mean;
-    p.algbw_gb_s = static_cast<double>(p.bytes) / std::max(mean, 1e-12) / 1e9;
-    p.busbw_gb_s = allreduce_bus_bandwidth(p.algbw_gb_s, ranks);
-    points.push_back(p);
+    points.push_back(time_allreduce(comm, count * sizeof(float), ranks, reps, once, [] {}));
   }
   return points;
 }

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 
 #include "pcdino/ami/compat.hpp"
 #include "pcdino/core/error.hpp"
@@ -263,20 +262,7 @@ std::vector<AllreducePoint> nccl_allreduce_sweep(MPI_Comm comm, int local_gpus,
     const auto wait = [&] {
       for (const Gpu& g : gpus.gpus) api.cuda(api.stream_synchronize(g.stream), "cudaStreamSynchronize");
     };
-    launch();  // connections set up outside the timing
-    wait();
-    MPI_Barrier(comm);
-    const auto start = std::chrono::steady_clock::now();
-    for (int r = 0; r < reps; ++r) launch();
-    wait();
-    double mean = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps;
-    MPI_Allreduce(MPI_IN_PLACE, &mean, 1, MPI_DOUBLE, MPI_MAX, comm);
-    AllreducePoint p;
-    p.bytes = count * sizeof(float);
-    p.seconds = mean;
-    p.algbw_gb_s = static_cast<double>(p.bytes) / std::max(mean, 1e-12) / 1e9;
-    p.busbw_gb_s = allreduce_bus_bandwidth(p.algbw_gb_s, total);
-    points.push_back(p);
+    points.push_back(time_allreduce(comm, count * sizeof(float), total, reps, launch, wait));
   }
   gpus.failed = false;
   return points;

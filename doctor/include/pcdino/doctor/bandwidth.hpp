@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 namespace pcdino::doctor {
@@ -19,6 +20,12 @@ struct AllreducePoint {
 /// nccl-tests' bus bandwidth of an allreduce over `ranks` ranks (doc/PERFORMANCE.md of nccl-tests):
 /// algbw x 2 (ranks - 1) / ranks, the rate each link carries, comparable across world sizes. 0 for one rank.
 double allreduce_bus_bandwidth(double algbw_gb_s, int ranks);
+
+/// One point of an allreduce sweep of `bytes` over `participants` (ranks, or GPUs), timed as nccl-tests
+/// times it: `launch` then `wait` once outside the timing, a barrier over `comm`, `reps` calls of `launch`
+/// and one `wait`; the time is the slowest rank's mean. Collective over `comm`.
+AllreducePoint time_allreduce(MPI_Comm comm, std::size_t bytes, int participants, int reps,
+                              const std::function<void()>& launch, const std::function<void()>& wait);
 
 /// MPI_Allreduce (sum of float32) of each of `sizes` bytes over `comm`: one warm-up, then `reps` timed
 /// calls behind a barrier; each point's time is the slowest rank's mean. Collective over `comm`.
