@@ -69,21 +69,46 @@ std::vector<double> MpiWorld::gather(const std::vector<double>& values) const {
   return all;
 }
 
-std::vector<std::string> MpiWorld::gather(const std::string& value) const {
-  int length = static_cast<int>(value.size());
-  std::vector<int> lengths(rank_ == 0 ? size_ : 0);
-  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+namespace {
+
+// Where each rank's string starts in the joined buffer of all of them.
+std::vector<int> offsets_of(const std::vector<int>& lengths) {
   std::vector<int> offsets(lengths.size());
-  int total = 0;
-  for (std::size_t r = 0; r < lengths.size(); ++r) offsets[r] = total, total += lengths[r];
-  std::string joined(static_cast<std::size_t>(total), '\0');
-  MPI_Gatherv(value.data(), length, MPI_CHAR, joined.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
-              MPI_COMM_WORLD);
+  for (std::size_t r = 1; r < lengths.size(); ++r) offsets[r] = offsets[r - 1] + lengths[r - 1];
+  return offsets;
+}
+
+std::vector<std::string> split(const std::string& joined, const std::vector<int>& lengths,
+                               const std::vector<int>& offsets) {
   std::vector<std::string> out;
   for (std::size_t r = 0; r < lengths.size(); ++r) {
     out.push_back(joined.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::string> MpiWorld::gather(const std::string& value) const {
+  int length = static_cast<int>(value.size());
+  std::vector<int> lengths(rank_ == 0 ? size_ : 0);
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  const std::vector<int> offsets = offsets_of(lengths);
+  std::string joined(lengths.empty() ? 0 : static_cast<std::size_t>(offsets.back() + lengths.back()), '\0');
+  MPI_Gatherv(value.data(), length, MPI_CHAR, joined.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
+              MPI_COMM_WORLD);
+  return split(joined, lengths, offsets);
+}
+
+std::vector<std::string> MpiWorld::allgather(const std::string& value) const {
+  int length = static_cast<int>(value.size());
+  std::vector<int> lengths(static_cast<std::size_t>(size_));
+  MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  const std::vector<int> offsets = offsets_of(lengths);
+  std::string joined(static_cast<std::size_t>(offsets.back() + lengths.back()), '\0');
+  MPI_Allgatherv(value.data(), length, MPI_CHAR, joined.data(), lengths.data(), offsets.data(), MPI_CHAR,
+                 MPI_COMM_WORLD);
+  return split(joined, lengths, offsets);
 }
 
 long long MpiWorld::allreduce_max(long long value) const {

@@ -425,7 +425,7 @@ void measure_nccl(const DoctorOptions& options, const MpiWorld& world, const Nod
   };
   under_watchdog(options.allreduce_seconds, root, report, fail, on_timeout, [&] {
     try {
-      report.nccl = nccl_allreduce_sweep(MPI_COMM_WORLD, mine.cuda_gpus, options.nccl_sizes, options.reps);
+      report.nccl = nccl_allreduce_sweep(world, mine.cuda_gpus, options.nccl_sizes, options.reps);
     } catch (const NcclSetupError& e) {  // on every rank: each node that could not set up gets the blame
       error = e.what();
       if (root) {

@@ -10,6 +10,7 @@
 
 #include "pcdino/ami/compat.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/mpi_world.hpp"
 
 #ifdef PCDINO_DOCTOR_NCCL
 #include <cuda_runtime_api.h>
@@ -186,10 +187,10 @@ GpuStack probe_gpu_stack(const GpuLibraries& libraries) {
   return stack;
 }
 
-std::vector<AllreducePoint> nccl_allreduce_sweep(MPI_Comm comm, int local_gpus,
+std::vector<AllreducePoint> nccl_allreduce_sweep(const MpiWorld& world, int local_gpus,
                                                  const std::vector<std::size_t>& sizes, int reps) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
+  const MPI_Comm comm = MPI_COMM_WORLD;
+  const int rank = world.rank();
   Api api;
   std::string error = load(default_gpu_libraries(), api);
   std::size_t largest = sizeof(float);
@@ -215,23 +216,17 @@ std::vector<AllreducePoint> nccl_allreduce_sweep(MPI_Comm comm, int local_gpus,
   }
   if (error.empty() && local_gpus <= 0) error = "NCCL allreduce: no GPU on this node";
   // Every rank learns every rank's error (empty: ready), so that all stop together, naming who failed.
-  int length = static_cast<int>(error.size()), ranks = 1;
-  MPI_Comm_size(comm, &ranks);
-  std::vector<int> lengths(static_cast<std::size_t>(ranks)), offsets(static_cast<std::size_t>(ranks));
-  MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm);
-  for (int r = 1; r < ranks; ++r) offsets[r] = offsets[r - 1] + lengths[r - 1];
-  std::string all(static_cast<std::size_t>(offsets.back() + lengths.back()), '\0');
-  MPI_Allgatherv(error.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, comm);
-  NcclSetupError failure("");
-  for (int r = 0; r < ranks; ++r) {
-    if (lengths[r] > 0) failure.failed[r] = all.substr(static_cast<std::size_t>(offsets[r]), lengths[r]);
+  const std::vector<std::string> errors = world.allgather(error);
+  std::map<int, std::string> failed;
+  std::string text;
+  for (std::size_t r = 0; r < errors.size(); ++r) {
+    if (errors[r].empty()) continue;
+    failed[static_cast<int>(r)] = errors[r];
+    text += (text.empty() ? "" : "; ") + fmt::format("rank {}: {}", r, errors[r]);
   }
-  if (!failure.failed.empty()) {
-    std::string text;
-    for (const auto& [r, why] : failure.failed)
-      text += (text.empty() ? "" : "; ") + fmt::format("rank {}: {}", r, why);
+  if (!failed.empty()) {
     NcclSetupError thrown(text);
-    thrown.failed = std::move(failure.failed);
+    thrown.failed = std::move(failed);
     throw thrown;
   }
   int first = 0, total = 0;
@@ -280,7 +275,7 @@ GpuStack probe_gpu_stack(const GpuLibraries&) {
   return stack;
 }
 
-std::vector<AllreducePoint> nccl_allreduce_sweep(MPI_Comm, int, const std::vector<std::size_t>&, int) {
+std::vector<AllreducePoint> nccl_allreduce_sweep(const MpiWorld&, int, const std::vector<std::size_t>&, int) {
   throw Error(ExitCode::kUnavailable, probe_gpu_stack({}).error);
 }
 

@@ -100,9 +100,9 @@ TEST(DoctorNccl, SweepWithoutAGpuFailsBeforeNcclStarts) {
   if (std::filesystem::exists("/dev/nvidia0")) GTEST_SKIP() << "a GPU machine";
   if (default_gpu_libraries().cudart.empty()) GTEST_SKIP() << "built without nccl.h";
   const MpiWorld world;
-  const auto failure = [](int gpus) {
+  const auto failure = [&world](int gpus) {
     try {
-      nccl_allreduce_sweep(MPI_COMM_WORLD, gpus, {1u << 20}, 1);
+      nccl_allreduce_sweep(world, gpus, {1u << 20}, 1);
     } catch (const NcclSetupError& e) {
       EXPECT_EQ(e.failed.size(), 1U);
       EXPECT_EQ(std::string(e.what()), "rank 0: " + e.failed.at(0));

@@ -35,6 +35,9 @@ class MpiWorld {
   /// Gathers one string per rank to rank 0 (in rank order); empty on the others.
   std::vector<std::string> gather(const std::string& value) const;
 
+  /// Every rank's string on every rank, in rank order (MPI_Allgatherv).
+  std::vector<std::string> allgather(const std::string& value) const;
+
   /// The largest `value` over all ranks, on every rank.
   long long allreduce_max(long long value) const;
 

@@ -3,8 +3,6 @@
 // runtime and NCCL are loaded with dlopen when the check runs, so `pcdino` starts on nodes without them.
 #pragma once
 
-#include <mpi.h>
-
 #include <cstddef>
 #include <map>
 #include <string>
@@ -12,6 +10,10 @@
 
 #include "pcdino/core/error.hpp"
 #include "pcdino/doctor/bandwidth.hpp"
+
+namespace pcdino {
+class MpiWorld;
+}  // namespace pcdino
 
 namespace pcdino::doctor {
 
@@ -37,13 +39,13 @@ struct GpuStack {
 GpuStack probe_gpu_stack(const GpuLibraries& libraries = default_gpu_libraries());
 
 /// Thrown by nccl_allreduce_sweep() on every rank when some rank could not set up its GPUs: what each
-/// failed rank said, by rank of `comm` (the message joins them as "rank R: ...").
+/// failed rank said, by rank (the message joins them as "rank R: ...").
 struct NcclSetupError : Error {
   explicit NcclSetupError(const std::string& message) : Error(ExitCode::kUnavailable, message) {}
   std::map<int, std::string> failed;
 };
 
-/// Collective over `comm`: an NCCL communicator of every rank's `local_gpus` GPUs (devices 0..local_gpus-1
+/// Collective over `world`: an NCCL communicator of every rank's `local_gpus` GPUs (devices 0..local_gpus-1
 /// of each rank; ranks numbered node by node), then for each of `sizes` bytes an in-place ncclAllReduce
 /// (float32 sum) on every GPU at once: one warm-up, then `reps` launched back to back and waited for; each
 /// point's time is the slowest rank's mean, busbw = algbw x 2(n-1)/n over n = all GPUs (nccl-tests'
@@ -51,7 +53,7 @@ struct NcclSetupError : Error {
 /// succeeded on every rank with local_gpus > 0. Throws NcclSetupError on every rank when a rank's libraries,
 /// buffers or streams cannot be set up (every rank learns it before NCCL starts), and Error when a CUDA or
 /// NCCL call fails after that; a rank lost inside NCCL hangs the others, so callers run it under a watchdog.
-std::vector<AllreducePoint> nccl_allreduce_sweep(MPI_Comm comm, int local_gpus,
+std::vector<AllreducePoint> nccl_allreduce_sweep(const MpiWorld& world, int local_gpus,
                                                  const std::vector<std::size_t>& sizes, int reps);
 
 /// The NCCL busbw floor (GB/s) of nodes of `instance_types` running `gpus` GPUs each (one entry per node;
