@@ -36,7 +36,7 @@ struct DoctorArgs {
   doctor::DoctorOptions options;
   std::string config;             // --config: the settings of a pipeline file's doctor: section
   std::vector<std::string> sets;  // --set overrides of its keys
-  double probe_mb = 64;
+  double probe_mb = DoctorConfig{}.probe_mb;
   std::string json;
   bool drain = false;
   bool no_slurm_view = false;

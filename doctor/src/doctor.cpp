@@ -106,11 +106,8 @@ void check_gpu_stack(const DoctorOptions& o, NodeReport& r) {
     return;
   }
   r.cuda_gpus = stack->gpus;
-  const bool ok = stack->error.empty() && stack->gpus > 0;
-  r.checks.push_back({"gpu_stack", ok,
-                      ok ? fmt::format("{} GPUs, CUDA runtime and NCCL loaded", stack->gpus)
-                      : stack->error.empty() ? "the CUDA runtime shows no GPU"
-                                             : stack->error});
+  r.checks.push_back(
+      judge_gpu_stack(*stack, slurm_job_has_gpus([](const char* n) { return std::getenv(n); })));
 }
 
 void check_variables(const DoctorOptions& o, NodeReport& r) {
@@ -245,6 +242,17 @@ void judge_speed(const DoctorOptions& o, std::vector<NodeReport>& nodes) {
 
 }  // namespace
 
+Check judge_gpu_stack(const GpuStack& stack, std::optional<bool> job_has_gpus) {
+  if (stack.error.empty() && stack.gpus > 0)
+    return {"gpu_stack", true, fmt::format("{} GPUs, CUDA runtime and NCCL loaded", stack.gpus)};
+  if (stack.loaded && job_has_gpus == false) {
+    return {"gpu_stack", true,
+            "CUDA runtime and NCCL loaded; GPUs not checked: the job has none of this node's (ask with "
+            "--gpus-per-node)"};
+  }
+  return {"gpu_stack", false, stack.error.empty() ? "the CUDA runtime shows no GPU" : stack.error};
+}
+
 bool NodeReport::healthy() const {
   return answered && std::all_of(checks.begin(), checks.end(), [](const Check& c) { return c.ok; });
 }
@@ -257,24 +265,36 @@ std::string NodeReport::reason() const {
   return join(failed, "; ");
 }
 
+namespace {
+
+// The keys a doctor: section shares with the options (all but shared_dir, whose "" means the run folder).
+void apply_section(const DoctorConfig& d, DoctorOptions& o) {
+  o.probe_bytes = static_cast<std::size_t>(d.probe_mb * 1e6);
+  o.min_write_mb_s = d.min_write_mb_s;
+  o.min_read_mb_s = d.min_read_mb_s;
+  o.scratch_dir = d.scratch;
+  o.min_scratch_gib = d.min_scratch_gib;
+  o.expect_variables = d.expect_env;
+  o.expect_providers = d.expect_providers;
+  o.min_busbw_gb_s = d.min_busbw_gbps;
+  o.nccl = d.nccl;
+  o.min_nccl_busbw_gb_s = d.min_nccl_busbw_gbps;
+  o.manifest = d.manifest;
+}
+
+}  // namespace
+
+DoctorOptions::DoctorOptions() {
+  apply_section(DoctorConfig{}, *this);
+}
+
 void apply_config(const PipelineConfig& config, DoctorOptions& options) {
-  const DoctorConfig& d = config.doctor;
-  options.shared_dir = d.shared_dir.empty() ? config.run_dir() : d.shared_dir;
-  options.probe_bytes = static_cast<std::size_t>(d.probe_mb * 1e6);
-  options.min_write_mb_s = d.min_write_mb_s;
-  options.min_read_mb_s = d.min_read_mb_s;
-  options.scratch_dir = d.scratch;
-  options.min_scratch_gib = d.min_scratch_gib;
-  options.expect_variables = d.expect_env;
+  apply_section(config.doctor, options);
+  options.shared_dir = config.doctor.shared_dir.empty() ? config.run_dir() : config.doctor.shared_dir;
   for (const auto& [name, value] : config.slurm.environment) {
     const auto& v = options.expect_variables;
     if (std::find(v.begin(), v.end(), name) == v.end()) options.expect_variables.push_back(name);
   }
-  options.expect_providers = d.expect_providers;
-  options.min_busbw_gb_s = d.min_busbw_gbps;
-  options.nccl = d.nccl;
-  options.min_nccl_busbw_gb_s = d.min_nccl_busbw_gbps;
-  options.manifest = d.manifest;
 }
 
 std::string summary(const DoctorReport& report) {

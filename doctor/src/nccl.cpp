@@ -179,6 +179,7 @@ GpuStack probe_gpu_stack(const GpuLibraries& libraries) {
   Api api;
   stack.error = load(libraries, api);
   if (!stack.error.empty()) return stack;
+  stack.loaded = true;
   const cudaError_t rc = api.get_device_count(&stack.gpus);
   if (rc != cudaSuccess) {
     stack.gpus = 0;

@@ -295,4 +295,13 @@ std::vector<std::string> missing_variables(const std::vector<std::string>& names
   return missing;
 }
 
+std::optional<bool> slurm_job_has_gpus(const std::function<const char*(const char*)>& getenv) {
+  const auto set = [&getenv](const char* name) {
+    const char* v = getenv(name);
+    return v != nullptr && *v != '\0' && std::string(v) != "0";
+  };
+  if (!set("SLURM_JOB_ID")) return std::nullopt;
+  return set("SLURM_STEP_GPUS") || set("SLURM_JOB_GPUS") || set("SLURM_GPUS_ON_NODE");
+}
+
 }  // namespace pcdino::doctor

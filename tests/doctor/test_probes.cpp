@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "../lib/temp_dir.hpp"
@@ -87,8 +88,10 @@ TEST(DoctorNccl, GpuStackSaysWhyItCannotRun) {
     EXPECT_NE(no_nccl.error.find("cannot load libpcdino-no-such-nccl.so"), std::string::npos)
         << no_nccl.error;
   }
+  EXPECT_FALSE(no_runtime.loaded);
   const GpuStack here = probe_gpu_stack();
   if (here.error.find("cannot load") != std::string::npos) GTEST_SKIP() << here.error;
+  EXPECT_TRUE(here.loaded);
   if (std::filesystem::exists("/dev/nvidia0")) return;  // a GPU machine: its count is real
   EXPECT_EQ(here.gpus, 0);
   EXPECT_NE(here.error.find("cudaGetDeviceCount: "), std::string::npos) << here.error;
@@ -96,6 +99,47 @@ TEST(DoctorNccl, GpuStackSaysWhyItCannotRun) {
 
 // Without a usable GPU the sweep fails before NCCL starts, on every rank, naming the rank and its reason,
 // instead of hanging in NCCL.
+// A job Slurm gave none of a GPU node's GPUs sees none through the runtime where devices are constrained:
+// said, not blamed on the node; a job given GPUs that sees none, or a runtime that does not load, fails.
+TEST(DoctorNccl, AJobWithoutGpusIsNotABrokenNode) {
+  const auto environment = [](std::map<std::string, std::string> env) {
+    return [env = std::move(env)](const char* n) -> const char* {
+      const auto it = env.find(n);
+      return it == env.end() ? nullptr : it->second.c_str();
+    };
+  };
+  EXPECT_EQ(slurm_job_has_gpus(environment({})), std::nullopt) << "not in a Slurm job";
+  EXPECT_EQ(slurm_job_has_gpus(environment({{"SLURM_JOB_ID", "7"}})), false);
+  EXPECT_EQ(slurm_job_has_gpus(environment({{"SLURM_JOB_ID", "7"}, {"SLURM_GPUS_ON_NODE", "0"}})), false);
+  EXPECT_EQ(slurm_job_has_gpus(environment({{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_GPUS", ""}})), false);
+  for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE"}) {
+    EXPECT_EQ(slurm_job_has_gpus(environment({{"SLURM_JOB_ID", "7"}, {name, "2"}})), true) << name;
+  }
+
+  GpuStack none_shown;
+  none_shown.loaded = true;
+  none_shown.error = "cudaGetDeviceCount: no CUDA-capable device is detected";
+  const Check unasked = judge_gpu_stack(none_shown, false);
+  EXPECT_TRUE(unasked.ok);
+  EXPECT_NE(unasked.detail.find("the job has none of this node's"), std::string::npos) << unasked.detail;
+  for (const std::optional<bool> job : {std::optional<bool>(true), std::optional<bool>()}) {
+    const Check failed = judge_gpu_stack(none_shown, job);
+    EXPECT_FALSE(failed.ok);
+    EXPECT_EQ(failed.detail, none_shown.error);
+  }
+  GpuStack zero;
+  zero.loaded = true;
+  EXPECT_EQ(judge_gpu_stack(zero, true).detail, "the CUDA runtime shows no GPU");
+  GpuStack no_nccl;
+  no_nccl.error = "cannot load libnccl.so.2";
+  EXPECT_FALSE(judge_gpu_stack(no_nccl, false).ok) << "a library that does not load is the node's";
+  GpuStack eight;
+  eight.loaded = true, eight.gpus = 8;
+  const Check good = judge_gpu_stack(eight, false);
+  EXPECT_TRUE(good.ok);
+  EXPECT_EQ(good.detail, "8 GPUs, CUDA runtime and NCCL loaded");
+}
+
 TEST(DoctorNccl, SweepWithoutAGpuFailsBeforeNcclStarts) {
   if (std::filesystem::exists("/dev/nvidia0")) GTEST_SKIP() << "a GPU machine";
   if (default_gpu_libraries().cudart.empty()) GTEST_SKIP() << "built without nccl.h";

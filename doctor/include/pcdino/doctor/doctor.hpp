@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,28 +19,31 @@ struct PipelineConfig;
 
 namespace pcdino::doctor {
 
-/// What to check and the floors to check against. Every floor of 0 is not judged.
+/// What to check and the floors to check against. Every floor of 0 is not judged. What a pipeline's
+/// doctor: section sets starts at that section's defaults (DoctorConfig), so each is written once.
 struct DoctorOptions {
-  std::string shared_dir;               ///< the shared filesystem to probe ("" = not checked)
-  std::size_t probe_bytes = 64u << 20;  ///< bytes each node writes to and reads from it
-  double min_write_mb_s = 0;            ///< floors of the shared filesystem's throughput (MB/s)
-  double min_read_mb_s = 0;
-  std::string scratch_dir = "/tmp";           ///< local scratch ("" = not checked)
-  double min_scratch_gib = 1;                 ///< free space it needs (GiB)
+  DoctorOptions();  ///< the doctor: section's defaults; the shared filesystem not checked
+
+  std::string shared_dir;   ///< the shared filesystem to probe ("" = not checked)
+  std::size_t probe_bytes;  ///< bytes each node writes to and reads from it
+  double min_write_mb_s;    ///< floors of the shared filesystem's throughput (MB/s)
+  double min_read_mb_s;
+  std::string scratch_dir;                    ///< local scratch ("" = not checked)
+  double min_scratch_gib;                     ///< free space it needs (GiB)
   std::vector<std::string> expect_variables;  ///< variables the step must have (the SPANK profile's)
   std::vector<std::string> expect_providers;  ///< libfabric providers that must be there (efa on EFA types)
-  std::string manifest = "/opt/pcdino/manifest.json";  ///< the image manifest the node's versions are
-                                                       ///< compared with ("" = not checked; absent = skipped)
+  std::string manifest;  ///< the image manifest the node's versions are compared with ("" = not checked;
+                         ///< absent = skipped)
   bool check_slurm_view = true;  ///< compare CPUs, memory and GPUs with `scontrol show node`
   double slow_fraction = 0.5;    ///< a node whose memory bandwidth is below this share of the
                                  ///< nodes' median is slow (a starved or faulty node)
   std::vector<std::size_t> sizes = {1u << 10, 1u << 14, 1u << 18, 1u << 22, 1u << 24};  ///< allreduce sweep
-  int reps = 5;               ///< timed allreduces per size
-  double min_busbw_gb_s = 0;  ///< floor of the largest size's bus bandwidth (GB/s)
-  bool nccl = true;           ///< on nodes with GPUs: the CUDA runtime and NCCL load, and NCCL's
-                              ///< allreduce across every GPU of every node (nccl_allreduce_sweep())
+  int reps = 5;           ///< timed allreduces per size
+  double min_busbw_gb_s;  ///< floor of the largest size's bus bandwidth (GB/s)
+  bool nccl;              ///< on nodes with GPUs: the CUDA runtime and NCCL load, and NCCL's
+                          ///< allreduce across every GPU of every node (nccl_allreduce_sweep())
   std::vector<std::size_t> nccl_sizes = {1u << 20, 1u << 24, 1u << 28, 1u << 30};  ///< its sweep (bytes)
-  double min_nccl_busbw_gb_s = 0;  ///< floor at its largest size (GB/s); 0 = the published floor of the
+  double min_nccl_busbw_gb_s;      ///< floor at its largest size (GB/s); 0 = the published floor of the
                                    ///< nodes' instance type (nccl_floor()), none when there is none
   double probe_seconds = 60;       ///< time limit of each probe on a node
   double answer_seconds = 120;     ///< how long rank 0 waits for a node's report
@@ -97,6 +101,12 @@ void apply_config(const PipelineConfig& config, DoctorOptions& options);
 /// the CUDA runtime and NCCL (probe_gpu_stack(), when options.nccl), memory bandwidth; each under
 /// options.probe_seconds. `node` names the node.
 NodeReport probe_this_node(const DoctorOptions& options, const std::string& node);
+
+/// The gpu_stack check of a node with NVIDIA devices from probe_gpu_stack()'s `stack`: ok when the runtime
+/// and NCCL load and show GPUs. A Slurm job given none of the node's GPUs (`job_has_gpus` false:
+/// slurm_job_has_gpus()) is told so, not failed, when the runtime shows none: that is Slurm's device
+/// constraint, not a broken node.
+Check judge_gpu_stack(const GpuStack& stack, std::optional<bool> job_has_gpus);
 
 /// Runs on every rank of `world` (one per node): each probes its node, rank 0 collects the reports
 /// (waiting at most answer_seconds in all; a rank that did not answer is named from the step's node list,

@@ -103,6 +103,12 @@ ManifestComparison compare_manifest(const std::string& manifest_json, const std:
 std::vector<std::string> missing_variables(const std::vector<std::string>& names,
                                            const std::function<const char*(const char*)>& getenv);
 
+/// In a Slurm job (SLURM_JOB_ID set in `getenv`): whether Slurm gave it GPUs of this node, as its gres/gpu
+/// plugin says in the task's environment (SLURM_STEP_GPUS or SLURM_JOB_GPUS: their indices;
+/// SLURM_GPUS_ON_NODE: their count). nullopt outside a Slurm job. Where Slurm constrains devices (cgroup.conf
+/// ConstrainDevices=yes, as ParallelCluster's) a job given none sees no GPU through the CUDA runtime.
+std::optional<bool> slurm_job_has_gpus(const std::function<const char*(const char*)>& getenv);
+
 /// Runs `probe` on a thread of its own and waits at most `seconds` for it: nullopt if it has not returned
 /// by then (the thread is left to finish on its own; a probe stuck on a dead filesystem cannot be
 /// cancelled). An exception from `probe` is rethrown.
