@@ -5,7 +5,10 @@
 # the baseline. Each pcdino row trains 2 epochs of STEPS iterations and reports the second (warm) one;
 # the "pcdino train" rows include loading and augmenting Fashion-MNIST on LOADER_THREADS threads, the
 # "synthetic" rows train on random crops made once on the GPU (--synthetic-crops), as the baseline does.
-# Student drop_path_rate 0.1 in both (DINO's default).
+# Student drop_path_rate 0.1 in both (DINO's default). The per-phase times of pcdino's rows are CUDA events
+# on the device's timeline (metrics.jsonl says "phase_clock"). Where Nsight Systems is installed, a last
+# table gives each synthetic case's kernel-time floor: the GPU time of all kernels of a run (nsys's kernel
+# summary) over its steps, warm-up included; a step that launches its kernels back to back runs at it.
 #
 # usage: bench/train_gpu.sh [BUILD_DIR]    environment: STEPS (40), BATCH (256), LOADER_THREADS (14),
 #                                          PYTHON (python3: the interpreter with the GPU PyTorch),
@@ -54,6 +57,44 @@ for amp in none bfloat16 float16; do
     tail -n 1 "$model/metrics.jsonl" | "$PYTHON" -c '
 import json, sys
 m = json.load(sys.stdin)
-print("  (loss %.3f; per step: " % m["loss"] + ", ".join("%s %.4f s" % kv for kv in m["seconds_per_step"].items()) + ")")'
+print("  (loss %.3f; per step, %s: " % (m["loss"], m.get("phase_clock", "host_clock")) + ", ".join("%s %.4f s" % kv for kv in m["seconds_per_step"].items()) + ")")'
   done
 done
+
+# kernel_floor NAME STEPS COMMAND...: seconds of kernel time per step of COMMAND under nsys ("-" without it).
+kernel_floor() {
+  local report="$W/nsys-$1" steps=$2
+  shift 2
+  if ! command -v nsys >/dev/null || ! nsys profile --force-overwrite true --trace cuda --output "$report" "$@" >/dev/null 2>&1; then
+    echo -
+    return
+  fi
+  # The kernel summary's report is cuda_gpu_kern_sum from Nsight Systems 2023.1 on, gpukernsum before.
+  for name in cuda_gpu_kern_sum gpukernsum; do
+    if nsys stats --report "$name" --format csv --output - "$report.nsys-rep" 2>/dev/null |
+      "$PYTHON" -c '
+import csv, sys
+rows = [r for r in csv.reader(sys.stdin) if r]
+head = next(i for i, r in enumerate(rows) if "Total Time (ns)" in r)
+col = rows[head].index("Total Time (ns)")
+print("%.4f" % (sum(float(r[col]) for r in rows[head + 1:]) / 1e9 / '"$steps"'))' 2>/dev/null; then
+      return
+    fi
+  done
+  echo -
+}
+
+if command -v nsys >/dev/null; then
+  echo
+  echo "# kernel-time floor (nsys $(nsys --version | grep -o '[0-9][0-9.]*' | head -1)): kernel seconds per step, warm-up included"
+  printf '%-22s %-9s %8s\n' case autocast "kernel s/step"
+  for amp in none bfloat16; do
+    printf '%-22s %-9s %8s\n' "python step" "${amp/none/float32}" "$(kernel_floor "python-$amp" $((STEPS + 5)) \
+      "$PYTHON" "$ROOT/bench/baseline_dino_step.py" --device cuda --amp "$amp" --batch "$BATCH" --steps "$STEPS" --warmup 5 --threads 8)"
+    fp16=true; [ "$amp" = none ] && fp16=false
+    rm -rf "$W/model-nsys"
+    printf '%-22s %-9s %8s\n' "pcdino, synthetic" "${amp/none/float32}" "$(kernel_floor "pcdino-$amp" $((2 * STEPS)) \
+      "$PCDINO" train -c "$W/pipeline.yaml" --set "train_scDINO.hyperparameters.use_fp16=$fp16" --amp-dtype "${amp/none/auto}" \
+      --limit-images $((STEPS * BATCH)) --model-dir "$W/model-nsys" --no-resume --synthetic-crops)"
+  done
+fi

@@ -186,7 +186,8 @@ std::string format_metrics_record(const MetricsRecord& r) {
                {{"data_wait", p.data_wait},
                 {"forward", p.forward},
                 {"backward", p.backward},
-                {"update", p.update}}}});
+                {"update", p.update}}},
+              {"phase_clock", r.phase_clock}});
   }
   if (r.online_knn_top1) j["online_knn_top1"] = *r.online_knn_top1;
   return j.dump();
@@ -218,6 +219,7 @@ std::vector<MetricsRecord> read_metrics(const std::string& path) {
       const json& p = j.at("seconds_per_step");
       r.seconds_per_step = {p.at("data_wait").get<double>(), p.at("forward").get<double>(),
                             p.at("backward").get<double>(), p.at("update").get<double>()};
+      r.phase_clock = j.value("phase_clock", std::string("host_clock"));
     }
     records.push_back(r);
   });

@@ -1,6 +1,8 @@
 // The run layout's paths and the training records shared by the trainer (writer) and the plots (reader).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "../lib/temp_dir.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/run_files.hpp"
@@ -52,10 +54,14 @@ TEST(TrainingRecords, MetricsRoundTripEveryKind) {
   it.loss = 6.3, it.teacher_entropy = 6.0, it.kl = 0.3, it.lr = 1e-4, it.wd = 0.04, it.momentum = 0.99;
   epoch.kind = MetricsRecord::Kind::kEpoch;
   epoch.loss = 6.2, epoch.images_per_second = 110.5, epoch.seconds_per_step = {0.01, 0.1, 0.2, 0.03};
+  epoch.phase_clock = "cuda_events";
+  // An epoch record of a build before the phase clock was recorded: its times were the host's.
+  auto old = nlohmann::json::parse(format_metrics_record(epoch));
+  old.erase("phase_clock");
   test::write_text(d / "metrics.jsonl", format_metrics_record(start) + "\n" + format_metrics_record(it) +
-                                            "\n" + format_metrics_record(epoch) + "\n");
+                                            "\n" + format_metrics_record(epoch) + "\n" + old.dump() + "\n");
   const auto records = read_metrics(d / "metrics.jsonl");
-  ASSERT_EQ(records.size(), 3u);
+  ASSERT_EQ(records.size(), 4u);
   EXPECT_EQ(records[0].kind, MetricsRecord::Kind::kStart);
   EXPECT_EQ(records[0].online_knn_top1, std::optional<double>(59.0));
   EXPECT_EQ(records[1].kind, MetricsRecord::Kind::kIteration);
@@ -65,6 +71,8 @@ TEST(TrainingRecords, MetricsRoundTripEveryKind) {
   EXPECT_EQ(records[2].kind, MetricsRecord::Kind::kEpoch);
   EXPECT_DOUBLE_EQ(records[2].images_per_second, 110.5);
   EXPECT_DOUBLE_EQ(records[2].seconds_per_step.backward, 0.2);
+  EXPECT_EQ(records[2].phase_clock, "cuda_events");
+  EXPECT_EQ(records[3].phase_clock, "host_clock");
 }
 
 TEST(TrainingRecords, BadLinesNameTheFileAndLine) {

@@ -38,8 +38,10 @@ for r in records[1:]:
     assert 0 <= r["teacher_entropy"] <= math.log(64) + 1e-6, r  # out_dim 64
     assert abs(r["loss"] - r["teacher_entropy"] - r["kl"]) < 1e-6 and r["kl"] >= -1e-6, r
 assert 0 <= records[0]["online_knn_top1"] <= 100 and 0 <= records[-1]["online_knn_top1"] <= 100
+epoch = records[-1]
+assert epoch["phase_clock"] == "host_clock" and all(s > 0 for s in epoch["seconds_per_step"].values()), epoch
 PY
-assert_rc 0 "metrics.jsonl: the untrained online kNN, iteration records, the epoch's entropy, KL and kNN ($OUT)"
+assert_rc 0 "metrics.jsonl: the untrained online kNN, iteration records, the epoch's entropy, KL, kNN and phase times on the host's clock ($OUT)"
 
 run "$PCDINO_BIN" extract --help
 assert_rc 0 "pcdino extract --help runs pcdino-extract"

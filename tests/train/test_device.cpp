@@ -3,10 +3,16 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
 #include "pcdino/core/error.hpp"
 #include "pcdino/train/device.hpp"
 #include "pcdino/train/dino.hpp"
 #include "pcdino/train/multi_tensor.hpp"
+#include "pcdino/train/phase_clock.hpp"
 
 namespace pcdino::train {
 namespace {
@@ -68,6 +74,52 @@ TEST(Training, ClippingScalesOnlyLargeGradientsAndReturnsNorms) {
   const double coef = 1.0 / (5.0 + 1e-6);
   EXPECT_NEAR(layer->weight.grad()[1][1].item<double>(), 4.0 * coef, 1e-6);
   EXPECT_TRUE(torch::equal(layer->bias.grad(), torch::tensor({0.3F, 0.4F}))) << "below the clip: untouched";
+}
+
+
+// The host clock sums each phase from the previous mark and forgets what it handed over; CUDA events are
+// made where a device works (a GPU machine: its own timeline) and refused with the runtime's reason where
+// not (this build machine has the CUDA runtime but no driver).
+TEST(PhaseClock, HostClockSumsEachPhaseAndEventsSayWhyNot) {
+  using std::chrono::milliseconds;
+  PhaseClock host;
+  EXPECT_STREQ(host.source(), "host_clock");
+  for (int step = 0; step < 2; ++step) {
+    host.start();
+    std::this_thread::sleep_for(milliseconds(30));
+    host.lap(Phase::kData);
+    host.lap(Phase::kForward);
+    std::this_thread::sleep_for(milliseconds(10));
+    host.lap(Phase::kBackward);
+    host.lap(Phase::kUpdate);
+  }
+  PhaseSeconds totals{};
+  host.collect(totals);
+  EXPECT_GE(totals[0], 0.060);
+  EXPECT_LT(totals[1], 0.005);
+  EXPECT_GE(totals[2], 0.020);
+  EXPECT_LT(totals[2], totals[0]);
+  const PhaseSeconds first = totals;
+  host.collect(totals);
+  EXPECT_EQ(totals, first) << "collected twice";
+
+  try {
+    PhaseClock events(0);
+    EXPECT_STREQ(events.source(), "cuda_events");
+    events.start();
+    events.lap(Phase::kData);
+    events.lap(Phase::kForward);
+    PhaseSeconds gpu{};
+    events.collect(gpu);
+    EXPECT_GE(gpu[0], 0.0);
+    EXPECT_LT(gpu[0] + gpu[1], 1.0);
+    EXPECT_EQ(gpu[2], 0.0);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUnavailable);
+    EXPECT_EQ(std::string(e.what()).rfind("CUDA events: ", 0), 0U) << e.what();
+    EXPECT_FALSE(std::filesystem::exists("/dev/nvidia0"))
+        << "a GPU machine refused CUDA events: " << e.what();
+  }
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "pcdino/train/fusion.hpp"
 #include "pcdino/train/multi_tensor.hpp"
 #include "pcdino/train/online_knn.hpp"
+#include "pcdino/train/phase_clock.hpp"
 #include "pcdino/train/process.hpp"
 #include "pcdino/train/schedules.hpp"
 #include "pcdino/train/watchdog.hpp"
@@ -65,18 +66,23 @@ Batch make_batch(const Dataset& ds, const std::vector<std::size_t>& indices, con
   return batch;
 }
 
-// Seconds spent per phase of a training step, summed over an epoch.
-struct StepPhases {
-  double data = 0;      // waiting for the loader
-  double forward = 0;   // teacher and student forward passes and the loss
-  double backward = 0;  // autograd
-  double update = 0;    // clipping, optimizer step, EMA of the teacher
-};
-
 void append_line(const std::string& path, const std::string& line) {
   std::ofstream out(path, std::ios::app);
   if (!out) throw CantCreateError("cannot append to '" + path + "'");
   out << line << "\n";
+}
+
+// CUDA events on a GPU, the host's clock on a CPU or where the events cannot be made (said once).
+std::unique_ptr<PhaseClock> make_phase_clock(const torch::Device& device) {
+  if (device.is_cuda()) {
+    try {
+      return std::make_unique<PhaseClock>(device.has_index() ? device.index() : 0);
+    } catch (const Error& e) {
+      spdlog::warn("{}: a step's phases are timed by the host's clock (its kernel launches, not their work)",
+                   e.what());
+    }
+  }
+  return std::make_unique<PhaseClock>();
 }
 
 // The multi-crop augmentation (main_dino.py's DataAugmentationDINO arguments). Throws ConfigError for RGB
@@ -176,6 +182,7 @@ struct EpochContext {
   bool writer = true;  // writes the metrics
   torch::Device device = torch::kCPU;
   std::optional<torch::ScalarType> amp;
+  PhaseClock* clock = nullptr;  // times the phases of each step
   double clip_grad = 0;
   int freeze_last_layer = 0;
   int epochs = 0;
@@ -190,8 +197,8 @@ struct EpochContext {
 struct EpochStats {
   double loss_sum = 0;
   std::size_t loss_count = 0;
-  torch::Tensor entropy_sum;  // the teacher entropies summed on the device, read at the epoch's end
-  StepPhases phases;
+  torch::Tensor entropy_sum;            // the teacher entropies summed on the device, read at the epoch's end
+  PhaseSeconds phases{};                // summed over the epoch's steps (PhaseClock::collect)
   double lr = 0, wd = 0, momentum = 0;  // of the last iteration
   double seconds = 0;                   // the epoch's wall time
   // Set when all ranks stopped on request (a signal, stop_after_iterations): the epoch's iterations done.
@@ -225,15 +232,11 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
     static_cast<torch::optim::AdamWOptions&>(g[0].options()).lr(lr).weight_decay(wd);
     static_cast<torch::optim::AdamWOptions&>(g[1].options()).lr(lr).weight_decay(0.0);
 
-    auto tick = std::chrono::steady_clock::now();
-    const auto lap = [&tick](double& total) {
-      const auto now = std::chrono::steady_clock::now();
-      total += std::chrono::duration<double>(now - tick).count();
-      tick = now;
-    };
+    PhaseClock& clock = *ctx.clock;
+    clock.start();
     Batch crops_batch = *loader.next();
     for (auto& t : crops_batch) t = t.to(ctx.device, /*non_blocking=*/true);
-    lap(stats.phases.data);
+    clock.lap(Phase::kData);
     torch::Tensor value;
     {
       const AutocastGuard autocast(ctx.amp);
@@ -243,18 +246,18 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
     }
     stats.entropy_sum.add_(ctx.loss.teacher_entropy);
     window_loss_sum.add_(value.detach());
-    lap(stats.phases.forward);
+    clock.lap(Phase::kForward);
     ctx.optimizer.zero_grad();
     ctx.scaler.scale(value).backward();
     if (ctx.fusion) ctx.fusion->finish();  // the gradients averaged over ranks
-    lap(stats.phases.backward);
+    clock.lap(Phase::kBackward);
     const bool finite = ctx.scaler.unscale(ctx.student->parameters());
     if (ctx.clip_grad > 0) clip_gradients(*ctx.student, ctx.clip_grad);
     cancel_gradients_last_layer(epoch, ctx.student, ctx.freeze_last_layer);
     if (finite) ctx.optimizer.step();  // a float16 overflow skips the step, as GradScaler.step does
     ctx.scaler.update(!finite);
     ema_update(*ctx.teacher, *ctx.student, momentum);
-    lap(stats.phases.update);
+    clock.lap(Phase::kUpdate);
     ++stats.loss_count;
     ++ctx.iterations_this_run;
     ++window_count;
@@ -268,6 +271,7 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
     // One reading every 10 iterations (DINO's MetricLogger print_freq), at the epoch's end and on a stop.
     if ((it + 1) % 10 == 0 || it + 1 == ctx.niter || stop) {
       const double window_loss = window_loss_sum.item<double>();
+      clock.collect(stats.phases);
       if (!std::isfinite(window_loss)) {
         throw DataError("loss is " + std::to_string(window_loss) + " in epoch " + std::to_string(epoch) +
                         " iterations " + std::to_string(window_first) + "-" + std::to_string(it) +
@@ -455,6 +459,9 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   ctx.momentum_schedule = cosine_schedule(h.momentum_teacher, 1.0, epochs, niter);
   ctx.world = world, ctx.ranks = ranks, ctx.writer = writer;
   ctx.device = device, ctx.amp = amp;
+  const std::unique_ptr<PhaseClock> phase_clock_owner = make_phase_clock(device);
+  PhaseClock& phase_clock = *phase_clock_owner;
+  ctx.clock = &phase_clock;
   ctx.clip_grad = h.clip_grad, ctx.freeze_last_layer = h.freeze_last_layer;
   ctx.epochs = epochs, ctx.niter = niter, ctx.global_batch = global_batch;
   ctx.stop_after_iterations = rt.stop_after_iterations;
@@ -529,7 +536,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     const double images_per_second =
         static_cast<double>(stats.loss_count * global_batch) / std::max(stats.seconds, 1e-9);
     const double eta = (epochs - epoch - 1) * stats.seconds;
-    const StepPhases& phases = stats.phases;
+    PhaseSeconds phases = stats.phases;
+    for (double& seconds : phases) seconds /= steps;
     if (writer) {
       append_line(model_files.training_log(),
                   format_training_log_line({epoch, report.last_epoch_loss, stats.lr, stats.wd, entropy_epoch,
@@ -540,14 +548,14 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
       record.lr = stats.lr, record.wd = stats.wd, record.momentum = stats.momentum,
       record.online_knn_top1 = knn_top1;
       record.images_per_second = images_per_second, record.eta_seconds = eta;
-      record.seconds_per_step = {phases.data / steps, phases.forward / steps, phases.backward / steps,
-                                 phases.update / steps};
+      record.seconds_per_step = {phases[0], phases[1], phases[2], phases[3]};
+      record.phase_clock = phase_clock.source();
       append_line(metrics_file, format_metrics_record(record));
     }
     spdlog::info(
-        "epoch {}/{}: seconds per step: data wait {:.3f}, forward {:.3f}, backward {:.3f}, update {:.3f}",
-        epoch + 1, epochs, phases.data / steps, phases.forward / steps, phases.backward / steps,
-        phases.update / steps);
+        "epoch {}/{}: seconds per step ({}): data wait {:.3f}, forward {:.3f}, backward {:.3f}, update "
+        "{:.3f}",
+        epoch + 1, epochs, phase_clock.source(), phases[0], phases[1], phases[2], phases[3]);
     spdlog::info("epoch {}/{}: loss {:.4f} lr {:.3g} wd {:.3g} momentum {:.5f} {:.1f} images/s ETA {:.0f} s",
                  epoch + 1, epochs, report.last_epoch_loss, stats.lr, stats.wd, stats.momentum,
                  images_per_second, eta);

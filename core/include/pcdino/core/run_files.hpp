@@ -110,6 +110,8 @@ struct MetricsRecord {
   struct StepPhases {
     double data_wait = 0, forward = 0, backward = 0, update = 0;  ///< seconds per step
   } seconds_per_step;
+  /// What timed them: "cuda_events" (the device's timeline) or "host_clock" (also files without the key).
+  std::string phase_clock = "host_clock";
 };
 
 /// The record as JSON (no newline).
