@@ -76,7 +76,6 @@ TEST(Training, ClippingScalesOnlyLargeGradientsAndReturnsNorms) {
   EXPECT_TRUE(torch::equal(layer->bias.grad(), torch::tensor({0.3F, 0.4F}))) << "below the clip: untouched";
 }
 
-
 // The host clock sums each phase from the previous mark and forgets what it handed over; CUDA events are
 // made where a device works (a GPU machine: its own timeline) and refused with the runtime's reason where
 // not (this build machine has the CUDA runtime but no driver).
