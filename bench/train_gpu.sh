@@ -63,23 +63,24 @@ done
 
 # kernel_floor NAME STEPS COMMAND...: seconds of kernel time per step of COMMAND under nsys ("-" without it).
 kernel_floor() {
-  local report="$W/nsys-$1" steps=$2
+  local report="$W/nsys-$1" steps=$2 floor
   shift 2
-  if ! command -v nsys >/dev/null || ! nsys profile --force-overwrite true --trace cuda --output "$report" "$@" >/dev/null 2>&1; then
+  if ! command -v nsys >/dev/null || ! nsys profile --force-overwrite true --trace cuda --sample none \
+    --cpuctxsw none --output "$report" "$@" >/dev/null 2>&1; then
     echo -
     return
   fi
   # The kernel summary's report is cuda_gpu_kern_sum from Nsight Systems 2023.1 on, gpukernsum before.
   for name in cuda_gpu_kern_sum gpukernsum; do
-    if nsys stats --report "$name" --format csv --output - "$report.nsys-rep" 2>/dev/null |
+    floor=$(nsys stats --force-export true --report "$name" --format csv --output - "$report.nsys-rep" 2>/dev/null |
       "$PYTHON" -c '
 import csv, sys
 rows = [r for r in csv.reader(sys.stdin) if r]
 head = next(i for i, r in enumerate(rows) if "Total Time (ns)" in r)
 col = rows[head].index("Total Time (ns)")
-print("%.4f" % (sum(float(r[col]) for r in rows[head + 1:]) / 1e9 / '"$steps"'))' 2>/dev/null; then
-      return
-    fi
+print("%.4f" % (sum(float(r[col]) for r in rows[head + 1:]) / 1e9 / '"$steps"'))' 2>/dev/null) || continue
+    echo "$floor"
+    return
   done
   echo -
 }
@@ -88,7 +89,7 @@ if command -v nsys >/dev/null; then
   echo
   echo "# kernel-time floor (nsys $(nsys --version | grep -o '[0-9][0-9.]*' | head -1)): kernel seconds per step, warm-up included"
   printf '%-22s %-9s %8s\n' case autocast "kernel s/step"
-  for amp in none bfloat16; do
+  for amp in none bfloat16 float16; do
     printf '%-22s %-9s %8s\n' "python step" "${amp/none/float32}" "$(kernel_floor "python-$amp" $((STEPS + 5)) \
       "$PYTHON" "$ROOT/bench/baseline_dino_step.py" --device cuda --amp "$amp" --batch "$BATCH" --steps "$STEPS" --warmup 5 --threads 8)"
     fp16=true; [ "$amp" = none ] && fp16=false

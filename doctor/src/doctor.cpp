@@ -105,9 +105,9 @@ void check_gpu_stack(const DoctorOptions& o, NodeReport& r) {
     r.checks.push_back({"gpu_stack", false, "the CUDA runtime " + timed_out(o.probe_seconds)});
     return;
   }
-  r.cuda_gpus = stack->gpus;
-  r.checks.push_back(
-      judge_gpu_stack(*stack, slurm_job_has_gpus([](const char* n) { return std::getenv(n); })));
+  const auto job_has_gpus = slurm_job_has_gpus([](const char* n) { return std::getenv(n); });
+  r.cuda_gpus = job_has_gpus == false ? 0 : stack->gpus;  // NCCL's sweep uses only the job's GPUs
+  r.checks.push_back(judge_gpu_stack(*stack, job_has_gpus));
 }
 
 void check_variables(const DoctorOptions& o, NodeReport& r) {
@@ -243,13 +243,13 @@ void judge_speed(const DoctorOptions& o, std::vector<NodeReport>& nodes) {
 }  // namespace
 
 Check judge_gpu_stack(const GpuStack& stack, std::optional<bool> job_has_gpus) {
-  if (stack.error.empty() && stack.gpus > 0)
-    return {"gpu_stack", true, fmt::format("{} GPUs, CUDA runtime and NCCL loaded", stack.gpus)};
-  if (stack.loaded && job_has_gpus == false) {
+  if (job_has_gpus == false && (stack.no_device || (stack.error.empty() && stack.gpus > 0))) {
     return {"gpu_stack", true,
-            "CUDA runtime and NCCL loaded; GPUs not checked: the job has none of this node's (ask with "
+            "CUDA runtime and NCCL loaded; GPUs not used: the job has none of this node's (ask with "
             "--gpus-per-node)"};
   }
+  if (stack.error.empty() && stack.gpus > 0)
+    return {"gpu_stack", true, fmt::format("{} GPUs, CUDA runtime and NCCL loaded", stack.gpus)};
   return {"gpu_stack", false, stack.error.empty() ? "the CUDA runtime shows no GPU" : stack.error};
 }
 

@@ -185,6 +185,7 @@ GpuStack probe_gpu_stack(const GpuLibraries& libraries) {
     stack.gpus = 0;
     stack.error = std::string("cudaGetDeviceCount: ") + api.cuda_error(rc);
   }
+  stack.no_device = rc == cudaErrorNoDevice || (rc == cudaSuccess && stack.gpus == 0);
   return stack;
 }
 

@@ -298,10 +298,12 @@ std::vector<std::string> missing_variables(const std::vector<std::string>& names
 std::optional<bool> slurm_job_has_gpus(const std::function<const char*(const char*)>& getenv) {
   const auto set = [&getenv](const char* name) {
     const char* v = getenv(name);
-    return v != nullptr && *v != '\0' && std::string(v) != "0";
+    return v != nullptr && *v != '\0';
   };
   if (!set("SLURM_JOB_ID")) return std::nullopt;
-  return set("SLURM_STEP_GPUS") || set("SLURM_JOB_GPUS") || set("SLURM_GPUS_ON_NODE");
+  const bool count = set("SLURM_GPUS_ON_NODE") && std::string(getenv("SLURM_GPUS_ON_NODE")) != "0";
+  // The index lists: "0" is GPU 0.
+  return count || set(set("SLURM_STEP_ID") ? "SLURM_STEP_GPUS" : "SLURM_JOB_GPUS");
 }
 
 }  // namespace pcdino::doctor

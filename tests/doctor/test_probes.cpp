@@ -95,51 +95,70 @@ TEST(DoctorNccl, GpuStackSaysWhyItCannotRun) {
   if (std::filesystem::exists("/dev/nvidia0")) return;  // a GPU machine: its count is real
   EXPECT_EQ(here.gpus, 0);
   EXPECT_NE(here.error.find("cudaGetDeviceCount: "), std::string::npos) << here.error;
+  EXPECT_FALSE(here.no_device) << "no driver is not no device: " << here.error;
 }
 
-// Without a usable GPU the sweep fails before NCCL starts, on every rank, naming the rank and its reason,
-// instead of hanging in NCCL.
-// A job Slurm gave none of a GPU node's GPUs sees none through the runtime where devices are constrained:
-// said, not blamed on the node; a job given GPUs that sees none, or a runtime that does not load, fails.
-TEST(DoctorNccl, AJobWithoutGpusIsNotABrokenNode) {
+// A job Slurm gave none of a GPU node's GPUs uses none of them (they may be another job's) and is told to
+// ask for them, whether the runtime shows them or, where devices are constrained, shows none; a runtime
+// that does not load or fails otherwise is the node's fault.
+TEST(DoctorNccl, AJobWithoutGpusUsesNoneAndIsNotABrokenNode) {
   const auto environment = [](std::map<std::string, std::string> env) {
     return [env = std::move(env)](const char* n) -> const char* {
       const auto it = env.find(n);
       return it == env.end() ? nullptr : it->second.c_str();
     };
   };
+  const std::map<std::string, std::string> job = {{"SLURM_JOB_ID", "7"}};
+  auto step = job;
+  step["SLURM_STEP_ID"] = "0";
+  const auto with = [](std::map<std::string, std::string> env, const char* name, const char* value) {
+    env[name] = value;
+    return env;
+  };
   EXPECT_EQ(slurm_job_has_gpus(environment({})), std::nullopt) << "not in a Slurm job";
-  EXPECT_EQ(slurm_job_has_gpus(environment({{"SLURM_JOB_ID", "7"}})), false);
-  EXPECT_EQ(slurm_job_has_gpus(environment({{"SLURM_JOB_ID", "7"}, {"SLURM_GPUS_ON_NODE", "0"}})), false);
-  EXPECT_EQ(slurm_job_has_gpus(environment({{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_GPUS", ""}})), false);
-  for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE"}) {
-    EXPECT_EQ(slurm_job_has_gpus(environment({{"SLURM_JOB_ID", "7"}, {name, "2"}})), true) << name;
-  }
+  EXPECT_EQ(slurm_job_has_gpus(environment(job)), false);
+  EXPECT_EQ(slurm_job_has_gpus(environment(step)), false);
+  EXPECT_EQ(slurm_job_has_gpus(environment(with(step, "SLURM_STEP_GPUS", "0"))), true) << "GPU 0";
+  EXPECT_EQ(slurm_job_has_gpus(environment(with(step, "SLURM_STEP_GPUS", ""))), false);
+  EXPECT_EQ(slurm_job_has_gpus(environment(with(step, "SLURM_GPUS_ON_NODE", "2"))), true);
+  EXPECT_EQ(slurm_job_has_gpus(environment(with(step, "SLURM_GPUS_ON_NODE", "0"))), false) << "a count";
+  EXPECT_EQ(slurm_job_has_gpus(environment(with(step, "SLURM_JOB_GPUS", "0,1"))), false)
+      << "a step inherits the batch node's SLURM_JOB_GPUS";
+  EXPECT_EQ(slurm_job_has_gpus(environment(with(job, "SLURM_JOB_GPUS", "0,1"))), true) << "outside a step";
 
   GpuStack none_shown;
-  none_shown.loaded = true;
+  none_shown.loaded = true, none_shown.no_device = true;
   none_shown.error = "cudaGetDeviceCount: no CUDA-capable device is detected";
-  const Check unasked = judge_gpu_stack(none_shown, false);
-  EXPECT_TRUE(unasked.ok);
-  EXPECT_NE(unasked.detail.find("the job has none of this node's"), std::string::npos) << unasked.detail;
-  for (const std::optional<bool> job : {std::optional<bool>(true), std::optional<bool>()}) {
-    const Check failed = judge_gpu_stack(none_shown, job);
+  GpuStack eight;
+  eight.loaded = true, eight.gpus = 8;
+  for (const GpuStack& stack : {none_shown, eight}) {
+    const Check unasked = judge_gpu_stack(stack, false);
+    EXPECT_TRUE(unasked.ok);
+    EXPECT_NE(unasked.detail.find("GPUs not used: the job has none of this node's"), std::string::npos)
+        << unasked.detail;
+  }
+  for (const std::optional<bool> asked : {std::optional<bool>(true), std::optional<bool>()}) {
+    const Check failed = judge_gpu_stack(none_shown, asked);
     EXPECT_FALSE(failed.ok);
     EXPECT_EQ(failed.detail, none_shown.error);
   }
+  GpuStack mismatch;
+  mismatch.loaded = true;
+  mismatch.error = "cudaGetDeviceCount: system has unsupported display driver / cuda driver combination";
+  EXPECT_FALSE(judge_gpu_stack(mismatch, false).ok) << "a broken driver is the node's, GPUs asked or not";
   GpuStack zero;
-  zero.loaded = true;
+  zero.loaded = true, zero.no_device = true;
   EXPECT_EQ(judge_gpu_stack(zero, true).detail, "the CUDA runtime shows no GPU");
   GpuStack no_nccl;
   no_nccl.error = "cannot load libnccl.so.2";
   EXPECT_FALSE(judge_gpu_stack(no_nccl, false).ok) << "a library that does not load is the node's";
-  GpuStack eight;
-  eight.loaded = true, eight.gpus = 8;
-  const Check good = judge_gpu_stack(eight, false);
+  const Check good = judge_gpu_stack(eight, true);
   EXPECT_TRUE(good.ok);
   EXPECT_EQ(good.detail, "8 GPUs, CUDA runtime and NCCL loaded");
 }
 
+// Without a usable GPU the sweep fails before NCCL starts, on every rank, naming the rank and its reason,
+// instead of hanging in NCCL.
 TEST(DoctorNccl, SweepWithoutAGpuFailsBeforeNcclStarts) {
   if (std::filesystem::exists("/dev/nvidia0")) GTEST_SKIP() << "a GPU machine";
   if (default_gpu_libraries().cudart.empty()) GTEST_SKIP() << "built without nccl.h";

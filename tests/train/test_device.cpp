@@ -95,7 +95,7 @@ TEST(PhaseClock, HostClockSumsEachPhaseAndEventsSayWhyNot) {
   PhaseSeconds totals{};
   host.collect(totals);
   EXPECT_GE(totals[0], 0.060);
-  EXPECT_LT(totals[1], 0.005);
+  EXPECT_LT(totals[1], 0.020);
   EXPECT_GE(totals[2], 0.020);
   EXPECT_LT(totals[2], totals[0]);
   const PhaseSeconds first = totals;

@@ -47,7 +47,7 @@ ncclDataType_t nccl_type(const torch::Tensor& t) {
 }
 
 // LibTorch queues its kernels on the legacy default stream unless told otherwise.
-constexpr cudaStream_t kCallerStream = nullptr;
+const cudaStream_t kCallerStream = cudaStreamLegacy;  // named, whatever nullptr means in this build
 
 class NcclCommunicator : public Communicator {
  public:

@@ -17,8 +17,9 @@ namespace pcdino::train {
 namespace {
 
 void check(cudaError_t rc, const char* call, ExitCode code) {
-  if (rc != cudaSuccess)
-    throw Error(code, std::string("CUDA events: ") + call + ": " + cudaGetErrorString(rc));
+  if (rc == cudaSuccess) return;
+  cudaGetLastError();  // cleared: LibTorch's next launch check would report it as its own
+  throw Error(code, std::string("CUDA events: ") + call + ": " + cudaGetErrorString(rc));
 }
 
 }  // namespace
@@ -41,7 +42,7 @@ struct PhaseClock::Events {
       check(cudaEventCreate(&e), "cudaEventCreate", ExitCode::kSoftware);
       pool.push_back(e);
     }
-    check(cudaEventRecord(pool[phases.size()], nullptr), "cudaEventRecord", ExitCode::kSoftware);
+    check(cudaEventRecord(pool[phases.size()], cudaStreamLegacy), "cudaEventRecord", ExitCode::kSoftware);
     phases.push_back(phase);
   }
 

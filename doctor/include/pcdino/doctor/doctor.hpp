@@ -104,8 +104,9 @@ NodeReport probe_this_node(const DoctorOptions& options, const std::string& node
 
 /// The gpu_stack check of a node with NVIDIA devices from probe_gpu_stack()'s `stack`: ok when the runtime
 /// and NCCL load and show GPUs. A Slurm job given none of the node's GPUs (`job_has_gpus` false:
-/// slurm_job_has_gpus()) is told so, not failed, when the runtime shows none: that is Slurm's device
-/// constraint, not a broken node.
+/// slurm_job_has_gpus()) uses none of them, whatever the runtime shows (they may be another job's): ok,
+/// telling it to ask for them, when the libraries load and the runtime shows GPUs or none
+/// (cudaErrorNoDevice: Slurm's device constraint); any other runtime error is the node's.
 Check judge_gpu_stack(const GpuStack& stack, std::optional<bool> job_has_gpus);
 
 /// Runs on every rank of `world` (one per node): each probes its node, rank 0 collects the reports

@@ -30,9 +30,10 @@ GpuLibraries default_gpu_libraries();
 /// What this process can drive: the GPUs the CUDA runtime shows it (cudaGetDeviceCount, which honours
 /// CUDA_VISIBLE_DEVICES as Slurm sets it), once NCCL has loaded too (its version is the image check's).
 struct GpuStack {
-  bool loaded = false;  ///< the CUDA runtime and NCCL loaded (a later `error` is the runtime's)
-  int gpus = 0;         ///< 0 when `error` is set
-  std::string error;    ///< why not usable: a library that does not load, or the runtime's error string
+  bool loaded = false;     ///< the CUDA runtime and NCCL loaded (a later `error` is the runtime's)
+  bool no_device = false;  ///< loaded, and the runtime sees no GPU (cudaErrorNoDevice, or a count of 0)
+  int gpus = 0;            ///< 0 when `error` is set
+  std::string error;       ///< why not usable: a library that does not load, or the runtime's error string
 };
 
 /// Loads the CUDA runtime and NCCL of `libraries` (dlopen, once per process; later calls reuse them) and

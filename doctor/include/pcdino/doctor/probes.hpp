@@ -104,9 +104,11 @@ std::vector<std::string> missing_variables(const std::vector<std::string>& names
                                            const std::function<const char*(const char*)>& getenv);
 
 /// In a Slurm job (SLURM_JOB_ID set in `getenv`): whether Slurm gave it GPUs of this node, as its gres/gpu
-/// plugin says in the task's environment (SLURM_STEP_GPUS or SLURM_JOB_GPUS: their indices;
-/// SLURM_GPUS_ON_NODE: their count). nullopt outside a Slurm job. Where Slurm constrains devices (cgroup.conf
-/// ConstrainDevices=yes, as ParallelCluster's) a job given none sees no GPU through the CUDA runtime.
+/// plugin writes them in the environment: in a step (SLURM_STEP_ID set) SLURM_STEP_GPUS (their global
+/// indices) or SLURM_GPUS_ON_NODE (their count; Slurm 21.08 on); outside one SLURM_JOB_GPUS or
+/// SLURM_GPUS_ON_NODE (a step's tasks inherit the batch script's SLURM_JOB_GPUS, which is the batch
+/// node's). nullopt outside a Slurm job. A job given none may still see the node's GPUs (cgroup.conf's
+/// ConstrainDevices is off by default, and in ParallelCluster's), or see none where devices are constrained.
 std::optional<bool> slurm_job_has_gpus(const std::function<const char*(const char*)>& getenv);
 
 /// Runs `probe` on a thread of its own and waits at most `seconds` for it: nullopt if it has not returned

@@ -26,9 +26,11 @@ using PhaseSeconds = std::array<double, kPhaseCount>;
 ///
 /// With CUDA events each mark is an event recorded on the device's legacy default stream, the stream
 /// LibTorch queues on unless a stream guard says otherwise; a phase lasts from the previous mark's event to
-/// its own, so it includes the device waiting for the host (a slow loader shows as data time) and the
-/// phases of a step add up to the step's time on the device. Events are read only by collect(), which
-/// waits for the last one: call it where the step reads the device anyway.
+/// its own, so it includes the device waiting for the host (a slow loader shows as data time), and a
+/// step's phases add up to its time on the device from start() to its last lap() (what runs between one
+/// step's last lap and the next start, e.g. a reading of the loss, is in no phase). Events are read only by
+/// collect(), which waits for the last one: call it where the step reads the device anyway, every few
+/// steps (the events of the marks since the last call are kept until then).
 class PhaseClock {
  public:
   /// `cuda_device` < 0: the host's steady clock. >= 0: CUDA events of that device; throws Error
