@@ -4,7 +4,8 @@
 # against the same step in the PyTorch installed there (bench/baseline_dino_step.py --device cuda) as
 # the baseline. Each pcdino row trains 2 epochs of STEPS iterations and reports the second (warm) one;
 # the "pcdino train" rows include loading and augmenting Fashion-MNIST on LOADER_THREADS threads, the
-# "synthetic" rows train on random crops made once on the GPU (--synthetic-crops), as the baseline does.
+# "synthetic" rows train on random crops made once on the GPU (--synthetic-crops), as the baseline does,
+# and the "graph" rows also replay each epoch's step as a CUDA graph (--cuda-graph; not float16).
 # Student drop_path_rate 0.1 in both (DINO's default). The per-phase times of pcdino's rows are CUDA events
 # on the device's timeline (metrics.jsonl says "phase_clock"). Where Nsight Systems is installed, a last
 # table gives each synthetic case's kernel-time floor: the GPU time of all kernels of a run (nsys's kernel
@@ -44,16 +45,22 @@ for amp in none bfloat16 float16; do
   if [ "$amp" = none ]; then row "python step (baseline)" float32 "$s" baseline; else row "python step" "$amp" "$s"; fi
 done
 for amp in none bfloat16 float16; do
-  for data in real synthetic; do
+  for data in real synthetic graph; do
+    [ "$data" = graph ] && [ "$amp" = float16 ] && continue  # --cuda-graph refuses float16's loss scaling
     model="$W/model-$amp"
     rm -rf "$model"
     fp16=true; [ "$amp" = none ] && fp16=false
     synthetic=(); [ "$data" = synthetic ] && synthetic=(--synthetic-crops)
+    [ "$data" = graph ] && synthetic=(--synthetic-crops --cuda-graph)
     "$PCDINO" train -c "$W/pipeline.yaml" --set "train_scDINO.hyperparameters.use_fp16=$fp16" \
       --amp-dtype "${amp/none/auto}" --loader-threads "$LOADER_THREADS" --limit-images $((STEPS * BATCH)) \
       --model-dir "$model" --no-resume "${synthetic[@]}"
     s=$(tail -n 1 "$model/metrics.jsonl" | "$PYTHON" -c 'import json,sys; print("%.4f" % ('"$BATCH"' / json.load(sys.stdin)["images_per_second"]))')
-    if [ "$data" = real ]; then row "pcdino train" "${amp/none/float32}" "$s"; else row "pcdino, synthetic" "${amp/none/float32}" "$s"; fi
+    case $data in
+      real) row "pcdino train" "${amp/none/float32}" "$s" ;;
+      synthetic) row "pcdino, synthetic" "${amp/none/float32}" "$s" ;;
+      graph) row "pcdino, synth., graph" "${amp/none/float32}" "$s" ;;
+    esac
     tail -n 1 "$model/metrics.jsonl" | "$PYTHON" -c '
 import json, sys
 m = json.load(sys.stdin)

@@ -10,6 +10,10 @@ set(PCDINO_HAVE_TORCH OFF)
 if(PCDINO_WITH_TORCH)
   find_package(Torch REQUIRED)
   set(PCDINO_HAVE_TORCH ON)
+  # A LibTorch built with CUDA (a PyTorch wheel's) has torch_cuda and c10_cuda: CUDA graphs of the step.
+  if(TARGET torch_cuda OR C10_CUDA_LIBRARY)
+    set(PCDINO_TORCH_CUDA ON)
+  endif()
   # TorchConfig sets the ABI flag on the torch target; nothing else of TORCH_CXX_FLAGS is needed globally.
 endif()
 find_package(MPI REQUIRED COMPONENTS C)

@@ -127,5 +127,9 @@ done
 run "$PCDINO_BIN" train -c "$W/p.yaml" --set train_scDINO.hyperparameters.optimizer=adamw \
   --set train_scDINO.hyperparameters.use_bn_in_head=false
 assert_rc 66 "implemented values get past the configuration (to the missing dataset)"
+# CUDA graphs of the step need a CUDA device and a LibTorch with CUDA: refused before any work otherwise.
+run "$PCDINO_BIN" train -c "$W/p.yaml" --cuda-graph --device cpu
+assert_rc 78 "train --cuda-graph on a CPU"
+assert_contains "$ERR" "--cuda-graph: " "the option is named"
 
 finish

@@ -110,6 +110,48 @@ TEST(MultiTensor, AdamWMatchesLibTorchsAdamWOverTwentyDinoSteps) {
   }
 }
 
+// The update that reads lr and weight decay from device tensors (CUDA-graph capturable: step counts and
+// bias corrections on the device too) against LibTorch's AdamW over the same 20 steps, frozen last layer
+// included; the host step counts advance only when told (a replayed graph runs no host code).
+TEST(MultiTensor, AdamWWithTheScheduleOnTheDeviceMatchesLibTorchsAdamW) {
+  torch::manual_seed(4);
+  auto reference = model(), ours = model(), teacher = model();
+  copy_parameters(ours, reference);
+  copy_parameters(teacher, reference);
+  torch::optim::AdamW reference_opt(params_groups(reference), torch::optim::AdamWOptions(0.0));
+  auto groups = params_groups(ours);
+  static_cast<torch::optim::AdamWOptions&>(groups[0].options()).weight_decay(1.0);  // decays
+  static_cast<torch::optim::AdamWOptions&>(groups[1].options()).weight_decay(0.0);  // does not
+  MultiTensorAdamW opt(groups, torch::optim::AdamWOptions(0.0));
+  DinoLoss loss(64, 4, 0.04, 0.04, 0, 2);
+  auto lr_t = torch::zeros({}), wd_t = torch::zeros({});
+  for (int step = 0; step < 20; ++step) {
+    const double lr = 1e-3 * (1 + std::cos(M_PI * step / 20)), wd = 0.04 + 0.01 * step;
+    set_schedule(reference_opt, lr, wd);
+    lr_t.fill_(lr), wd_t.fill_(wd);
+    dino_gradients(reference, teacher, loss, step < 3);
+    share_gradients(ours, reference);
+    reference_opt.step();
+    opt.step_on_device(lr_t, wd_t);
+    EXPECT_EQ(opt.last_path(), "device_schedule");
+    if (step == 0) {
+      const auto& state = *adamw_state(opt, ours->parameters().front());
+      EXPECT_EQ(state.step(), 0) << "the host count waits for advance_host_steps()";
+    }
+    opt.advance_host_steps();
+  }
+  expect_close(reference, ours, 1e-6);
+  for (const auto& p : reference->named_parameters()) {
+    if (!p.value().requires_grad()) continue;
+    const auto& a = *adamw_state(reference_opt, p.value());
+    const auto& b = *adamw_state(opt, ours->named_parameters()[p.key()]);
+    EXPECT_EQ(b.step(), a.step()) << p.key();
+    EXPECT_EQ(b.step(), p.key().find("last_layer") != std::string::npos ? 17 : 20) << p.key();
+    EXPECT_TRUE(torch::allclose(a.exp_avg(), b.exp_avg(), 1e-6, 1e-12)) << p.key();
+    EXPECT_TRUE(torch::allclose(a.exp_avg_sq(), b.exp_avg_sq(), 1e-6, 1e-15)) << p.key();
+  }
+}
+
 // Every trained parameter's AdamW state in `a` equals that of the same-named parameter in `b`.
 void expect_same_state(torch::optim::Optimizer& a, MultiCropWrapper& ma, torch::optim::Optimizer& b,
                        MultiCropWrapper& mb, int64_t step) {
@@ -174,8 +216,12 @@ TEST(MultiTensor, EmaAndClippingMatchThePerParameterReference) {
     auto t = expected_teacher->parameters(), s = student->parameters();
     for (std::size_t i = 0; i < t.size(); ++i) t[i].mul_(0.996).add_((1 - 0.996) * s[i].detach());
   }
+  auto on_device = model();  // the momentum read from a tensor (what a CUDA graph of the step replays)
+  copy_parameters(on_device, teacher);
   ema_update(*teacher, *student, 0.996);
   expect_close(expected_teacher, teacher, 1e-7);
+  ema_update(*on_device, *student, torch::full({}, 0.996));
+  expect_close(expected_teacher, on_device, 1e-6);
   EXPECT_FALSE(torch::equal(teacher->backbone->cls_token, student->backbone->cls_token));
   EXPECT_THROW(ema_update(*teacher, *student->backbone, 0.9), std::invalid_argument);
 

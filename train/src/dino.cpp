@@ -103,7 +103,8 @@ torch::Tensor DinoLoss::operator()(const torch::Tensor& student_output, const to
     auto batch_center = teacher_output.sum(0, /*keepdim=*/true);
     if (allreduce_sum) allreduce_sum(batch_center);
     batch_center = batch_center / (teacher_output.size(0) * world_size);
-    center = center * center_momentum_ + batch_center * (1 - center_momentum_);
+    // In place: a CUDA graph of the step (StepGraph) replays its writes into this very tensor.
+    center.mul_(center_momentum_).add_(batch_center, 1 - center_momentum_);
   }
   return total;
 }

@@ -77,6 +77,18 @@ const torch::optim::AdamWParamState* adamw_state(const torch::optim::Optimizer& 
                                : dynamic_cast<const torch::optim::AdamWParamState*>(found->second.get());
 }
 
+torch::optim::AdamWParamState& MultiTensorAdamW::state_of(const torch::Tensor& p) {
+  using Key = typename std::decay_t<decltype(state_)>::key_type;
+  auto& slot = state_[state_key<Key>(p)];
+  if (!slot) {  // zero moments and step count, as torch::optim::AdamW starts them
+    auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+    fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    slot = std::move(fresh);
+  }
+  return static_cast<torch::optim::AdamWParamState&>(*slot);
+}
+
 torch::Tensor MultiTensorAdamW::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
   torch::Tensor loss;
@@ -84,7 +96,6 @@ torch::Tensor MultiTensorAdamW::step(LossClosure closure) {
     at::AutoGradMode enable_grad(true);
     loss = closure();
   }
-  using Key = typename std::decay_t<decltype(state_)>::key_type;
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     if (o.amsgrad()) throw std::invalid_argument("MultiTensorAdamW: amsgrad is not implemented");
@@ -93,14 +104,7 @@ torch::Tensor MultiTensorAdamW::step(LossClosure closure) {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       if (p.grad().is_sparse()) throw std::invalid_argument("MultiTensorAdamW: sparse gradients");
-      auto& slot = state_[state_key<Key>(p)];
-      if (!slot) {
-        auto fresh = std::make_unique<torch::optim::AdamWParamState>();
-        fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        slot = std::move(fresh);
-      }
-      auto& s = static_cast<torch::optim::AdamWParamState&>(*slot);
+      auto& s = state_of(p);
       s.step(s.step() + 1);
       params.push_back(p);
       grads.push_back(p.grad());
@@ -166,6 +170,78 @@ torch::Tensor MultiTensorAdamW::step(LossClosure closure) {
   return loss;
 }
 
+void MultiTensorAdamW::step_on_device(const torch::Tensor& lr, const torch::Tensor& weight_decay) {
+  torch::NoGradGuard no_grad;
+  for (auto& group : param_groups_) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    if (o.amsgrad()) throw std::invalid_argument("MultiTensorAdamW: amsgrad is not implemented");
+    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps, existing;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      auto& s = state_of(p);
+      auto& t = device_steps_[p.unsafeGetTensorImpl()];
+      if (t.defined()) {
+        existing.push_back(t);
+      } else {  // this parameter's first step on the device: this step's count, from the host's
+        t = torch::full({}, static_cast<double>(s.step() + 1),
+                        torch::TensorOptions().dtype(torch::kFloat32).device(p.device()));
+      }
+      params.push_back(p);
+      grads.push_back(p.grad());
+      exp_avgs.push_back(s.exp_avg());
+      exp_avg_sqs.push_back(s.exp_avg_sq());
+      steps.push_back(t);
+    }
+    if (params.empty()) continue;
+    if (!existing.empty()) at::_foreach_add_(existing, 1);
+    const auto n = params.size();
+    const auto each = [n](const torch::Tensor& t) { return std::vector<torch::Tensor>(n, t); };
+    const double eps = o.eps(), beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
+    if (o.weight_decay() != 0) at::_foreach_mul_(params, each(1 - lr * weight_decay));
+    at::_foreach_mul_(exp_avgs, beta1);
+    at::_foreach_add_(exp_avgs, grads, 1 - beta1);
+    at::_foreach_mul_(exp_avg_sqs, beta2);
+    at::_foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2);
+    // 1 - beta^t from the device's t as 1 - exp(t ln beta) (list ops that Debian's 1.13 has too), in
+    // float64 as the host computes it: the float32 counts' exp alone is off by ~1e-6 of the update.
+    std::vector<torch::Tensor> steps64;
+    for (const auto& t : steps) steps64.push_back(t.to(torch::kFloat64));
+    const auto bias_correction = [&steps64](double beta) {
+      auto c = at::_foreach_mul(steps64, std::log(beta));
+      at::_foreach_exp_(c);
+      at::_foreach_neg_(c);
+      at::_foreach_add_(c, 1);
+      return c;
+    };
+    auto sqrt_bc2 = bias_correction(beta2);
+    at::_foreach_sqrt_(sqrt_bc2);
+    auto denominators = at::_foreach_sqrt(exp_avg_sqs);
+    at::_foreach_div_(denominators, sqrt_bc2);
+    at::_foreach_add_(denominators, eps);
+    // p -= lr / (1 - beta1^t) * m / denominator
+    auto neg_step_size = bias_correction(beta1);
+    at::_foreach_reciprocal_(neg_step_size);
+    at::_foreach_mul_(neg_step_size, each(-lr));
+    auto updates = at::_foreach_div(exp_avgs, denominators);
+    at::_foreach_mul_(updates, neg_step_size);
+    at::_foreach_add_(params, updates);
+    last_path_ = "device_schedule";
+  }
+}
+
+void MultiTensorAdamW::advance_host_steps() {
+  using Key = typename std::decay_t<decltype(state_)>::key_type;
+  for (auto& group : param_groups_) {
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      const auto found = state_.find(state_key<Key>(p));
+      if (found == state_.end()) continue;  // never stepped
+      auto& s = static_cast<torch::optim::AdamWParamState&>(*found->second);
+      s.step(s.step() + 1);
+    }
+  }
+}
+
 void MultiTensorAdamW::zero_grad() {
   std::vector<torch::Tensor> grads;
   for (auto& group : param_groups_) {
@@ -185,6 +261,15 @@ void ema_update(torch::nn::Module& teacher, torch::nn::Module& student, double m
   if (t.empty()) return;
   at::_foreach_mul_(t, momentum);
   at::_foreach_add_(t, s, 1 - momentum);
+}
+
+void ema_update(torch::nn::Module& teacher, torch::nn::Module& student, const torch::Tensor& momentum) {
+  torch::NoGradGuard no_grad;
+  const auto t = teacher.parameters(), s = student.parameters();
+  if (t.size() != s.size()) throw std::invalid_argument("teacher and student differ in parameter count");
+  if (t.empty()) return;
+  at::_foreach_mul_(t, std::vector<torch::Tensor>(t.size(), momentum));
+  at::_foreach_addcmul_(t, s, std::vector<torch::Tensor>(t.size(), 1 - momentum));
 }
 
 torch::Tensor clip_gradients(torch::nn::Module& model, double clip) {

@@ -28,6 +28,7 @@
 #include "pcdino/train/phase_clock.hpp"
 #include "pcdino/train/process.hpp"
 #include "pcdino/train/schedules.hpp"
+#include "pcdino/train/step_graph.hpp"
 #include "pcdino/train/watchdog.hpp"
 
 namespace pcdino::train {
@@ -183,6 +184,12 @@ struct EpochContext {
   torch::Device device = torch::kCPU;
   std::optional<torch::ScalarType> amp;
   PhaseClock* clock = nullptr;  // times the phases of each step
+  // --cuda-graph: the step's graph, its static crops (made at the first graphed step) and the schedules'
+  // values on the device, all filled before each replay.
+  bool graph_step = false;     // --cuda-graph's step from the epoch the last layer trains
+  StepGraph* graph = nullptr;  // null: that step runs eagerly (tests)
+  Batch graph_inputs;
+  torch::Tensor lr_t, wd_t, momentum_t;
   double clip_grad = 0;
   int freeze_last_layer = 0;
   int epochs = 0;
@@ -205,6 +212,20 @@ struct EpochStats {
   std::optional<std::size_t> stopped_after;
 };
 
+// Whether this step is --cuda-graph's: from the epoch the last layer trains (before it its gradients are
+// dropped, which a graph cannot do), and crops of the graph's shapes (made from the first such step's).
+bool graphed_step(EpochContext& ctx, int epoch, const Batch& crops) {
+  if (!ctx.graph_step || epoch < ctx.freeze_last_layer) return false;
+  if (ctx.graph_inputs.empty()) {
+    for (const auto& t : crops)
+      ctx.graph_inputs.push_back(torch::empty(t.sizes(), t.options().device(ctx.device)));
+  }
+  for (std::size_t k = 0; k < crops.size(); ++k) {
+    if (k >= ctx.graph_inputs.size() || crops[k].sizes() != ctx.graph_inputs[k].sizes()) return false;
+  }
+  return crops.size() == ctx.graph_inputs.size();
+}
+
 // One epoch from iteration `first_iter` on (main_dino.py's train_one_epoch): per iteration the schedules'
 // lr, weight decay and momentum, teacher and student forward, DINO loss, backward (averaged over ranks),
 // clipping, the frozen last layer, AdamW step, EMA of the teacher, and a metrics record every 10
@@ -220,6 +241,8 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
   stats.entropy_sum = torch::zeros({}, on_device);
   // The window's losses (float64: thousands of float32 terms over an epoch).
   auto window_loss_sum = torch::zeros({}, on_device.dtype(torch::kFloat64));
+  // A new epoch's step writes into the new sums and uses its teacher temperature: a new graph.
+  if (ctx.graph) ctx.graph->reset();
   double window_entropy_start = 0;
   std::size_t window_count = 0, window_first = first_iter;
   const auto epoch_start = std::chrono::steady_clock::now();
@@ -235,29 +258,61 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
     PhaseClock& clock = *ctx.clock;
     clock.start();
     Batch crops_batch = *loader.next();
-    for (auto& t : crops_batch) t = t.to(ctx.device, /*non_blocking=*/true);
-    clock.lap(Phase::kData);
-    torch::Tensor value;
-    {
-      const AutocastGuard autocast(ctx.amp);
-      const auto teacher_out = ctx.teacher->forward(Batch(crops_batch.begin(), crops_batch.begin() + 2));
-      const auto student_out = ctx.student->forward(crops_batch);
-      value = ctx.loss(student_out, teacher_out, epoch, ctx.allreduce_sum, ctx.ranks);
+    if (graphed_step(ctx, epoch, crops_batch)) {
+      // The crops and schedules into the graph's static tensors, then the whole step in one replay.
+      for (std::size_t k = 0; k < crops_batch.size(); ++k)
+        ctx.graph_inputs[k].copy_(crops_batch[k], /*non_blocking=*/true);
+      ctx.lr_t.fill_(lr), ctx.wd_t.fill_(wd), ctx.momentum_t.fill_(momentum);
+      clock.lap(Phase::kData);
+      const auto step = [&] {
+        torch::Tensor loss_value;
+        {
+          const AutocastGuard autocast(ctx.amp);
+          const auto& in = ctx.graph_inputs;
+          const auto teacher_out = ctx.teacher->forward(Batch(in.begin(), in.begin() + 2));
+          loss_value = ctx.loss(ctx.student->forward(in), teacher_out, epoch, ctx.allreduce_sum, ctx.ranks);
+        }
+        stats.entropy_sum.add_(ctx.loss.teacher_entropy);
+        window_loss_sum.add_(loss_value.detach());
+        ctx.optimizer.zero_grad();
+        loss_value.backward();
+        if (ctx.clip_grad > 0) clip_gradients(*ctx.student, ctx.clip_grad);
+        ctx.optimizer.step_on_device(ctx.lr_t, ctx.wd_t);
+        ema_update(*ctx.teacher, *ctx.student, ctx.momentum_t);
+      };
+      if (ctx.graph) {
+        ctx.graph->run(step);
+      } else {
+        step();
+      }
+      ctx.optimizer.advance_host_steps();
+      // One replay has no phases: all of it is counted as forward.
+      clock.lap(Phase::kForward), clock.lap(Phase::kBackward), clock.lap(Phase::kUpdate);
+    } else {
+      for (auto& t : crops_batch) t = t.to(ctx.device, /*non_blocking=*/true);
+      clock.lap(Phase::kData);
+      torch::Tensor value;
+      {
+        const AutocastGuard autocast(ctx.amp);
+        const auto teacher_out = ctx.teacher->forward(Batch(crops_batch.begin(), crops_batch.begin() + 2));
+        const auto student_out = ctx.student->forward(crops_batch);
+        value = ctx.loss(student_out, teacher_out, epoch, ctx.allreduce_sum, ctx.ranks);
+      }
+      stats.entropy_sum.add_(ctx.loss.teacher_entropy);
+      window_loss_sum.add_(value.detach());
+      clock.lap(Phase::kForward);
+      ctx.optimizer.zero_grad();
+      ctx.scaler.scale(value).backward();
+      if (ctx.fusion) ctx.fusion->finish();  // the gradients averaged over ranks
+      clock.lap(Phase::kBackward);
+      const bool finite = ctx.scaler.unscale(ctx.student->parameters());
+      if (ctx.clip_grad > 0) clip_gradients(*ctx.student, ctx.clip_grad);
+      cancel_gradients_last_layer(epoch, ctx.student, ctx.freeze_last_layer);
+      if (finite) ctx.optimizer.step();  // a float16 overflow skips the step, as GradScaler.step does
+      ctx.scaler.update(!finite);
+      ema_update(*ctx.teacher, *ctx.student, momentum);
+      clock.lap(Phase::kUpdate);
     }
-    stats.entropy_sum.add_(ctx.loss.teacher_entropy);
-    window_loss_sum.add_(value.detach());
-    clock.lap(Phase::kForward);
-    ctx.optimizer.zero_grad();
-    ctx.scaler.scale(value).backward();
-    if (ctx.fusion) ctx.fusion->finish();  // the gradients averaged over ranks
-    clock.lap(Phase::kBackward);
-    const bool finite = ctx.scaler.unscale(ctx.student->parameters());
-    if (ctx.clip_grad > 0) clip_gradients(*ctx.student, ctx.clip_grad);
-    cancel_gradients_last_layer(epoch, ctx.student, ctx.freeze_last_layer);
-    if (finite) ctx.optimizer.step();  // a float16 overflow skips the step, as GradScaler.step does
-    ctx.scaler.update(!finite);
-    ema_update(*ctx.teacher, *ctx.student, momentum);
-    clock.lap(Phase::kUpdate);
     ++stats.loss_count;
     ++ctx.iterations_this_run;
     ++window_count;
@@ -332,6 +387,26 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   const bool writer = rank == 0;  // one rank writes checkpoints and logs
   const torch::Device device = select_device(rt.device, world ? world->local_rank() : rt.local_rank);
   const auto amp = h.use_fp16 ? autocast_dtype(device, rt.amp_dtype) : std::nullopt;
+  // --cuda-graph's conditions, before anything is written.
+  std::unique_ptr<StepGraph> graph;
+  if (rt.cuda_graph) {
+    if (ranks > 1) {
+      throw ConfigError(
+          "--cuda-graph: one rank only (the gradients' allreduce is not in the graph); this run "
+          "has " +
+          std::to_string(ranks));
+    }
+    if (amp == torch::kHalf) {
+      throw ConfigError(
+          "--cuda-graph: not with float16 autocast (its loss scaling decides on the host "
+          "whether a step is skipped); use --amp-dtype bfloat16 or use_fp16: false");
+    }
+    try {
+      graph = std::make_unique<StepGraph>(device);
+    } catch (const Error& e) {
+      throw ConfigError(e.what());
+    }
+  }
   torch::manual_seed(c.meta.seed);
   stop_requested.store(false);
 
@@ -462,6 +537,12 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   const std::unique_ptr<PhaseClock> phase_clock_owner = make_phase_clock(device);
   PhaseClock& phase_clock = *phase_clock_owner;
   ctx.clock = &phase_clock;
+  if (rt.cuda_graph || rt.graph_step_without_graph) {
+    ctx.graph_step = true, ctx.graph = graph.get();
+    const auto scalar = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+    ctx.lr_t = torch::zeros({}, scalar), ctx.wd_t = torch::zeros({}, scalar);
+    ctx.momentum_t = torch::zeros({}, scalar);
+  }
   ctx.clip_grad = h.clip_grad, ctx.freeze_last_layer = h.freeze_last_layer;
   ctx.epochs = epochs, ctx.niter = niter, ctx.global_batch = global_batch;
   ctx.stop_after_iterations = rt.stop_after_iterations;

@@ -31,14 +31,32 @@ class MultiTensorAdamW : public torch::optim::AdamW {
   /// torch::optim::AdamW::step); returns its loss or an undefined tensor.
   torch::Tensor step(LossClosure closure = nullptr) override;
 
+  /// One update of every group that reads its schedule from the device, so that it can be captured in a
+  /// CUDA graph and replayed (PyTorch's capturable _multi_tensor_adamw): `lr` and `weight_decay` are 0-dim
+  /// float32 tensors on the parameters' device, filled before each step; every group's lr is `lr`, and a
+  /// group whose options have a non-zero weight_decay decays by `weight_decay` (DINO's regularised group),
+  /// the others not. Step counts and bias corrections are device tensors (float32, as PyTorch keeps them).
+  /// The host step counts are not advanced: call advance_host_steps() after each step that ran, eager or
+  /// replayed. Before a capture every parameter must have taken an eager step here (its device step count
+  /// is made then, not inside a graph).
+  void step_on_device(const torch::Tensor& lr, const torch::Tensor& weight_decay);
+
+  /// The host side of a step_on_device() that ran: every parameter with a gradient counts one more step
+  /// (the count checkpoints keep).
+  void advance_host_steps();
+
   /// Sets every defined gradient of every group to zero with one list op (Optimizer::zero_grad: one
   /// kernel per parameter).
   void zero_grad();
 
-  /// The kernels the last step() ran: "foreach" or "fused"; "" before the first step.
+  /// The kernels the last step ran: "foreach" or "fused" (step()), "device_schedule" (step_on_device());
+  /// "" before the first step.
   const std::string& last_path() const { return last_path_; }
 
  private:
+  // p's AdamW state, made on its first step.
+  torch::optim::AdamWParamState& state_of(const torch::Tensor& p);
+
   bool fused_refused_ = false;
   std::string last_path_;
   // The fused path's per-parameter step counts on the device, by the parameter's TensorImpl.
@@ -54,6 +72,10 @@ const torch::optim::AdamWParamState* adamw_state(const torch::optim::Optimizer& 
 /// autograd, as two list ops (main_dino.py: param_k.data.mul_(m).add_((1 - m) * param_q.detach().data)).
 /// Throws std::invalid_argument if the modules differ in parameter count.
 void ema_update(torch::nn::Module& teacher, torch::nn::Module& student, double momentum);
+
+/// The same with `momentum` a 0-dim tensor on the parameters' device (read there: capturable in a CUDA
+/// graph).
+void ema_update(torch::nn::Module& teacher, torch::nn::Module& student, const torch::Tensor& momentum);
 
 /// Per-parameter clipping (utils.clip_gradients): every gradient of `model` whose L2 norm exceeds `clip`
 /// is scaled by clip / (norm + 1e-6), the others are left as they are. The norms are one list op, the

@@ -32,6 +32,13 @@ struct TrainRuntime {
   /// of the configuration), so that loading and augmenting are not part of the step, as in
   /// bench/baseline_dino_step.py. The model learns nothing from them.
   bool synthetic_crops = false;
+  /// Capture each epoch's step as a CUDA graph after a few eager steps and replay it (StepGraph), from the
+  /// epoch the last layer is trained on; one rank on a CUDA device, float32 or bfloat16 (float16's loss
+  /// scaling decides on the host whether to skip a step). Refused (ConfigError) otherwise.
+  bool cuda_graph = false;
+  /// Tests: --cuda-graph's step (static crops, the schedules read from device scalars) run eagerly on any
+  /// device, without a graph, to compare it with the ordinary step.
+  bool graph_step_without_graph = false;
 };
 
 struct TrainReport {
