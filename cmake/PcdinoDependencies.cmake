@@ -11,7 +11,7 @@ if(PCDINO_WITH_TORCH)
   find_package(Torch REQUIRED)
   set(PCDINO_HAVE_TORCH ON)
   # A LibTorch built with CUDA (a PyTorch wheel's) has torch_cuda and c10_cuda: CUDA graphs of the step.
-  if(TARGET torch_cuda OR C10_CUDA_LIBRARY)
+  if(TARGET torch_cuda)
     set(PCDINO_TORCH_CUDA ON)
   endif()
   # TorchConfig sets the ABI flag on the torch target; nothing else of TORCH_CXX_FLAGS is needed globally.

@@ -124,7 +124,8 @@ TEST(MultiTensor, AdamWWithTheScheduleOnTheDeviceMatchesLibTorchsAdamW) {
   static_cast<torch::optim::AdamWOptions&>(groups[1].options()).weight_decay(0.0);  // does not
   MultiTensorAdamW opt(groups, torch::optim::AdamWOptions(0.0));
   DinoLoss loss(64, 4, 0.04, 0.04, 0, 2);
-  auto lr_t = torch::zeros({}), wd_t = torch::zeros({});
+  const auto scalar = torch::TensorOptions().dtype(torch::kFloat64);
+  auto lr_t = torch::zeros({}, scalar), wd_t = torch::zeros({}, scalar);
   for (int step = 0; step < 20; ++step) {
     const double lr = 1e-3 * (1 + std::cos(M_PI * step / 20)), wd = 0.04 + 0.01 * step;
     set_schedule(reference_opt, lr, wd);
@@ -220,7 +221,7 @@ TEST(MultiTensor, EmaAndClippingMatchThePerParameterReference) {
   copy_parameters(on_device, teacher);
   ema_update(*teacher, *student, 0.996);
   expect_close(expected_teacher, teacher, 1e-7);
-  ema_update(*on_device, *student, torch::full({}, 0.996));
+  ema_update(*on_device, *student, torch::full({}, 0.996, torch::kFloat64));
   expect_close(expected_teacher, on_device, 1e-6);
   EXPECT_FALSE(torch::equal(teacher->backbone->cls_token, student->backbone->cls_token));
   EXPECT_THROW(ema_update(*teacher, *student->backbone, 0.9), std::invalid_argument);

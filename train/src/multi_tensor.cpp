@@ -139,6 +139,9 @@ torch::Tensor MultiTensorAdamW::step(LossClosure closure) {
       }
     }
 
+    // The list ops keep the count on the host alone: a device count made by an earlier fused step or
+    // step_on_device() would fall behind, so it is made again from the host's when next needed.
+    for (const auto& p : params) device_steps_.erase(p.unsafeGetTensorImpl());
     const double lr = o.lr(), wd = o.weight_decay(), eps = o.eps();
     const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
     if (wd != 0) at::_foreach_mul_(params, 1 - lr * wd);

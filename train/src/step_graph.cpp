@@ -2,14 +2,20 @@
 
 #include <spdlog/spdlog.h>
 
+#include <stdexcept>
+#include <string>
+
 #include "pcdino/core/error.hpp"
 
 #ifdef PCDINO_TORCH_CUDA
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <torch/version.h>
 
 #include <memory>
 #include <optional>
@@ -36,6 +42,12 @@ struct NoAutocastCache {
   ~NoAutocastCache() { at::autocast::set_autocast_cache_enabled(was); }
 };
 
+// A capture that failed after it began, and whose capture could not be ended cleanly: PyTorch's allocator
+// and CUDA generator are then left in capture state, and no eager step can follow.
+struct BrokenCapture : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace
 
 struct StepGraph::Impl {
@@ -55,14 +67,25 @@ struct StepGraph::Impl {
       const c10::cuda::CUDAStreamGuard guard(side);
       const NoAutocastCache no_cache;
       if (capture) {
+        // As torch.cuda.graph does: the warm-up's blocks and an earlier epoch's graph pool go back to
+        // the device before this capture allocates its own.
+        c10::cuda::device_synchronize();
+        c10::cuda::CUDACachingAllocator::emptyCache();
         graph.emplace();
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+        // Thread-local: the loader threads' pinned-memory calls (cudaHostAlloc, cudaEventQuery) go on
+        // during the capture, which the default global mode would make it fail on.
+        graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+#else
         graph->capture_begin();
+#endif
         try {
           body();
-        } catch (...) {
+        } catch (const std::exception& e) {
           try {
-            graph->capture_end();  // leaves capture mode; a broken capture throws here too
-          } catch (...) {
+            graph->capture_end();  // leaves capture mode; an invalidated capture throws here
+          } catch (const std::exception& end) {
+            throw BrokenCapture(std::string(e.what()) + "; ending the capture: " + end.what());
           }
           graph.reset();
           throw;
@@ -78,6 +101,8 @@ struct StepGraph::Impl {
 
 StepGraph::StepGraph(const torch::Device& device, int warmup) {
   if (!device.is_cuda()) throw Error(ExitCode::kUsage, "--cuda-graph: needs a CUDA device (--device)");
+  // The optimizer's state and device step counts are made by an eager step, never inside the capture.
+  if (warmup < 1) throw std::invalid_argument("StepGraph: at least one eager step before the capture");
   impl_ = std::make_unique<Impl>(device.has_index() ? device.index() : c10::cuda::current_device(), warmup);
 }
 
@@ -97,6 +122,12 @@ bool StepGraph::run(const std::function<void()>& body) {
   if (!g.graph) {
     try {
       g.on_side_stream(body, true);
+    } catch (const BrokenCapture& e) {
+      throw Error(
+          ExitCode::kSoftware,
+          std::string("--cuda-graph: the step could not be captured and the capture could not be ended "
+                      "(") +
+              e.what() + "); PyTorch's CUDA state is left in capture: run without --cuda-graph");
     } catch (const std::exception& e) {
       failed_ = true;
       failure_ = e.what();

@@ -539,7 +539,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   ctx.clock = &phase_clock;
   if (rt.cuda_graph || rt.graph_step_without_graph) {
     ctx.graph_step = true, ctx.graph = graph.get();
-    const auto scalar = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+    // float64, as the host computes the schedules (1 - momentum near 1 keeps its digits).
+    const auto scalar = torch::TensorOptions().dtype(torch::kFloat64).device(device);
     ctx.lr_t = torch::zeros({}, scalar), ctx.wd_t = torch::zeros({}, scalar);
     ctx.momentum_t = torch::zeros({}, scalar);
   }

@@ -33,9 +33,10 @@ class MultiTensorAdamW : public torch::optim::AdamW {
 
   /// One update of every group that reads its schedule from the device, so that it can be captured in a
   /// CUDA graph and replayed (PyTorch's capturable _multi_tensor_adamw): `lr` and `weight_decay` are 0-dim
-  /// float32 tensors on the parameters' device, filled before each step; every group's lr is `lr`, and a
-  /// group whose options have a non-zero weight_decay decays by `weight_decay` (DINO's regularised group),
-  /// the others not. Step counts and bias corrections are device tensors (float32, as PyTorch keeps them).
+  /// tensors on the parameters' device (float64, as the host computes the schedules), filled before each
+  /// step; every group's lr is `lr`, and a group whose options have a non-zero weight_decay decays by
+  /// `weight_decay` (DINO's regularised group), the others not (a captured step keeps the choice its
+  /// capture saw). Step counts and bias corrections are device tensors (float32, as PyTorch keeps them).
   /// The host step counts are not advanced: call advance_host_steps() after each step that ran, eager or
   /// replayed. Before a capture every parameter must have taken an eager step here (its device step count
   /// is made then, not inside a graph).

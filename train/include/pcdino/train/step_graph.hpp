@@ -18,12 +18,17 @@ namespace pcdino::train {
 /// run(), device scalars for the schedules, parameters, gradients, optimizer state, the DINO centre,
 /// accumulators updated in place) and must not read the device from the host (.item(), .cpu()).
 ///
-/// A capture that fails (an operation that cannot be captured) is ended, logged once, and the body runs
-/// eagerly from then on: failed() says so. Not thread-safe.
+/// Before the capture the device is synchronised and the allocator's cache emptied (as torch.cuda.graph
+/// does); the capture is thread-local (LibTorch >= 2.1), so the loader threads may go on pinning memory.
+/// A capture that fails on the host while the capture itself stays valid is ended, logged once, and the
+/// body runs eagerly from then on: failed() says so. One whose capture cannot be ended (an operation the
+/// capture does not allow) leaves PyTorch's allocator and CUDA generator in capture state: run() then
+/// throws Error (kSoftware) telling the user to train without --cuda-graph. Not thread-safe.
 class StepGraph {
  public:
-  /// `device` is the CUDA device the body runs on. Throws Error (kUsage) when this build's LibTorch has no
-  /// CUDA (no CUDA graphs) or `device` is not a CUDA device.
+  /// `device` is the CUDA device the body runs on; `warmup` >= 1 eager runs before each capture (they make
+  /// the optimizer's state). Throws Error (kUsage) when this build's LibTorch has no CUDA (no CUDA graphs)
+  /// or `device` is not a CUDA device, std::invalid_argument for `warmup` < 1.
   StepGraph(const torch::Device& device, int warmup = 3);
   ~StepGraph();
   StepGraph(const StepGraph&) = delete;
