@@ -100,7 +100,7 @@ struct StepGraph::Impl {
 };
 
 StepGraph::StepGraph(const torch::Device& device, int warmup) {
-  if (!device.is_cuda()) throw Error(ExitCode::kUsage, "--cuda-graph: needs a CUDA device (--device)");
+  if (!device.is_cuda()) throw ConfigError("--cuda-graph: needs a CUDA device (--device)");
   // The optimizer's state and device step counts are made by an eager step, never inside the capture.
   if (warmup < 1) throw std::invalid_argument("StepGraph: at least one eager step before the capture");
   impl_ = std::make_unique<Impl>(device.has_index() ? device.index() : c10::cuda::current_device(), warmup);
@@ -155,8 +155,7 @@ void StepGraph::reset() {
 struct StepGraph::Impl {};
 
 StepGraph::StepGraph(const torch::Device&, int) {
-  throw Error(ExitCode::kUsage,
-              "--cuda-graph: this pcdino's LibTorch has no CUDA (a CPU build), so no CUDA graphs");
+  throw ConfigError("--cuda-graph: this pcdino's LibTorch has no CUDA (a CPU build), so no CUDA graphs");
 }
 
 StepGraph::~StepGraph() = default;

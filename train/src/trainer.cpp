@@ -220,10 +220,47 @@ bool graphed_step(EpochContext& ctx, int epoch, const Batch& crops) {
     for (const auto& t : crops)
       ctx.graph_inputs.push_back(torch::empty(t.sizes(), t.options().device(ctx.device)));
   }
+  if (crops.size() != ctx.graph_inputs.size()) return false;
   for (std::size_t k = 0; k < crops.size(); ++k) {
-    if (k >= ctx.graph_inputs.size() || crops[k].sizes() != ctx.graph_inputs[k].sizes()) return false;
+    if (crops[k].sizes() != ctx.graph_inputs[k].sizes()) return false;
   }
-  return crops.size() == ctx.graph_inputs.size();
+  return true;
+}
+
+// One DINO step on `crops` (on the device): teacher and student forward, the loss (summed into
+// `entropy_sum` and `window_loss_sum`), backward averaged over ranks, unscaling, clipping, the frozen last
+// layer, the AdamW step and the teacher's EMA; `lap` marks the end of each phase. With
+// `schedule_on_device` the update reads lr, weight decay and momentum from ctx's device scalars, which is
+// the step a CUDA graph captures (where the scaler, the fusion and the frozen layer do nothing).
+void dino_step(EpochContext& ctx, const Batch& crops, int epoch, double momentum, bool schedule_on_device,
+               torch::Tensor& entropy_sum, torch::Tensor& window_loss_sum,
+               const std::function<void(Phase)>& lap) {
+  torch::Tensor value;
+  {
+    const AutocastGuard autocast(ctx.amp);
+    const auto teacher_out = ctx.teacher->forward(Batch(crops.begin(), crops.begin() + 2));
+    const auto student_out = ctx.student->forward(crops);
+    value = ctx.loss(student_out, teacher_out, epoch, ctx.allreduce_sum, ctx.ranks);
+  }
+  entropy_sum.add_(ctx.loss.teacher_entropy);
+  window_loss_sum.add_(value.detach());
+  lap(Phase::kForward);
+  ctx.optimizer.zero_grad();
+  ctx.scaler.scale(value).backward();
+  if (ctx.fusion) ctx.fusion->finish();  // the gradients averaged over ranks
+  lap(Phase::kBackward);
+  const bool finite = ctx.scaler.unscale(ctx.student->parameters());
+  if (ctx.clip_grad > 0) clip_gradients(*ctx.student, ctx.clip_grad);
+  cancel_gradients_last_layer(epoch, ctx.student, ctx.freeze_last_layer);
+  if (schedule_on_device) {
+    ctx.optimizer.step_on_device(ctx.lr_t, ctx.wd_t);
+    ema_update(*ctx.teacher, *ctx.student, ctx.momentum_t);
+  } else {
+    if (finite) ctx.optimizer.step();  // a float16 overflow skips the step, as GradScaler.step does
+    ctx.scaler.update(!finite);
+    ema_update(*ctx.teacher, *ctx.student, momentum);
+  }
+  lap(Phase::kUpdate);
 }
 
 // One epoch from iteration `first_iter` on (main_dino.py's train_one_epoch): per iteration the schedules'
@@ -265,20 +302,8 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
       ctx.lr_t.fill_(lr), ctx.wd_t.fill_(wd), ctx.momentum_t.fill_(momentum);
       clock.lap(Phase::kData);
       const auto step = [&] {
-        torch::Tensor loss_value;
-        {
-          const AutocastGuard autocast(ctx.amp);
-          const auto& in = ctx.graph_inputs;
-          const auto teacher_out = ctx.teacher->forward(Batch(in.begin(), in.begin() + 2));
-          loss_value = ctx.loss(ctx.student->forward(in), teacher_out, epoch, ctx.allreduce_sum, ctx.ranks);
-        }
-        stats.entropy_sum.add_(ctx.loss.teacher_entropy);
-        window_loss_sum.add_(loss_value.detach());
-        ctx.optimizer.zero_grad();
-        loss_value.backward();
-        if (ctx.clip_grad > 0) clip_gradients(*ctx.student, ctx.clip_grad);
-        ctx.optimizer.step_on_device(ctx.lr_t, ctx.wd_t);
-        ema_update(*ctx.teacher, *ctx.student, ctx.momentum_t);
+        dino_step(ctx, ctx.graph_inputs, epoch, momentum, true, stats.entropy_sum, window_loss_sum,
+                  [](Phase) {});
       };
       if (ctx.graph) {
         ctx.graph->run(step);
@@ -291,27 +316,8 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
     } else {
       for (auto& t : crops_batch) t = t.to(ctx.device, /*non_blocking=*/true);
       clock.lap(Phase::kData);
-      torch::Tensor value;
-      {
-        const AutocastGuard autocast(ctx.amp);
-        const auto teacher_out = ctx.teacher->forward(Batch(crops_batch.begin(), crops_batch.begin() + 2));
-        const auto student_out = ctx.student->forward(crops_batch);
-        value = ctx.loss(student_out, teacher_out, epoch, ctx.allreduce_sum, ctx.ranks);
-      }
-      stats.entropy_sum.add_(ctx.loss.teacher_entropy);
-      window_loss_sum.add_(value.detach());
-      clock.lap(Phase::kForward);
-      ctx.optimizer.zero_grad();
-      ctx.scaler.scale(value).backward();
-      if (ctx.fusion) ctx.fusion->finish();  // the gradients averaged over ranks
-      clock.lap(Phase::kBackward);
-      const bool finite = ctx.scaler.unscale(ctx.student->parameters());
-      if (ctx.clip_grad > 0) clip_gradients(*ctx.student, ctx.clip_grad);
-      cancel_gradients_last_layer(epoch, ctx.student, ctx.freeze_last_layer);
-      if (finite) ctx.optimizer.step();  // a float16 overflow skips the step, as GradScaler.step does
-      ctx.scaler.update(!finite);
-      ema_update(*ctx.teacher, *ctx.student, momentum);
-      clock.lap(Phase::kUpdate);
+      dino_step(ctx, crops_batch, epoch, momentum, false, stats.entropy_sum, window_loss_sum,
+                [&clock](Phase phase) { clock.lap(phase); });
     }
     ++stats.loss_count;
     ++ctx.iterations_this_run;
@@ -401,11 +407,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
           "--cuda-graph: not with float16 autocast (its loss scaling decides on the host "
           "whether a step is skipped); use --amp-dtype bfloat16 or use_fp16: false");
     }
-    try {
-      graph = std::make_unique<StepGraph>(device);
-    } catch (const Error& e) {
-      throw ConfigError(e.what());
-    }
+    graph = std::make_unique<StepGraph>(device);
   }
   torch::manual_seed(c.meta.seed);
   stop_requested.store(false);

@@ -27,7 +27,7 @@ namespace pcdino::train {
 class StepGraph {
  public:
   /// `device` is the CUDA device the body runs on; `warmup` >= 1 eager runs before each capture (they make
-  /// the optimizer's state). Throws Error (kUsage) when this build's LibTorch has no CUDA (no CUDA graphs)
+  /// the optimizer's state). Throws ConfigError when this build's LibTorch has no CUDA (no CUDA graphs)
   /// or `device` is not a CUDA device, std::invalid_argument for `warmup` < 1.
   StepGraph(const torch::Device& device, int warmup = 3);
   ~StepGraph();
