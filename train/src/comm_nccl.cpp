@@ -1,5 +1,6 @@
 // The NCCL backend: CUDA tensors, one rank per GPU, collectives on a stream of its own that is ordered
-// after the caller's stream with CUDA events (so a bucket's allreduce overlaps the rest of backward).
+// after the caller's current stream with CUDA events (so a bucket's allreduce overlaps the rest of
+// backward; under a CUDA graph's capture the events bring that stream into the capture).
 // Built only when CUDA and NCCL are found (PCDINO_WITH_NCCL); the unique id travels over MPI.
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/mpi_world.hpp"
@@ -11,6 +12,11 @@
 #include <nccl.h>
 
 #include <stdexcept>
+#include <string>
+
+#ifdef PCDINO_TORCH_CUDA
+#include <c10/cuda/CUDAStream.h>
+#endif
 #endif
 
 namespace pcdino::train {
@@ -46,8 +52,21 @@ ncclDataType_t nccl_type(const torch::Tensor& t) {
   }
 }
 
-// LibTorch queues its kernels on the legacy default stream unless told otherwise.
-const cudaStream_t kCallerStream = cudaStreamLegacy;  // named, whatever nullptr means in this build
+// Where LibTorch queues the caller's kernels: its current stream on the device (a CUDA graph's capture
+// stream, or the autograd engine's stream for a gradient hook). Without LibTorch's CUDA API, the legacy
+// default stream, LibTorch's unless told otherwise.
+cudaStream_t caller_stream(int device) {
+#ifdef PCDINO_TORCH_CUDA
+  return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
+#else
+  (void)device;
+  return cudaStreamLegacy;  // named, whatever nullptr means in this build
+#endif
+}
+
+// The first NCCL whose collectives CUDA graphs may capture (NCCL user guide, "Using NCCL with CUDA
+// Graphs": "Starting with NCCL 2.9").
+constexpr int kFirstCapturableNccl = 20900;  // NCCL_VERSION(2, 9, 0)
 
 class NcclCommunicator : public Communicator {
  public:
@@ -88,6 +107,21 @@ class NcclCommunicator : public Communicator {
 
   void wait_pending() override { before_caller(); }
 
+  bool graph_capturable() const override {
+#ifdef PCDINO_TORCH_CUDA
+    return nccl_version() >= kFirstCapturableNccl;
+#else
+    return false;           // the caller's stream is not known
+#endif
+  }
+
+  std::string version() const override {
+    // NCCL_VERSION's code: major * 1000 + minor * 100 + patch up to 2.8, major * 10000 + ... from 2.9.
+    const int v = nccl_version(), major_unit = v < 10000 ? 1000 : 10000;
+    return "NCCL " + std::to_string(v / major_unit) + "." + std::to_string(v % major_unit / 100) + "." +
+           std::to_string(v % 100);
+  }
+
   void broadcast(std::vector<torch::Tensor>& tensors, int root) override {
     after_caller();
     check_nccl(ncclGroupStart(), "ncclGroupStart");
@@ -123,6 +157,12 @@ class NcclCommunicator : public Communicator {
   }
 
  private:
+  static int nccl_version() {
+    int v = 0;
+    check_nccl(ncclGetVersion(&v), "ncclGetVersion");
+    return v;
+  }
+
   void check(const torch::Tensor& t) const {
     if (!t.is_cuda() || t.get_device() != device_ || !t.is_contiguous()) {
       throw std::invalid_argument("NCCL backend: tensors must be contiguous on cuda:" +
@@ -139,14 +179,14 @@ class NcclCommunicator : public Communicator {
 
   // Our stream waits for what the caller queued so far (the gradients being reduced)...
   void after_caller() {
-    check_cuda(cudaEventRecord(ready_, kCallerStream), "cudaEventRecord");
+    check_cuda(cudaEventRecord(ready_, caller_stream(device_)), "cudaEventRecord");
     check_cuda(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
   }
 
   // ... and the caller's stream waits for our collectives before it reads their results.
   void before_caller() {
     check_cuda(cudaEventRecord(done_, stream_), "cudaEventRecord");
-    check_cuda(cudaStreamWaitEvent(kCallerStream, done_, 0), "cudaStreamWaitEvent");
+    check_cuda(cudaStreamWaitEvent(caller_stream(device_), done_, 0), "cudaStreamWaitEvent");
   }
 
   const MpiWorld& world_;

@@ -231,7 +231,8 @@ bool graphed_step(EpochContext& ctx, int epoch, const Batch& crops) {
 // `entropy_sum` and `window_loss_sum`), backward averaged over ranks, unscaling, clipping, the frozen last
 // layer, the AdamW step and the teacher's EMA; `lap` marks the end of each phase. With
 // `schedule_on_device` the update reads lr, weight decay and momentum from ctx's device scalars, which is
-// the step a CUDA graph captures (where the scaler, the fusion and the frozen layer do nothing).
+// the step a CUDA graph captures (where the scaler and the frozen layer do nothing, and the fusion's and
+// the centre's allreduces are captured with the rest).
 void dino_step(EpochContext& ctx, const Batch& crops, int epoch, double momentum, bool schedule_on_device,
                torch::Tensor& entropy_sum, torch::Tensor& window_loss_sum,
                const std::function<void(Phase)>& lap) {
@@ -396,18 +397,16 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   // --cuda-graph's conditions, before anything is written.
   std::unique_ptr<StepGraph> graph;
   if (rt.cuda_graph) {
-    if (ranks > 1) {
-      throw ConfigError(
-          "--cuda-graph: one rank only (the gradients' allreduce is not in the graph); this run "
-          "has " +
-          std::to_string(ranks));
-    }
     if (amp == torch::kHalf) {
       throw ConfigError(
           "--cuda-graph: not with float16 autocast (its loss scaling decides on the host "
           "whether a step is skipped); use --amp-dtype bfloat16 or use_fp16: false");
     }
-    graph = std::make_unique<StepGraph>(device);
+    StepGraph::AllRanks all_ranks;
+    if (ranks > 1) {  // every rank keeps its graph, or none does
+      all_ranks = [world](bool captured) { return world->allreduce_max(captured ? 0 : 1) == 0; };
+    }
+    graph = std::make_unique<StepGraph>(device, 3, all_ranks);
   }
   torch::manual_seed(c.meta.seed);
   stop_requested.store(false);
@@ -450,6 +449,12 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   GradScaler scaler(amp == torch::kHalf);
   std::unique_ptr<Communicator> comm;
   if (ranks > 1) comm = make_communicator(*world, device);
+  if (graph && comm && !comm->graph_capturable()) {  // the gradients' and the centre's allreduce are in it
+    throw ConfigError("--cuda-graph with " + std::to_string(ranks) +
+                      " ranks: the collectives are captured with the step, which needs NCCL 2.9 or later "
+                      "and a LibTorch with CUDA; this is " +
+                      comm->version() + ": run without --cuda-graph or on one rank");
+  }
   if (device.is_cuda()) {
     spdlog::info("training on {} with {}", device.str(),
                  amp ? std::string("autocast to ") + c10::toString(*amp) +

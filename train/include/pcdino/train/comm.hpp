@@ -50,6 +50,13 @@ class Communicator {
   /// Waits for every started reduction (MPI), or makes the caller's stream wait for them (NCCL); rethrows
   /// the first error of one.
   virtual void wait_pending() = 0;
+
+  /// Whether these collectives may be captured in a CUDA graph (StepGraph): NCCL from 2.9 on ("Using NCCL
+  /// with CUDA Graphs", NCCL user guide), queued after the caller's current stream (a build whose LibTorch
+  /// has CUDA); never MPI, which reduces on the host.
+  virtual bool graph_capturable() const { return false; }
+  /// What graph_capturable() depends on, for a message ("NCCL 2.28.9", say).
+  virtual std::string version() const { return backend(); }
 };
 
 /// An uninitialised tensor for allgather's result: [size * N, ...] for `tensor` [N, ...] (a scalar counts

@@ -33,8 +33,9 @@ struct TrainRuntime {
   /// bench/baseline_dino_step.py. The model learns nothing from them.
   bool synthetic_crops = false;
   /// Capture each epoch's step as a CUDA graph after a few eager steps and replay it (StepGraph), from the
-  /// epoch the last layer is trained on; one rank on a CUDA device, float32 or bfloat16 (float16's loss
-  /// scaling decides on the host whether to skip a step). Refused (ConfigError) otherwise.
+  /// epoch the last layer is trained on; a CUDA device, float32 or bfloat16 (float16's loss scaling
+  /// decides on the host whether to skip a step); with several ranks the NCCL allreduces are captured
+  /// with the step (NCCL >= 2.9). Refused (ConfigError) otherwise.
   bool cuda_graph = false;
   /// Tests: --cuda-graph's step (static crops, the schedules read from device scalars) run eagerly on any
   /// device, without a graph, to compare it with the ordinary step.
