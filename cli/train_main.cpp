@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
                "augmentation in the step; the model learns nothing)");
   app.add_flag("--cuda-graph", rt.cuda_graph,
                "Capture each epoch's training step as a CUDA graph after 3 eager steps and replay it (CUDA "
-               "device, float32 or bfloat16, NCCL >= 2.9 with several ranks; from the epoch the last layer "
+               "device, float32 or bfloat16, NCCL >= 2.9.6 with several ranks; from the epoch the last layer "
                "trains)");
   return pcdino::app::run_command_line(app, argc, argv, [&] {
     rt.resume = !no_resume;

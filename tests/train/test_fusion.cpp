@@ -88,6 +88,35 @@ TEST(GradientFusion, StartsDuringBackwardAndAveragesIntoGrad) {
   EXPECT_TRUE(torch::allclose(params[0].grad(), 2 * local[0]));
 }
 
+// A step abandoned after backward started its buffers (a CUDA graph capture that threw before finish()):
+// the next step sends every buffer again, as the ranks whose step did not fail do.
+TEST(GradientFusion, AnAbandonedStepLeavesTheNextStepWhole) {
+  torch::manual_seed(0);
+  torch::nn::Sequential net(torch::nn::Linear(4, 8), torch::nn::Linear(8, 2));
+  RecordingCommunicator comm;
+  FusionOptions o;
+  o.threshold_bytes = 20 * 4;
+  GradientFusion fusion(comm, chain_params(net), o);
+  fusion.attach();
+  const auto x = torch::randn({5, 4});
+  net->forward(x).pow(2).sum().backward();
+  ASSERT_EQ(comm.started.size(), 3U);
+  fusion.abandon();
+  EXPECT_EQ(comm.waits, 1) << "the started reductions are waited for (NCCL: its stream joins back)";
+  std::vector<torch::Tensor> local;
+  for (auto& p : net->parameters()) {
+    p.mutable_grad().zero_();
+  }
+  comm.started.clear();
+  net->forward(x).pow(2).sum().backward();
+  for (auto& p : net->parameters()) local.push_back(p.grad().clone());
+  fusion.finish();
+  EXPECT_EQ(comm.started, (std::vector<int64_t>{18, 8, 32}));
+  const auto params = net->parameters();
+  for (std::size_t k = 0; k < params.size(); ++k)
+    EXPECT_TRUE(torch::allclose(params[k].grad(), 2 * local[k]));
+}
+
 TEST(GradientFusion, UnusedParameterIsSentAsZeros) {
   torch::nn::Linear used(3, 1), unused(3, 1);
   RecordingCommunicator comm;

@@ -64,9 +64,16 @@ cudaStream_t caller_stream(int device) {
 #endif
 }
 
-// The first NCCL whose collectives CUDA graphs may capture (NCCL user guide, "Using NCCL with CUDA
-// Graphs": "Starting with NCCL 2.9").
-constexpr int kFirstCapturableNccl = 20900;  // NCCL_VERSION(2, 9, 0)
+// What capturing NCCL's collectives in a CUDA graph needs: NCCL 2.9.6 (its release notes: "Add support
+// for CUDA graphs"; PyTorch's CUDA notes ask the same for DDP) and CUDA 11.3, runtime and driver (NCCL
+// user guide, "Using NCCL with CUDA Graphs").
+constexpr int kFirstCapturableNccl = 20906;  // NCCL_VERSION(2, 9, 6)
+constexpr int kFirstCapturableCuda = 11030;  // CUDA 11.3, as cudaRuntimeGetVersion gives it
+
+// "major.minor" of a CUDA version code (1000 * major + 10 * minor).
+std::string cuda_version_text(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
 
 class NcclCommunicator : public Communicator {
  public:
@@ -93,23 +100,32 @@ class NcclCommunicator : public Communicator {
   std::string backend() const override { return "nccl"; }
 
   void allreduce(std::vector<torch::Tensor>& tensors, ReduceOp op) override {
-    after_caller();
-    check_nccl(ncclGroupStart(), "ncclGroupStart");
-    for (auto& t : tensors) launch_allreduce(t, op);
-    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
-    before_caller();
+    between_caller([&] {
+      grouped([&] {
+        for (auto& t : tensors) launch_allreduce(t, op);
+      });
+    });
   }
 
   void start_allreduce(torch::Tensor flat, ReduceOp op) override {
     after_caller();
-    launch_allreduce(flat, op);
+    try {
+      launch_allreduce(flat, op);
+    } catch (...) {
+      rejoin_quietly();
+      throw;
+    }
   }
 
   void wait_pending() override { before_caller(); }
 
   bool graph_capturable() const override {
 #ifdef PCDINO_TORCH_CUDA
-    return nccl_version() >= kFirstCapturableNccl;
+    int runtime = 0, driver = 0;
+    cudaRuntimeGetVersion(&runtime);
+    cudaDriverGetVersion(&driver);
+    return nccl_version() >= kFirstCapturableNccl && runtime >= kFirstCapturableCuda &&
+           driver >= kFirstCapturableCuda;
 #else
     return false;           // the caller's stream is not known
 #endif
@@ -118,34 +134,38 @@ class NcclCommunicator : public Communicator {
   std::string version() const override {
     // NCCL_VERSION's code: major * 1000 + minor * 100 + patch up to 2.8, major * 10000 + ... from 2.9.
     const int v = nccl_version(), major_unit = v < 10000 ? 1000 : 10000;
+    int runtime = 0, driver = 0;
+    cudaRuntimeGetVersion(&runtime);
+    cudaDriverGetVersion(&driver);
     return "NCCL " + std::to_string(v / major_unit) + "." + std::to_string(v % major_unit / 100) + "." +
-           std::to_string(v % 100);
+           std::to_string(v % 100) + ", CUDA runtime " + cuda_version_text(runtime) + ", driver " +
+           cuda_version_text(driver);
   }
 
   void broadcast(std::vector<torch::Tensor>& tensors, int root) override {
-    after_caller();
-    check_nccl(ncclGroupStart(), "ncclGroupStart");
-    for (auto& t : tensors) {
-      check(t);
-      check_nccl(
-          ncclBroadcast(t.data_ptr(), t.data_ptr(), static_cast<std::size_t>(t.numel() * t.element_size()),
-                        ncclUint8, root, comm_, stream_),
-          "ncclBroadcast");
-    }
-    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
-    before_caller();
+    between_caller([&] {
+      grouped([&] {
+        for (auto& t : tensors) {
+          check(t);
+          check_nccl(ncclBroadcast(t.data_ptr(), t.data_ptr(),
+                                   static_cast<std::size_t>(t.numel() * t.element_size()), ncclUint8, root,
+                                   comm_, stream_),
+                     "ncclBroadcast");
+        }
+      });
+    });
   }
 
   torch::Tensor allgather(const torch::Tensor& tensor) override {
     const auto t = tensor.contiguous();
     check(t);
     auto out = allgather_result(t, size());
-    after_caller();
-    check_nccl(
-        ncclAllGather(t.data_ptr(), out.data_ptr(), static_cast<std::size_t>(t.numel() * t.element_size()),
-                      ncclUint8, comm_, stream_),
-        "ncclAllGather");
-    before_caller();
+    between_caller([&] {
+      check_nccl(
+          ncclAllGather(t.data_ptr(), out.data_ptr(), static_cast<std::size_t>(t.numel() * t.element_size()),
+                        ncclUint8, comm_, stream_),
+          "ncclAllGather");
+    });
     return out;
   }
 
@@ -187,6 +207,43 @@ class NcclCommunicator : public Communicator {
   void before_caller() {
     check_cuda(cudaEventRecord(done_, stream_), "cudaEventRecord");
     check_cuda(cudaStreamWaitEvent(caller_stream(device_), done_, 0), "cudaStreamWaitEvent");
+  }
+
+  // before_caller() on the way out of a failed call: a CUDA graph's capture ends cleanly only when every
+  // stream it drew in (ours, by after_caller) has joined the capture's stream again.
+  void rejoin_quietly() noexcept {
+    if (cudaEventRecord(done_, stream_) == cudaSuccess) {
+      try {
+        cudaStreamWaitEvent(caller_stream(device_), done_, 0);
+      } catch (...) {  // the first error is the one to report
+      }
+    }
+  }
+
+  // `enqueue` on our stream between after_caller() and before_caller(), rejoining also when it throws.
+  template <typename Enqueue>
+  void between_caller(Enqueue&& enqueue) {
+    after_caller();
+    try {
+      enqueue();
+    } catch (...) {
+      rejoin_quietly();
+      throw;
+    }
+    before_caller();
+  }
+
+  // `launches` as one NCCL group, the group ended also when one throws.
+  template <typename Launches>
+  static void grouped(Launches&& launches) {
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    try {
+      launches();
+    } catch (...) {
+      ncclGroupEnd();
+      throw;
+    }
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
   }
 
   const MpiWorld& world_;

@@ -1,5 +1,6 @@
 #include "pcdino/train/fusion.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace pcdino::train {
@@ -47,8 +48,12 @@ void GradientFusion::attach() {
 
 void GradientFusion::on_gradient(std::size_t k, const torch::Tensor& grad) {
   Bucket& b = buckets_[bucket_of_[k]];
-  // Autograd runs a leaf's hooks once per backward, with its summed gradient; a repeat after the buffer
-  // left (a second backward before finish()) is not supported and is ignored.
+  // On the autograd engine's thread, whose current stream is the parameter's forward stream (a CUDA
+  // graph's capture stream under StepGraph): the copy and the allreduce are queued after that stream's
+  // work, and so captured. Holding the gradient accumulator beyond the step would break that (PyTorch
+  // issue 137483); nothing here does. Autograd runs a leaf's hooks once per backward, with its summed
+  // gradient; a repeat after the buffer left (a second backward before finish()) is not supported and is
+  // ignored.
   if (b.started) return;
   torch::NoGradGuard no_grad;
   b.flat.narrow(0, b.offsets[slot_of_[k]], grad.numel()).copy_(grad.reshape({-1}));
@@ -106,6 +111,16 @@ void GradientFusion::write_back() {
     b.started = false;
   }
   arrived_.assign(params_.size(), false);
+  next_to_start_ = 0;
+}
+
+void GradientFusion::abandon() noexcept {
+  try {
+    comm_.wait_pending();
+  } catch (...) {  // a reduction's own failure; the step's error is reported instead
+  }
+  for (auto& b : buckets_) b.ready = 0, b.started = false;
+  std::fill(arrived_.begin(), arrived_.end(), false);
   next_to_start_ = 0;
 }
 

@@ -303,8 +303,15 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
       ctx.lr_t.fill_(lr), ctx.wd_t.fill_(wd), ctx.momentum_t.fill_(momentum);
       clock.lap(Phase::kData);
       const auto step = [&] {
-        dino_step(ctx, ctx.graph_inputs, epoch, momentum, true, stats.entropy_sum, window_loss_sum,
-                  [](Phase) {});
+        try {
+          dino_step(ctx, ctx.graph_inputs, epoch, momentum, true, stats.entropy_sum, window_loss_sum,
+                    [](Phase) {});
+        } catch (...) {
+          // A capture ends cleanly only with NCCL's stream joined back, and the eager step that follows
+          // a failed capture must send every gradient buffer, as the other ranks do.
+          if (ctx.fusion) ctx.fusion->abandon();
+          throw;
+        }
       };
       if (ctx.graph) {
         ctx.graph->run(step);
@@ -451,8 +458,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   if (ranks > 1) comm = make_communicator(*world, device);
   if (graph && comm && !comm->graph_capturable()) {  // the gradients' and the centre's allreduce are in it
     throw ConfigError("--cuda-graph with " + std::to_string(ranks) +
-                      " ranks: the collectives are captured with the step, which needs NCCL 2.9 or later "
-                      "and a LibTorch with CUDA; this is " +
+                      " ranks: the collectives are captured with the step, which needs NCCL 2.9.6 or later, "
+                      "CUDA 11.3 or later and a LibTorch with CUDA; this is " +
                       comm->version() + ": run without --cuda-graph or on one rank");
   }
   if (device.is_cuda()) {

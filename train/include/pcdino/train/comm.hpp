@@ -51,9 +51,10 @@ class Communicator {
   /// the first error of one.
   virtual void wait_pending() = 0;
 
-  /// Whether these collectives may be captured in a CUDA graph (StepGraph): NCCL from 2.9 on ("Using NCCL
-  /// with CUDA Graphs", NCCL user guide), queued after the caller's current stream (a build whose LibTorch
-  /// has CUDA); never MPI, which reduces on the host.
+  /// Whether these collectives may be captured in a CUDA graph (StepGraph): NCCL from 2.9.6 on with CUDA
+  /// >= 11.3
+  /// ("Using NCCL with CUDA Graphs", NCCL user guide), queued after the caller's current stream (a build
+  /// whose LibTorch has CUDA); never MPI, which reduces on the host.
   virtual bool graph_capturable() const { return false; }
   /// What graph_capturable() depends on, for a message ("NCCL 2.28.9", say).
   virtual std::string version() const { return backend(); }

@@ -47,6 +47,13 @@ class GradientFusion {
   /// Resets for the next step.
   void finish();
 
+  /// After a step that failed between its first gradient and finish() (a CUDA graph's capture that
+  /// threw, say): waits for the reductions started (with NCCL, joins its stream back to the caller's, as
+  /// a capture must before it ends) and forgets the step's gradients, so that the next step packs and
+  /// reduces every buffer again, as the other ranks do. Never throws: the step's own error is the one to
+  /// report.
+  void abandon() noexcept;
+
   /// Without hooks: packs the current .grad of every parameter, reduces buffer by buffer, writes back
   /// (the non-overlapped path; also what the benchmark compares).
   void reduce_now();

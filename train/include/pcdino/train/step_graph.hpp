@@ -44,10 +44,12 @@ struct CaptureLeftOpen : std::runtime_error {
 /// (.item(), .cpu()).
 ///
 /// Several ranks: the body's NCCL collectives (the gradients' allreduce, the centre's) are captured with
-/// it, which NCCL allows from 2.9 on ("Using NCCL with CUDA Graphs", NCCL user guide) provided that every
+/// it, which NCCL allows from 2.9.6 on ("Using NCCL with CUDA Graphs", NCCL user guide) provided that every
 /// rank captures the same collectives and replays its own graph of them. So every rank captures at the
 /// same step, and `all_ranks` makes the outcome collective: when one rank's capture fails, every rank
-/// drops its graph and runs eagerly from then on.
+/// drops its graph and runs eagerly from then on. (NCCL may exchange with the other ranks on the host
+/// while it captures a collective: a rank whose capture fails before it gets there can leave the others
+/// waiting inside the capture, until the trainer's --comm-timeout watchdog ends the job.)
 ///
 /// Before the capture the device is synchronised and the allocator's cache emptied (as torch.cuda.graph
 /// does); the capture is thread-local (LibTorch >= 2.1), so the loader threads may go on pinning memory.

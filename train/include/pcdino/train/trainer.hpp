@@ -35,7 +35,7 @@ struct TrainRuntime {
   /// Capture each epoch's step as a CUDA graph after a few eager steps and replay it (StepGraph), from the
   /// epoch the last layer is trained on; a CUDA device, float32 or bfloat16 (float16's loss scaling
   /// decides on the host whether to skip a step); with several ranks the NCCL allreduces are captured
-  /// with the step (NCCL >= 2.9). Refused (ConfigError) otherwise.
+  /// with the step (NCCL >= 2.9.6, CUDA >= 11.3). Refused (ConfigError) otherwise.
   bool cuda_graph = false;
   /// Tests: --cuda-graph's step (static crops, the schedules read from device scalars) run eagerly on any
   /// device, without a graph, to compare it with the ordinary step.
