@@ -57,34 +57,38 @@ TEST(GradientFusion, BuffersInReverseOrderUnderTheThreshold) {
   EXPECT_EQ(ddp.buckets().front().params, (std::vector<std::size_t>{3}));
 }
 
+// Two linear layers in three buffers of at most 20 floats (18, 8 and 32 gradients), hooks attached.
+struct TwoLayers {
+  torch::nn::Sequential net{torch::nn::Linear(4, 8), torch::nn::Linear(8, 2)};
+  RecordingCommunicator comm;
+  GradientFusion fusion{comm, chain_params(net), FusionOptions{20 * 4, 0}};
+  torch::Tensor x = torch::randn({5, 4});
+  TwoLayers() { fusion.attach(); }
+  void backward() { net->forward(x).pow(2).sum().backward(); }
+};
+
 TEST(GradientFusion, StartsDuringBackwardAndAveragesIntoGrad) {
   torch::manual_seed(0);
-  torch::nn::Sequential net(torch::nn::Linear(4, 8), torch::nn::Linear(8, 2));
-  RecordingCommunicator comm;
-  FusionOptions o;
-  o.threshold_bytes = 20 * 4;
-  GradientFusion fusion(comm, chain_params(net), o);
-  fusion.attach();
-  const auto x = torch::randn({5, 4});
-  net->forward(x).pow(2).sum().backward();
-  EXPECT_EQ(comm.started, (std::vector<int64_t>{18, 8, 32}))
+  TwoLayers t;
+  t.backward();
+  EXPECT_EQ(t.comm.started, (std::vector<int64_t>{18, 8, 32}))
       << "all three buffers left during backward, in order";
-  EXPECT_EQ(comm.waits, 0);
+  EXPECT_EQ(t.comm.waits, 0);
   std::vector<torch::Tensor> local;
-  for (auto& p : net->parameters()) local.push_back(p.grad().clone());
-  fusion.finish();
-  EXPECT_EQ(comm.waits, 1);
-  const auto params = net->parameters();
+  for (auto& p : t.net->parameters()) local.push_back(p.grad().clone());
+  t.fusion.finish();
+  EXPECT_EQ(t.comm.waits, 1);
+  const auto params = t.net->parameters();
   for (std::size_t k = 0; k < params.size(); ++k) {
     EXPECT_TRUE(torch::allclose(params[k].grad(), 2 * local[k]))
         << "parameter " << k << " gets its buffer's result";
   }
   // The next step starts from clean buffers.
-  for (auto& p : net->parameters()) p.mutable_grad().zero_();
-  comm.started.clear();
-  net->forward(x).pow(2).sum().backward();
-  fusion.finish();
-  EXPECT_EQ(comm.started.size(), 3U);
+  for (auto& p : t.net->parameters()) p.mutable_grad().zero_();
+  t.comm.started.clear();
+  t.backward();
+  t.fusion.finish();
+  EXPECT_EQ(t.comm.started.size(), 3U);
   EXPECT_TRUE(torch::allclose(params[0].grad(), 2 * local[0]));
 }
 
@@ -92,29 +96,18 @@ TEST(GradientFusion, StartsDuringBackwardAndAveragesIntoGrad) {
 // the next step sends every buffer again, as the ranks whose step did not fail do.
 TEST(GradientFusion, AnAbandonedStepLeavesTheNextStepWhole) {
   torch::manual_seed(0);
-  torch::nn::Sequential net(torch::nn::Linear(4, 8), torch::nn::Linear(8, 2));
-  RecordingCommunicator comm;
-  FusionOptions o;
-  o.threshold_bytes = 20 * 4;
-  GradientFusion fusion(comm, chain_params(net), o);
-  fusion.attach();
-  const auto x = torch::randn({5, 4});
-  net->forward(x).pow(2).sum().backward();
-  ASSERT_EQ(comm.started.size(), 3U);
-  fusion.abandon();
-  EXPECT_EQ(comm.waits, 1) << "the started reductions are waited for (NCCL: its stream joins back)";
-  std::vector<torch::Tensor> local;
-  for (auto& p : net->parameters()) {
-    p.mutable_grad().zero_();
-  }
-  comm.started.clear();
-  net->forward(x).pow(2).sum().backward();
-  for (auto& p : net->parameters()) local.push_back(p.grad().clone());
-  fusion.finish();
-  EXPECT_EQ(comm.started, (std::vector<int64_t>{18, 8, 32}));
-  const auto params = net->parameters();
-  for (std::size_t k = 0; k < params.size(); ++k)
-    EXPECT_TRUE(torch::allclose(params[k].grad(), 2 * local[k]));
+  TwoLayers t;
+  t.backward();
+  ASSERT_EQ(t.comm.started.size(), 3U);
+  t.fusion.abandon();
+  EXPECT_EQ(t.comm.waits, 1) << "the started reductions are waited for (NCCL: its stream joins back)";
+  for (auto& p : t.net->parameters()) p.mutable_grad().zero_();
+  t.comm.started.clear();
+  t.backward();
+  EXPECT_EQ(t.comm.started, (std::vector<int64_t>{18, 8, 32})) << "every buffer is sent again";
+  const auto local = t.net->parameters()[0].grad().clone();
+  t.fusion.finish();
+  EXPECT_TRUE(torch::allclose(t.net->parameters()[0].grad(), 2 * local));
 }
 
 TEST(GradientFusion, UnusedParameterIsSentAsZeros) {
