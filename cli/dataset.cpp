@@ -1,8 +1,9 @@
-// pcdino dataset import | pack
+// pcdino dataset import | pack | check
 #include "pcdino/core/dataset.hpp"
 
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <memory>
 #include <sstream>
 
@@ -10,6 +11,7 @@
 #include "pcdino/app/app.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/packed.hpp"
+#include "pcdino/pipelines/dataset_check.hpp"
 #include "pcdino/pipelines/dataset_import.hpp"
 
 namespace pcdino::cli {
@@ -29,6 +31,12 @@ struct PackArgs {
   bool overwrite = false;
 };
 
+struct CheckArgs {
+  app::ConfigOptions config;
+  std::string dataset_dir;
+  int threads = 0;
+};
+
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> parts;
   std::stringstream in(text);
@@ -40,7 +48,8 @@ std::vector<std::string> split_commas(const std::string& text) {
 }  // namespace
 
 void add_dataset_commands(CLI::App& app) {
-  CLI::App* dataset = app.add_subcommand("dataset", "Import a labelled dataset or pack it into HDF5 shards");
+  CLI::App* dataset = app.add_subcommand(
+      "dataset", "Import a labelled dataset, pack it into HDF5 shards, or check what it holds");
   dataset->require_subcommand(1);
 
   auto import_args = std::make_shared<ImportArgs>();
@@ -110,6 +119,46 @@ void add_dataset_commands(CLI::App& app) {
         "images/s)",
         r.images, r.bytes / 1048576.0, config.meta.dataset_dir, r.shards, pack_args->output, r.seconds,
         r.images / std::max(r.seconds, 1e-9));
+  });
+
+  auto check_args = std::make_shared<CheckArgs>();
+  CLI::App* check = dataset->add_subcommand(
+      "check",
+      "Decode every image of a dataset as the stages will and print their shapes, channels, sample types and "
+      "layouts (one page, tifffile's shaped series, ImageJ, OME-XML, packed). Exit 65 if an image cannot be "
+      "read or the channel counts differ (the first differing file named)");
+  check->alias("info");
+  check->add_option("dataset", check_args->dataset_dir, "Dataset folder (class folders or a packed dataset)");
+  app::add_config_options(check, check_args->config, /*required=*/false);
+  check->add_option("--threads", check_args->threads, "Decoding threads (0 = all cores)")
+      ->capture_default_str();
+  check->callback([check_args] {
+    std::string dir = check_args->dataset_dir;
+    int depth = 0;
+    if (!check_args->config.path.empty() || !check_args->config.dataset_dir.empty()) {
+      if (!dir.empty()) throw ConfigError("dataset check: give the dataset folder or --config, not both");
+      if (check_args->config.path.empty()) {
+        dir = check_args->config.dataset_dir;
+      } else {
+        const PipelineConfig config = check_args->config.load();
+        dir = config.meta.dataset_dir;
+        depth = config.meta.folder_depth_for_labels;
+      }
+    }
+    if (dir.empty())
+      throw ConfigError("dataset check: name the dataset folder (or give --config pipeline.yaml)");
+    const Dataset data = Dataset::open(dir, depth);
+    const pipelines::DatasetCheck result =
+        pipelines::check_dataset(data, app::default_threads(check_args->threads, 1));
+    std::fputs(pipelines::format_dataset_check(result, dir).c_str(), stdout);
+    std::fflush(stdout);
+    if (!result.ok()) {
+      throw DataError(dir + ": " +
+                      (result.channel_mismatch.empty()
+                           ? std::to_string(result.unreadable.size()) +
+                                 " image(s) cannot be read: " + result.unreadable.front()
+                           : "channel counts differ: " + result.channel_mismatch));
+    }
   });
 }
 

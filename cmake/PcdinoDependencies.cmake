@@ -44,6 +44,7 @@ find_package(yaml-cpp REQUIRED)
 find_package(HDF5 REQUIRED COMPONENTS C CXX)
 find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
 find_package(TIFF REQUIRED)
+find_package(pugixml REQUIRED)  # OME-XML in multi-page TIFFs
 find_package(ZLIB REQUIRED)
 find_package(OpenMP REQUIRED)  # faiss-config.cmake needs OpenMP::OpenMP_CXX and does not find it
 find_package(faiss REQUIRED)

@@ -47,31 +47,40 @@ double Moments::variance() const {
 std::vector<Moments> accumulate_moments(const Dataset& dataset, const std::vector<std::size_t>& indices,
                                         const ImageTransform& transform, int threads, bool skip_corrupt,
                                         std::vector<std::string>* skipped) {
-  using Item = std::optional<Image>;  // nullopt: skipped
+  struct Item {
+    std::size_t k = 0;
+    std::optional<Image> image;  // nullopt: skipped
+  };
   std::vector<std::string> local_skipped;
   std::mutex skipped_mutex;
   Prefetcher<Item> images(
       indices.size(),
       [&](std::size_t k) -> Item {
         try {
-          return dataset.load(indices[k], transform);
+          return {k, dataset.load(indices[k], transform)};
         } catch (const DataError& e) {
           if (!skip_corrupt) throw;
           std::lock_guard<std::mutex> lock(skipped_mutex);
           local_skipped.push_back(e.what());
-          return std::nullopt;
+          return {k, std::nullopt};
         }
       },
       threads, static_cast<std::size_t>(64 * std::max(1, threads)), 16);
 
   std::vector<Moments> moments;
+  std::string first;  // the image that set the channel count
   while (auto item = images.next()) {
-    if (!item->has_value()) continue;
-    const Image& img = **item;
-    if (moments.empty()) moments.resize(static_cast<std::size_t>(img.channels));
+    if (!item->image) continue;
+    const Image& img = *item->image;
+    if (moments.empty()) {
+      moments.resize(static_cast<std::size_t>(img.channels));
+      first = dataset.source(indices[item->k]);
+    }
     if (static_cast<std::size_t>(img.channels) != moments.size()) {
-      throw DataError("images with different channel counts: " + std::to_string(moments.size()) + " and " +
-                      std::to_string(img.channels));
+      throw DataError(
+          "images with different channel counts: " + dataset.source(indices[item->k]) + " has " +
+          std::to_string(img.channels) + ", " + first + " has " + std::to_string(moments.size()) +
+          " (after meta.selected_channel_combination_per_run; `pcdino dataset check` lists them all)");
     }
     const std::size_t plane = static_cast<std::size_t>(img.height) * static_cast<std::size_t>(img.width);
     for (std::size_t c = 0; c < moments.size(); ++c) moments[c].add(img.data.data() + c * plane, plane);
@@ -104,8 +113,10 @@ MeanStdReport run_meanstd_stage(const PipelineConfig& config, const MpiWorld& wo
   // read nothing, or skipped everything, has none of its own).
   const auto width = static_cast<std::size_t>(world.allreduce_max(static_cast<long long>(moments.size())));
   if (!moments.empty() && moments.size() != width) {
-    throw DataError("images with different channel counts across ranks: " + std::to_string(width) + " and " +
-                    std::to_string(moments.size()));
+    throw DataError("images with different channel counts across ranks: rank " +
+                    std::to_string(world.rank()) + "'s have " + std::to_string(moments.size()) + " (from " +
+                    dataset.source(mine.front()) + " on), another rank's " + std::to_string(width) +
+                    " (`pcdino dataset check` lists the images by channel count)");
   }
   std::vector<double> flat(3 * width + 1, 0.0);
   flat[0] = static_cast<double>(report.images);

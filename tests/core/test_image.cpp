@@ -2,7 +2,12 @@
 #include <tiffio.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 
 #include "../lib/temp_dir.hpp"
@@ -68,6 +73,61 @@ TEST(Image, ReadsSeparatePlanes) {
       for (int x = 0; x < w; ++x) EXPECT_EQ(img.at(y, x, s), 1000 * s + 10 * y + x);
     }
   }
+}
+
+// Files written by tifffile as Python users write them (tests/core/write_tiffs.py says how and what each
+// must read as): every sample of the [C, H, W] array tifffile.imread gives, with the channel axis tifffile
+// names or, for its default write of [H, W, C] arrays, the last one as the workshop indexes it. Files
+// whose pages do not form one 2-D image are refused with their name, never read as their first page.
+TEST(Image, MultiPageTiffsReadAsTifffileReadsThem) {
+  TempDir dir;
+  const std::string script = std::string(PCDINO_SOURCE_DIR) + "/tests/core/write_tiffs.py";
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + script + " " + dir.path().string()).c_str()), 0)
+      << "python3-tifffile is needed for this test (scripts/install-deps installs it)";
+  const auto cases = nlohmann::json::parse(std::ifstream(dir / "cases.json"));
+  ASSERT_GE(cases.size(), 14u);
+  int read = 0, refused = 0;
+  for (const auto& c : cases) {
+    const std::string path = dir / c["file"].get<std::string>();
+    if (c.contains("refused")) {
+      try {
+        read_image(path);
+        ADD_FAILURE() << path << " was read, not refused";
+      } catch (const DataError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find(path), std::string::npos) << what;
+        EXPECT_NE(what.find(c["refused"].get<std::string>()), std::string::npos) << what;
+        ++refused;
+      }
+      continue;
+    }
+    std::string layout;
+    const RawImage img = read_image(path, &layout);
+    const auto& shape = c["expect"]["shape"];
+    ASSERT_EQ(img.channels, shape[0].get<int>()) << path << " (" << layout << ")";
+    ASSERT_EQ(img.height, shape[1].get<int>()) << path;
+    ASSERT_EQ(img.width, shape[2].get<int>()) << path;
+    ASSERT_EQ(pixel_type_name(img.type), c["expect"]["dtype"].get<std::string>()) << path;
+    std::ifstream in(dir / c["expect"]["data"].get<std::string>(), std::ios::binary);
+    const std::vector<char> expected{std::istreambuf_iterator<char>(in), {}};
+    ASSERT_EQ(expected.size(), img.bytes.size()) << path;
+    const std::size_t ps = pixel_size(img.type);
+    int wrong = 0;
+    for (int ch = 0; ch < img.channels; ++ch) {
+      for (int y = 0; y < img.height; ++y) {
+        for (int x = 0; x < img.width; ++x) {
+          const std::size_t at_chw = ((std::size_t(ch) * img.height + y) * img.width + x) * ps;
+          const std::size_t at_hwc = ((std::size_t(y) * img.width + x) * img.channels + ch) * ps;
+          wrong += std::memcmp(expected.data() + at_chw, img.bytes.data() + at_hwc, ps) != 0;
+        }
+      }
+    }
+    EXPECT_EQ(wrong, 0) << path << " (" << layout << "): samples differing from tifffile.imread's";
+    EXPECT_FALSE(layout.empty());
+    ++read;
+  }
+  EXPECT_EQ(read, 10);
+  EXPECT_EQ(refused, 4);
 }
 
 TEST(Image, TruncatedTiffIsADataErrorNamingTheFile) {

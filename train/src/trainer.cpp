@@ -51,7 +51,18 @@ Batch make_batch(const Dataset& ds, const std::vector<std::size_t>& indices, con
                  const MultiCropOptions& crops, std::uint64_t seed, int epoch, bool pinned) {
   std::vector<std::vector<Image>> per_sample;
   for (std::size_t idx : indices) {
-    per_sample.push_back(multi_crop(ds.load(idx, transform), crops, sample_seed(seed, epoch, idx)));
+    const Image image = ds.load(idx, transform);
+    // Every image must have the channels the normalisation has (or the batch's first one has).
+    const std::size_t channels = !crops.mean.empty()  ? crops.mean.size()
+                                 : per_sample.empty() ? std::size_t(image.channels)
+                                                      : std::size_t(per_sample.front().front().channels);
+    if (std::size_t(image.channels) != channels) {
+      throw DataError(ds.source(idx) + " has " + std::to_string(image.channels) + " channel(s) after " +
+                      "meta.selected_channel_combination_per_run, the dataset's other images " +
+                      std::to_string(channels) +
+                      " (`pcdino dataset check` lists the images by channel count)");
+    }
+    per_sample.push_back(multi_crop(image, crops, sample_seed(seed, epoch, idx)));
   }
   Batch batch;
   for (std::size_t k = 0; k < per_sample.front().size(); ++k) {

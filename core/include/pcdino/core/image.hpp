@@ -1,6 +1,6 @@
 // Images as every stage sees them: decoded from TIFF (libtiff; any channel count, 8/16-bit unsigned or
-// 32-bit float) or PNG/JPEG (OpenCV), then cropped, channel-selected and min-max scaled to [0, 1] per
-// channel as scDINO does before normalisation.
+// 32-bit float, multi-page files stacked as their metadata says) or PNG/JPEG (OpenCV), then cropped,
+// channel-selected and min-max scaled to [0, 1] per channel as scDINO does before normalisation.
 #pragma once
 
 #include <cstdint>
@@ -39,11 +39,19 @@ struct Image {
   std::vector<float> data;  ///< channels * height * width values
 };
 
-/// Reads an image file. TIFF: strips or tiles, contiguous or separate planes, 1..N samples per pixel of
-/// 8/16-bit unsigned integers or 32-bit floats. PNG/JPEG: through OpenCV, colour converted to RGB order.
-/// Throws NoInputError if the file cannot be opened, DataError (naming the file and what is wrong) if it
-/// is truncated, corrupt or of an unsupported sample format.
-RawImage read_image(const std::string& path);
+/// Reads an image file into [H, W, C]. TIFF (libtiff): strips or tiles, contiguous or separate planes,
+/// 1..N samples per pixel of 8/16-bit unsigned integers or 32-bit floats. A one-page TIFF's samples are
+/// its channels. A multi-page TIFF is the one image its pages form as the first page's ImageDescription
+/// says, read as `tifffile.imread` gives it and the workshop indexes it (core/src/tiff_layout.cpp has the
+/// rules and their sources): tifffile's shaped series (`{"shape": [H, W, C]}`, channels last, or its
+/// named axes), an ImageJ hyperstack (`channels=`, one page per channel) or OME-XML (SizeC planes).
+/// PNG/JPEG: through OpenCV, colour converted to RGB order. `layout`, when given, receives a line on how
+/// the file was read ("tifffile shaped series [50, 50, 5], channels last ...").
+/// Throws NoInputError if the file cannot be opened, DataError naming the file and what is wrong if it
+/// is truncated, corrupt, of an unsupported sample format, or a multi-page TIFF whose pages differ in
+/// shape, whose metadata does not say how they form one image, or that holds more than one 2-D image
+/// (a z-stack, a time series, several series): never its first page alone.
+RawImage read_image(const std::string& path, std::string* layout = nullptr);
 
 /// Writes `image` as an uncompressed, contiguous TIFF (one strip per row block), atomically: a temporary
 /// file in the same directory renamed into place. Throws CantCreateError if it cannot be written.

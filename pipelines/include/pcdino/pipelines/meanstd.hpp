@@ -32,7 +32,8 @@ struct Moments {
 
 /// Per-channel moments of the images `indices` of `dataset`, preprocessed with `transform`, read by
 /// `threads` decoding threads. With `skip_corrupt`, images that fail to decode are left out and described
-/// in `skipped` ("path: reason"); otherwise the first such image's DataError propagates.
+/// in `skipped` ("path: reason"); otherwise the first such image's DataError propagates. Throws DataError
+/// naming two files when the images disagree in channel count (the first read, and the first that differs).
 std::vector<Moments> accumulate_moments(const Dataset& dataset, const std::vector<std::size_t>& indices,
                                         const ImageTransform& transform, int threads, bool skip_corrupt,
                                         std::vector<std::string>* skipped);

@@ -1,0 +1,271 @@
+// TIFF through libtiff: every page read in its own storage order, the pages stacked as plan_stacking()
+// says, and the stacked axes transposed to [H, W, C].
+#include "tiff.hpp"
+
+#include <tiffio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
+
+namespace pcdino {
+namespace {
+
+// libtiff reports through a global handler; keep the last message per thread for our exceptions.
+thread_local std::string tiff_last_error;
+
+void tiff_error_handler(const char* module, const char* fmt, va_list args) {
+  char buffer[512];
+  std::vsnprintf(buffer, sizeof buffer, fmt, args);
+  tiff_last_error = (module != nullptr ? std::string(module) + ": " : std::string()) + buffer;
+}
+
+void tiff_warning_handler(const char*, const char*, va_list) {}  // unknown tags etc. are not our business
+
+struct TiffHandlers {
+  TiffHandlers() {
+    TIFFSetErrorHandler(tiff_error_handler);
+    TIFFSetWarningHandler(tiff_warning_handler);
+  }
+};
+const TiffHandlers tiff_handlers;
+
+struct TiffCloser {
+  void operator()(TIFF* t) const { TIFFClose(t); }
+};
+using TiffPtr = std::unique_ptr<TIFF, TiffCloser>;
+
+[[noreturn]] void tiff_fail(const std::string& path, const std::string& what) {
+  std::string msg = path + ": " + what;
+  if (!tiff_last_error.empty()) msg += " (" + tiff_last_error + ")";
+  throw DataError(msg);
+}
+
+// A corrupt header must not make us allocate gigabytes: 1 GiB of pixels is far beyond any image here.
+constexpr double kMaxImageBytes = static_cast<double>(1u << 30);
+
+tiff::PageShape page_shape(TIFF* tif, const std::string& path, std::size_t index) {
+  const std::string where = index == 0 ? "" : "page " + std::to_string(index) + ": ";
+  uint32_t width = 0, height = 0;
+  uint16_t spp = 1, bps = 8, format = SAMPLEFORMAT_UINT, planar = PLANARCONFIG_CONTIG;
+  if (!TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &width) || !TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &height)) {
+    tiff_fail(path, where + "TIFF without image width or length");
+  }
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &spp);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &bps);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &format);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &planar);
+  tiff::PageShape page;
+  page.width = static_cast<int>(width);
+  page.height = static_cast<int>(height);
+  page.samples = spp;
+  page.planar = planar == PLANARCONFIG_SEPARATE && spp > 1;
+  if (bps == 8 && format == SAMPLEFORMAT_UINT) {
+    page.type = PixelType::kUint8;
+  } else if (bps == 16 && format == SAMPLEFORMAT_UINT) {
+    page.type = PixelType::kUint16;
+  } else if (bps == 32 && format == SAMPLEFORMAT_IEEEFP) {
+    page.type = PixelType::kFloat32;
+  } else {
+    tiff_fail(path, where + "unsupported TIFF sample format: " + std::to_string(bps) + "-bit " +
+                        (format == SAMPLEFORMAT_INT      ? "signed integer"
+                         : format == SAMPLEFORMAT_IEEEFP ? "float"
+                                                         : "unsigned integer") +
+                        " (supported: 8/16-bit unsigned, 32-bit float)");
+  }
+  if (width == 0 || height == 0 || spp == 0) tiff_fail(path, where + "empty image");
+  if (static_cast<double>(width) * height * spp * (bps / 8) > kMaxImageBytes) {
+    tiff_fail(path, where + "implausible image size " + std::to_string(width) + "x" + std::to_string(height) +
+                        "x" + std::to_string(spp) + " (more than 1 GiB of pixels)");
+  }
+  return page;
+}
+
+std::size_t page_bytes(const tiff::PageShape& p) {
+  return std::size_t(p.height) * std::size_t(p.width) * std::size_t(p.samples) * pixel_size(p.type);
+}
+
+// The current page's samples in its storage order ([H, W, S] contiguous, [S, H, W] planar) into `dst`.
+void read_page(TIFF* tif, const std::string& path, const tiff::PageShape& page, std::uint8_t* dst) {
+  const std::size_t ps = pixel_size(page.type), spp = std::size_t(page.samples);
+  const auto width = static_cast<uint32_t>(page.width), height = static_cast<uint32_t>(page.height);
+  const std::size_t total = page_bytes(page);
+  if (TIFFIsTiled(tif)) {
+    if (page.planar) tiff_fail(path, "tiled TIFF with separate planes is not supported");
+    uint32_t tw = 0, th = 0;
+    TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw);
+    TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
+    std::vector<std::uint8_t> tile(static_cast<std::size_t>(std::max<tmsize_t>(0, TIFFTileSize(tif))));
+    if (tw == 0 || th == 0 || tile.size() < std::size_t(tw) * th * spp * ps) {
+      tiff_fail(path, "unsupported tile layout (subsampled or malformed tiles)");
+    }
+    const std::size_t row_bytes = std::size_t(width) * spp * ps;
+    for (uint32_t y0 = 0; y0 < height; y0 += th) {
+      for (uint32_t x0 = 0; x0 < width; x0 += tw) {
+        if (TIFFReadTile(tif, tile.data(), x0, y0, 0, 0) < 0) tiff_fail(path, "truncated or corrupt tile");
+        const std::size_t tile_row = std::size_t(tw) * spp * ps;
+        const std::size_t copy = std::size_t(std::min(tw, width - x0)) * spp * ps;
+        for (uint32_t y = y0; y < std::min(y0 + th, height); ++y) {
+          std::memcpy(dst + y * row_bytes + std::size_t(x0) * spp * ps, tile.data() + (y - y0) * tile_row,
+                      copy);
+        }
+      }
+    }
+    return;
+  }
+  // Strips: a planar page's strips hold plane 0's rows, then plane 1's, ...: read in order, they are
+  // [S, H, W]; a contiguous page's are [H, W, S].
+  const tstrip_t strips = TIFFNumberOfStrips(tif);
+  std::size_t offset = 0;
+  for (tstrip_t s = 0; s < strips && offset < total; ++s) {
+    const tmsize_t n = TIFFReadEncodedStrip(tif, s, dst + offset, static_cast<tmsize_t>(total - offset));
+    if (n < 0) tiff_fail(path, "truncated or corrupt strip " + std::to_string(s));
+    offset += static_cast<std::size_t>(n);
+  }
+  if (offset < total) tiff_fail(path, "truncated: image data ends early");
+}
+
+// The stacked data (C order over `axes`) as [H, W, C], channel axes combined major first.
+RawImage to_hwc(const std::vector<tiff::Axis>& axes, PixelType type, std::vector<std::uint8_t> data) {
+  RawImage img;
+  img.type = type;
+  img.height = img.width = img.channels = 1;
+  std::vector<const tiff::Axis*> kept;  // the axes longer than 1 and their roles, in order
+  for (const tiff::Axis& a : axes) {
+    if (a.role == tiff::Role::kY) img.height = static_cast<int>(a.extent);
+    if (a.role == tiff::Role::kX) img.width = static_cast<int>(a.extent);
+    if (a.role == tiff::Role::kChannel) img.channels *= static_cast<int>(a.extent);
+    if (a.extent > 1) kept.push_back(&a);
+  }
+  // Already [H, W, C] when the axes longer than 1 come Y, X, then channels in order.
+  const auto rank = [](tiff::Role r) { return r == tiff::Role::kY ? 0 : r == tiff::Role::kX ? 1 : 2; };
+  if (std::is_sorted(kept.begin(), kept.end(), [&](const tiff::Axis* a, const tiff::Axis* b) {
+        return rank(a->role) < rank(b->role);
+      })) {
+    img.bytes = std::move(data);
+    return img;
+  }
+  // Output stride of each kept axis, in samples.
+  std::vector<std::size_t> out_stride(kept.size());
+  std::size_t channel_stride = 1;
+  for (std::size_t k = kept.size(); k-- > 0;) {
+    switch (kept[k]->role) {
+      case tiff::Role::kY:
+        out_stride[k] = std::size_t(img.width) * img.channels;
+        break;
+      case tiff::Role::kX:
+        out_stride[k] = std::size_t(img.channels);
+        break;
+      default:
+        out_stride[k] = channel_stride;
+        channel_stride *= kept[k]->extent;
+    }
+  }
+  const std::size_t ps = pixel_size(type), n = data.size() / ps;
+  img.bytes.resize(data.size());
+  std::vector<std::size_t> index(kept.size(), 0);
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::memcpy(img.bytes.data() + out * ps, data.data() + i * ps, ps);
+    // Odometer over the input's C order, the output offset carried along.
+    for (std::size_t k = kept.size(); k-- > 0;) {
+      out += out_stride[k];
+      if (++index[k] < kept[k]->extent) break;
+      out -= out_stride[k] * kept[k]->extent;
+      index[k] = 0;
+    }
+  }
+  return img;
+}
+
+}  // namespace
+
+namespace tiff {
+
+RawImage read(const std::string& path, std::string* layout) {
+  tiff_last_error.clear();
+  // "m": no memory mapping; for small files mmap/munmap cost more than a read.
+  TiffPtr tif(TIFFOpen(path.c_str(), "rm"));
+  if (!tif) {
+    if (access(path.c_str(), R_OK) != 0)
+      throw NoInputError(path + ": cannot open image: " + std::strerror(errno));
+    tiff_fail(path, "not a readable TIFF file");
+  }
+  const PageShape page = page_shape(tif.get(), path, 0);
+  char* text = nullptr;
+  const std::string description =
+      TIFFGetField(tif.get(), TIFFTAG_IMAGEDESCRIPTION, &text) && text != nullptr ? text : "";
+
+  // Every page must have the first one's shape: list the shapes when they differ.
+  std::size_t count = 1;
+  std::string shapes = "page 0: " + page.text();
+  bool differ = false;
+  while (TIFFReadDirectory(tif.get()) == 1) {
+    const PageShape other = page_shape(tif.get(), path, count);
+    if (!(other == page)) {
+      differ = true;
+      if (std::count(shapes.begin(), shapes.end(), ';') < 8)
+        shapes += "; page " + std::to_string(count) + ": " + other.text();
+    }
+    ++count;
+  }
+  if (differ) {
+    throw DataError(path + ": a TIFF of " + std::to_string(count) + " pages of differing shapes (" + shapes +
+                    "); pcdino reads pages of one shape that form one image, or a one-page TIFF");
+  }
+  const Stacking stacking = plan_stacking(path, page, count, description);
+  if (static_cast<double>(page_bytes(page)) * static_cast<double>(stacking.pages.size()) > kMaxImageBytes) {
+    tiff_fail(path, "implausible image size: " + std::to_string(stacking.pages.size()) + " pages of " +
+                        page.text() + " (more than 1 GiB of pixels)");
+  }
+  std::vector<std::uint8_t> data(page_bytes(page) * stacking.pages.size());
+  for (std::size_t k = 0; k < stacking.pages.size(); ++k) {
+    if (!TIFFSetDirectory(tif.get(), static_cast<tdir_t>(stacking.pages[k])))
+      tiff_fail(path, "cannot read page " + std::to_string(stacking.pages[k]));
+    read_page(tif.get(), path, page, data.data() + k * page_bytes(page));
+  }
+  if (layout != nullptr) *layout = stacking.layout;
+  return to_hwc(stacking.axes, page.type, std::move(data));
+}
+
+}  // namespace tiff
+
+void write_tiff(const std::string& path, const RawImage& image) {
+  const std::string tmp = temporary_name(path);
+  tiff_last_error.clear();
+  {
+    TiffPtr tif(TIFFOpen(tmp.c_str(), "w"));
+    if (!tif) throw CantCreateError(path + ": cannot create TIFF file (" + tiff_last_error + ")");
+    const uint16_t bps = static_cast<uint16_t>(8 * pixel_size(image.type));
+    TIFFSetField(tif.get(), TIFFTAG_IMAGEWIDTH, static_cast<uint32_t>(image.width));
+    TIFFSetField(tif.get(), TIFFTAG_IMAGELENGTH, static_cast<uint32_t>(image.height));
+    TIFFSetField(tif.get(), TIFFTAG_SAMPLESPERPIXEL, static_cast<uint16_t>(image.channels));
+    TIFFSetField(tif.get(), TIFFTAG_BITSPERSAMPLE, bps);
+    TIFFSetField(tif.get(), TIFFTAG_SAMPLEFORMAT,
+                 image.type == PixelType::kFloat32 ? SAMPLEFORMAT_IEEEFP : SAMPLEFORMAT_UINT);
+    TIFFSetField(tif.get(), TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+    TIFFSetField(tif.get(), TIFFTAG_PHOTOMETRIC,
+                 image.channels == 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK);
+    TIFFSetField(tif.get(), TIFFTAG_COMPRESSION, COMPRESSION_NONE);
+    TIFFSetField(tif.get(), TIFFTAG_ROWSPERSTRIP, TIFFDefaultStripSize(tif.get(), 0));
+    const std::size_t row_bytes = std::size_t(image.width) * image.channels * pixel_size(image.type);
+    for (int y = 0; y < image.height; ++y) {
+      // libtiff takes a non-const buffer but does not modify it for uncompressed data.
+      auto* row = const_cast<std::uint8_t*>(image.bytes.data() + y * row_bytes);
+      if (TIFFWriteScanline(tif.get(), row, static_cast<uint32_t>(y), 0) < 0) {
+        std::remove(tmp.c_str());
+        throw CantCreateError(path + ": cannot write TIFF row (" + tiff_last_error + ")");
+      }
+    }
+  }
+  rename_into_place(tmp, path);
+}
+
+}  // namespace pcdino
