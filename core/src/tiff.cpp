@@ -216,6 +216,8 @@ RawImage read(const std::string& path, std::string* layout) {
     }
     ++count;
   }
+  // TIFFReadDirectory() also ends on a directory it cannot read: never take that for the last page.
+  if (!tiff_last_error.empty()) tiff_fail(path, "cannot read the directory of page " + std::to_string(count));
   if (differ) {
     throw DataError(path + ": a TIFF of " + std::to_string(count) + " pages of differing shapes (" + shapes +
                     "); pcdino reads pages of one shape that form one image, or a one-page TIFF");
@@ -229,7 +231,12 @@ RawImage read(const std::string& path, std::string* layout) {
   for (std::size_t k = 0; k < stacking.pages.size(); ++k) {
     if (!TIFFSetDirectory(tif.get(), static_cast<tdir_t>(stacking.pages[k])))
       tiff_fail(path, "cannot read page " + std::to_string(stacking.pages[k]));
-    read_page(tif.get(), path, page, data.data() + k * page_bytes(page));
+    try {
+      read_page(tif.get(), path, page, data.data() + k * page_bytes(page));
+    } catch (const DataError& e) {
+      if (count == 1) throw;
+      throw DataError(std::string(e.what()) + " (page " + std::to_string(stacking.pages[k]) + ")");
+    }
   }
   if (layout != nullptr) *layout = stacking.layout;
   return to_hwc(stacking.axes, page.type, std::move(data));

@@ -76,11 +76,18 @@ Stacking tifffile_shaped(const std::string& path, const PageShape& page, std::si
   std::string axes_letters;
   if (j.contains("axes") && j["axes"].is_string()) axes_letters = j["axes"].get<std::string>();
 
-  unsigned long long values = 1;
-  for (long long d : shape) values *= static_cast<unsigned long long>(d);
   const unsigned long long held = count * static_cast<unsigned long long>(page.height) *
                                   static_cast<unsigned long long>(page.width) *
                                   static_cast<unsigned long long>(page.samples);
+  unsigned long long values = 1;
+  for (long long d : shape) {
+    // Checked: a crafted shape must not wrap around to the pages' count.
+    if (static_cast<unsigned long long>(d) > held / values) {
+      values = held + 1;
+      break;
+    }
+    values *= static_cast<unsigned long long>(d);
+  }
   if (values != held) {
     throw DataError(path + ": tifffile's description gives shape " + join(shape) + " (" +
                     std::to_string(values) + " values) but the file's " + std::to_string(count) +
@@ -114,24 +121,36 @@ Stacking tifffile_shaped(const std::string& path, const PageShape& page, std::si
                std::to_string(count) + " pages";
     return s;
   }
-  // No axes: drop the length-1 axes as tifffile.imread does (its series are squeezed), then [H, W] or
-  // [H, W, C] as the workshop indexes it.
-  std::vector<std::size_t> kept;
-  for (long long d : shape) {
-    if (d > 1) kept.push_back(std::size_t(d));
+  // No axes. Pages of several samples: the samples are the channels, as tifffile names them (S), and the
+  // file must be that one page. Pages of one sample: the workshop's reading of tifffile.imread's array,
+  // [H, W] or [H, W, C] channels last; leading length-1 axes beyond three are dropped.
+  if (page.samples > 1) {
+    if (count != 1) {
+      throw DataError(
+          path + ": tifffile's description gives shape " + join(shape) + " over " + std::to_string(count) +
+          " pages of " + page.text() +
+          " and names no axes: several images of several samples each; pcdino reads one 2-D image "
+          "per file (name the axes with metadata={'axes': ...})");
+    }
+    s.axes = page_axes(page);
+    s.layout = "tifffile shaped series " + join(shape) + ", one page, " + std::to_string(page.samples) +
+               (page.planar ? " planar samples" : " contiguous samples");
+    return s;
   }
-  if (kept.size() < 2 || kept.size() > 3) {
-    throw DataError(
-        path + ": tifffile's description gives shape " + join(shape) + " with " +
-        std::to_string(kept.size()) +
-        " axes longer than 1 and names no axes; pcdino reads [H, W] or [H, W, C] (channels last, as "
-        "the workshop indexes tifffile.imread's array), or axes named by the writer "
-        "(tifffile.imwrite(path, data, metadata={'axes': 'CYX'}))");
+  std::size_t first = 0;
+  while (shape.size() - first > 3 && shape[first] == 1) ++first;
+  const std::size_t rank = shape.size() - first;
+  if (rank < 2 || rank > 3) {
+    throw DataError(path + ": tifffile's description gives shape " + join(shape) +
+                    " and names no axes; pcdino "
+                    "reads [H, W] or [H, W, C] (channels last, as the workshop indexes tifffile.imread's "
+                    "array), or axes named by the writer (tifffile.imwrite(path, data, metadata={'axes': "
+                    "'CYX'}))");
   }
-  s.axes = {{kept[0], Role::kY}, {kept[1], Role::kX}};
-  if (kept.size() == 3) s.axes.push_back({kept[2], Role::kChannel});
+  s.axes = {{std::size_t(shape[first]), Role::kY}, {std::size_t(shape[first + 1]), Role::kX}};
+  if (rank == 3) s.axes.push_back({std::size_t(shape[first + 2]), Role::kChannel});
   s.layout = "tifffile shaped series " + join(shape) + ", channels last (the workshop's [:, :, c]), " +
-             std::to_string(count) + " pages";
+             std::to_string(count) + (count == 1 ? " page" : " pages");
   return s;
 }
 
@@ -229,7 +248,16 @@ Stacking ome(const std::string& path, const PageShape& page, std::size_t count,
                     std::to_string(size("SizeY")) + ", SizeC " + std::to_string(size_c) +
                     " but its pages are " + page.text());
   }
+  if (size_c < 1 || static_cast<unsigned long long>(size_c / page.samples) != count) {
+    throw DataError(path + ": its first OME image has SizeC " + std::to_string(size_c) + " (" +
+                    std::to_string(size_c / page.samples) + " planes of " + std::to_string(page.samples) +
+                    " samples) but the file has " + std::to_string(count) +
+                    " pages; files of several images are not read");
+  }
   const std::size_t planes = std::size_t(size_c / page.samples);
+  // A TiffData's UUID names the file that holds its planes: this one when it is the root's UUID (the file
+  // may have been renamed since), or when its FileName is this file's name.
+  const std::string own_uuid = root.attribute("UUID").as_string();
   std::vector<long long> ifd_of(planes, -1);
   bool any_tiffdata = false;
   const std::string own_name = std::filesystem::path(path).filename().string();
@@ -237,15 +265,20 @@ Stacking ome(const std::string& path, const PageShape& page, std::size_t count,
     if (local_name(td) != "TiffData") continue;
     any_tiffdata = true;
     const pugi::xml_node uuid = find_local(td, "UUID");
-    if (uuid && uuid.attribute("FileName") && own_name != uuid.attribute("FileName").as_string()) {
+    const bool own = !uuid || (!own_uuid.empty() && own_uuid == uuid.text().as_string()) ||
+                     !uuid.attribute("FileName") || own_name == uuid.attribute("FileName").as_string();
+    if (!own) {
       throw DataError(path + ": its OME-XML puts planes in another file ('" +
                       std::string(uuid.attribute("FileName").as_string()) +
                       "'); multi-file OME-TIFF datasets are not read");
     }
     const bool has_ifd = static_cast<bool>(td.attribute("IFD"));
     const long long first_ifd = td.attribute("IFD").as_llong(0);
-    const long long plane_count = td.attribute("PlaneCount") ? td.attribute("PlaneCount").as_llong(0)
-                                                             : (has_ifd ? 1 : (long long)count);
+    // PlaneCount, or NumPlanes in files of the 2008 schema, which tifffile also reads.
+    const pugi::xml_attribute planes_attribute =
+        td.attribute("PlaneCount") ? td.attribute("PlaneCount") : td.attribute("NumPlanes");
+    const long long plane_count =
+        planes_attribute ? planes_attribute.as_llong(0) : (has_ifd ? 1 : static_cast<long long>(count));
     const long long first_c = td.attribute("FirstC").as_llong(0);
     for (long long k = 0; k < plane_count; ++k) {
       const long long c = first_c + k;
@@ -265,11 +298,6 @@ Stacking ome(const std::string& path, const PageShape& page, std::size_t count,
     if (ifd_of[c] < 0)
       throw DataError(path + ": its OME-XML maps no page to channel plane " + std::to_string(c));
     s.pages.push_back(std::size_t(ifd_of[c]));
-  }
-  if (planes != count) {
-    throw DataError(path + ": its first OME image has " + std::to_string(planes) +
-                    " planes but the file has " + std::to_string(count) +
-                    " pages; files of several images are not read");
   }
   s.axes.push_back({planes, Role::kChannel});
   for (const Axis& a : page_axes(page)) s.axes.push_back(a);
@@ -304,7 +332,7 @@ std::string PageShape::text() const {
 
 Stacking plan_stacking(const std::string& path, const PageShape& page, std::size_t page_count,
                        const std::string& description) {
-  if (page_count == 1) {
+  if (page_count == 1 && !is_tifffile_shaped(description)) {
     Stacking s;
     s.pages = {0};
     s.axes = page_axes(page);

@@ -73,7 +73,14 @@ expect("one_page_contig.tif")
 tifffile.imwrite(os.path.join(out, "one_page_planar.tif"), chw, photometric="minisblack", planarconfig="separate")
 expect("one_page_planar.tif")
 
-# Refused: pages of differing shapes, pages without metadata, a z-stack.
+# One page whose description names its axes (the page is 5 rows of 11 x 9 samples); an image one pixel wide.
+tifffile.imwrite(os.path.join(out, "one_page_named_cyx.tif"), chw, photometric="minisblack", planarconfig="contig",
+                 metadata={"axes": "CYX"})
+expect("one_page_named_cyx.tif")
+tifffile.imwrite(os.path.join(out, "default_one_pixel_wide.tif"), pixels((H, 1, 5), np.uint16))
+expect("default_one_pixel_wide.tif")
+
+# Refused: pages of differing shapes, pages without metadata, a z-stack, a broken chain of pages.
 with tifffile.TiffWriter(os.path.join(out, "differing_pages.tif")) as tif:
     tif.write(pixels((H, W), np.uint16), metadata=None)
     tif.write(pixels((7, 6), np.uint16), metadata=None)
@@ -87,5 +94,16 @@ tifffile.imwrite(os.path.join(out, "imagej_zstack.tif"), pixels((3, H, W), np.ui
 refused("imagej_zstack.tif", "3 slice(s)")
 tifffile.imwrite(os.path.join(out, "ome_zstack.ome.tif"), pixels((3, H, W), np.uint16), metadata={"axes": "ZYX"})
 refused("ome_zstack.ome.tif", "SizeZ 3")
+
+name = "broken_second_page.tif"
+tifffile.imwrite(os.path.join(out, name), pixels((H, W, 5), np.uint16))
+with open(os.path.join(out, name), "r+b") as f:  # classic little-endian TIFF: page 0's next-IFD offset
+    f.seek(4)
+    ifd = int.from_bytes(f.read(4), "little")
+    f.seek(ifd)
+    entries = int.from_bytes(f.read(2), "little")
+    f.seek(ifd + 2 + 12 * entries)
+    f.write((os.path.getsize(os.path.join(out, name)) + 4096).to_bytes(4, "little"))
+refused(name, "cannot read the directory of page 1")
 
 json.dump(cases, open(os.path.join(out, "cases.json"), "w"), indent=1)
