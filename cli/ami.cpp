@@ -1,4 +1,4 @@
-// pcdino ami check | generate
+// pcdino ami check | generate | check-plugin
 #include <spdlog/spdlog.h>
 
 #include <iostream>
@@ -9,6 +9,8 @@
 #include "pcdino/ami/packer.hpp"
 #include "pcdino/ami/spec.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/doctor/doctor.hpp"
+#include "pcdino/spank/plugin_file.hpp"
 
 namespace pcdino::cli {
 
@@ -16,6 +18,8 @@ namespace {
 struct AmiArgs {
   std::string spec;
   std::string out;
+  std::string plugin;
+  std::string slurm;
 };
 }  // namespace
 
@@ -49,6 +53,29 @@ void add_ami_commands(CLI::App& app) {
               << "; add the pcdino package (scripts/package) to files/ (see files/README), then: "
                  "packer build "
               << args->out << "/image.pkr.hcl\n";
+  });
+
+  CLI::App* plugin = ami->add_subcommand(
+      "check-plugin",
+      "Whether a built SPANK plugin loads in this node's Slurm: its plugin_version (read from the file) "
+      "against `scontrol --version`; exit 78 naming both versions when their major.minor differ (verify.sh)");
+  plugin->add_option("plugin", args->plugin, "The plugin (spank_pcdino.so)")->required();
+  plugin->add_option("--slurm", args->slurm, "Judge against this Slurm version instead of srun's (23.11.10)");
+  plugin->callback([args] {
+    spank::SlurmVersion built, slurm;
+    try {
+      built = spank::plugin_slurm_version(args->plugin);
+    } catch (const std::runtime_error& e) {
+      throw DataError(e.what());
+    }
+    try {
+      slurm = args->slurm.empty() ? doctor::running_slurm_version() : spank::SlurmVersion::parse(args->slurm);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(std::string("check-plugin: ") + e.what());
+    }
+    const doctor::Check verdict = doctor::judge_spank_plugin(args->plugin, built, slurm);
+    if (!verdict.ok) throw ConfigError(verdict.detail);
+    std::cout << verdict.detail << "\n";
   });
 }
 

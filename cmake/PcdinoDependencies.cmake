@@ -54,12 +54,48 @@ find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 pkg_check_modules(LIBFABRIC REQUIRED IMPORTED_TARGET libfabric)
 
-# Slurm headers for the SPANK plugin (Debian's libslurm-dev ships no CMake or pkg-config file).
+# Slurm headers for the SPANK plugin (Debian's libslurm-dev ships no CMake or pkg-config file). On a
+# ParallelCluster image: -DSLURM_INCLUDE_DIR=/opt/slurm/include, as the cookbook builds Pyxis. Slurm loads a
+# SPANK plugin only when it was built for its own major.minor, so the version is a fact of the build.
 find_path(SLURM_INCLUDE_DIR slurm/spank.h)
+set(PCDINO_SLURM_VERSION "none")
 if(SLURM_INCLUDE_DIR)
   set(PCDINO_HAVE_SLURM ON)
+  # SLURM_VERSION_NUMBER is SLURM_VERSION_NUM(major, minor, micro) = major << 16 | minor << 8 | micro
+  # (slurm/slurm_version.h); Slurm names its releases major.minor with two digits, "23.11.10".
+  file(STRINGS "${SLURM_INCLUDE_DIR}/slurm/slurm_version.h" _slurm_number REGEX "^#define SLURM_VERSION_NUMBER ")
+  string(REGEX MATCH "0x[0-9a-fA-F]+" _slurm_number "${_slurm_number}")
+  if(_slurm_number)
+    math(EXPR _slurm_major "(${_slurm_number} >> 16) & 255")
+    math(EXPR _slurm_minor "(${_slurm_number} >> 8) & 255")
+    math(EXPR _slurm_micro "${_slurm_number} & 255")
+    if(_slurm_minor LESS 10)
+      set(_slurm_minor "0${_slurm_minor}")
+    endif()
+    set(PCDINO_SLURM_VERSION "${_slurm_major}.${_slurm_minor}.${_slurm_micro}")
+  endif()
 else()
   set(PCDINO_HAVE_SLURM OFF)
+endif()
+
+# What `pcdino --version` and the doctor report: the CUDA and NCCL this build was made for.
+set(PCDINO_CUDA_VERSION "none")
+if(CUDAToolkit_FOUND)
+  set(PCDINO_CUDA_VERSION "${CUDAToolkit_VERSION}")
+endif()
+set(PCDINO_NCCL_VERSION "none")
+if(PCDINO_HAVE_NCCL)
+  file(STRINGS "${NCCL_INCLUDE_DIR}/nccl.h" _nccl_lines REGEX "^#define NCCL_(MAJOR|MINOR|PATCH) +[0-9]+")
+  foreach(_part MAJOR MINOR PATCH)
+    string(REGEX MATCH "NCCL_${_part} +([0-9]+)" _m "${_nccl_lines}")
+    set(_nccl_${_part} "${CMAKE_MATCH_1}")
+  endforeach()
+  set(PCDINO_NCCL_VERSION "${_nccl_MAJOR}.${_nccl_MINOR}.${_nccl_PATCH}")
+endif()
+if(PCDINO_TORCH_CUDA)
+  set(PCDINO_TORCH_DEVICE "CUDA")
+else()
+  set(PCDINO_TORCH_DEVICE "CPU only")
 endif()
 
 if(PCDINO_BUILD_TESTS)

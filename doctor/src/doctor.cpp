@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -242,6 +243,94 @@ void judge_speed(const DoctorOptions& o, std::vector<NodeReport>& nodes) {
 
 }  // namespace
 
+Check judge_spank_plugin(const std::string& path, const spank::SlurmVersion& plugin,
+                         const spank::SlurmVersion& slurm) {
+  if (plugin.loads_in(slurm)) {
+    return {"spank_plugin", true,
+            path + " built for Slurm " + plugin.str() + ", the node runs " + slurm.str()};
+  }
+  return {
+      "spank_plugin", false,
+      path + " is built for Slurm " + plugin.str() + " but the node runs Slurm " + slurm.str() +
+          "; Slurm loads only a plugin of its own " + slurm.major_minor() +
+          ": rebuild pcdino against this Slurm's headers (the image's scripts/85-pcdino.sh builds it against "
+          "/opt/slurm/include)"};
+}
+
+spank::SlurmVersion running_slurm_version() {
+  const ProcessResult scontrol = run_process({"scontrol", "--version"}, "Slurm's scontrol");
+  try {
+    return spank::parse_slurm_version_line(scontrol.out);
+  } catch (const std::invalid_argument&) {
+    const std::string err = scontrol.err.substr(0, scontrol.err.find('\n'));
+    throw Error(ExitCode::kUnavailable, "`scontrol --version` printed no version (exit " +
+                                            std::to_string(scontrol.exit_code) +
+                                            (err.empty() ? "" : ": " + err) + ")");
+  }
+}
+
+std::vector<std::string> default_plugstack_files() {
+  std::vector<std::string> files;
+  if (const char* conf = std::getenv("SLURM_CONF"); conf != nullptr && *conf != '\0')
+    files.push_back((std::filesystem::path(conf).parent_path() / "plugstack.conf").string());
+  files.push_back("/opt/slurm/etc/plugstack.conf");
+  files.push_back("/etc/slurm/plugstack.conf");
+  return files;
+}
+
+Check check_spank_plugin(const std::vector<std::string>& plugstack) {
+  std::error_code error;
+  std::string conf;
+  for (const auto& f : plugstack) {
+    if (std::filesystem::exists(f, error)) {
+      conf = f;
+      break;
+    }
+  }
+  // plugstack.conf(5): "required|optional PATH [ARGS]" lines and "include GLOB" lines.
+  std::vector<std::string> files{conf};
+  std::string plugin;
+  for (std::size_t i = 0; i < files.size() && plugin.empty() && !conf.empty(); ++i) {
+    std::ifstream in(files[i]);
+    for (std::string line; std::getline(in, line) && plugin.empty();) {
+      std::istringstream words(line);
+      std::string kind, path;
+      words >> kind >> path;
+      if ((kind == "required" || kind == "optional") && path.find("spank_pcdino.so") != std::string::npos) {
+        plugin = path;
+      } else if (kind == "include") {
+        const std::filesystem::path pattern(path);
+        for (const auto& entry : std::filesystem::directory_iterator(pattern.parent_path(), error)) {
+          if (entry.is_regular_file(error)) files.push_back(entry.path().string());
+        }
+      }
+    }
+  }
+  if (plugin.empty()) {
+    return {"spank_plugin", true,
+            conf.empty() ? "no plugstack.conf: spank_pcdino.so not checked" : "not listed in " + conf};
+  }
+  try {
+    const spank::SlurmVersion built = spank::plugin_slurm_version(plugin);
+    return judge_spank_plugin(plugin, built, running_slurm_version());
+  } catch (const std::exception& e) {
+    return {"spank_plugin", false, e.what()};
+  }
+}
+
+Check judge_trainer(const BuildFacts& facts, int gpus) {
+  if (gpus <= 0 || facts.libtorch_cuda) {
+    return {"trainer", true,
+            fmt::format("LibTorch {} ({}), CUDA {}, NCCL {}", *facts.libtorch ? facts.libtorch : "none",
+                        facts.libtorch_cuda ? "CUDA" : "CPU only", facts.cuda, facts.nccl)};
+  }
+  return {
+      "trainer", false,
+      fmt::format("this pcdino was built with LibTorch {} without CUDA on a node with {} GPU(s): it would "
+                  "train on the CPU; rebuild it against a CUDA LibTorch (the image spec's versions.libtorch)",
+                  *facts.libtorch ? facts.libtorch : "(none)", gpus)};
+}
+
 Check judge_gpu_stack(const GpuStack& stack, std::optional<bool> job_has_gpus) {
   if (job_has_gpus == false && (stack.no_device || (stack.error.empty() && stack.gpus > 0))) {
     return {"gpu_stack", true,
@@ -322,7 +411,9 @@ NodeReport probe_this_node(const DoctorOptions& options, const std::string& node
   if (!options.expect_variables.empty()) check_variables(options, r);
   check_providers(options, r);
   if (options.nccl && host_resources().gpus > 0) check_gpu_stack(options, r);
+  if (host_resources().gpus > 0) r.checks.push_back(judge_trainer(build_facts(), host_resources().gpus));
   if (!options.manifest.empty()) {
+    r.checks.push_back(check_spank_plugin(default_plugstack_files()));
     try {
       check_image(options, r);
     } catch (const std::exception& e) {  // an unreadable or malformed manifest

@@ -400,5 +400,52 @@ TEST(DoctorConfig, ThePipelineSectionSetsTheChecks) {
   EXPECT_THROW(parse_config("doctor:\n  expect_env: [\"A B\"]\n", "p.yaml"), ConfigError);
 }
 
+// Slurm's encoding (slurm_version.h: SLURM_VERSION_NUM(a, b, c) = a << 16 | b << 8 | c) and its loader's
+// rule: a SPANK plugin loads only in a Slurm of its own major.minor.
+TEST(SpankPluginVersion, EncodingAndTheLoadersRule) {
+  const auto pc311 = spank::SlurmVersion::from_number(0x170b0a);
+  EXPECT_EQ(pc311.str(), "23.11.10");
+  const auto debian = spank::SlurmVersion::from_number(0x160508);
+  EXPECT_EQ(debian.str(), "22.05.8");
+  EXPECT_EQ(debian.major_minor(), "22.05");
+  EXPECT_EQ(spank::SlurmVersion::parse("23.11").str(), "23.11.0");
+  EXPECT_THROW(spank::SlurmVersion::parse("23"), std::invalid_argument);
+  EXPECT_EQ(spank::parse_slurm_version_line("slurm 23.11.10\n").str(), "23.11.10");
+  EXPECT_EQ(spank::parse_slurm_version_line("slurm-wlm 22.05.8").str(), "22.05.8");
+  EXPECT_TRUE(pc311.loads_in(spank::SlurmVersion::parse("23.11.7")));  // micro releases share plugins
+  EXPECT_FALSE(debian.loads_in(pc311));
+
+  const Check ok = judge_spank_plugin("/p/spank_pcdino.so", pc311, spank::SlurmVersion::parse("23.11.7"));
+  EXPECT_TRUE(ok.ok) << ok.detail;
+  const Check bad = judge_spank_plugin("/p/spank_pcdino.so", debian, pc311);
+  EXPECT_FALSE(bad.ok);
+  EXPECT_NE(bad.detail.find("built for Slurm 22.05.8 but the node runs Slurm 23.11.10"), std::string::npos)
+      << bad.detail;
+}
+
+TEST(SpankPluginVersion, ANonPluginFileIsNamed) {
+  test::TempDir dir;
+  test::write_text(dir / "x.so", "not an ELF file at all, but long enough to hold a header ............");
+  try {
+    spank::plugin_slurm_version(dir / "x.so");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir / "x.so"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(spank::plugin_slurm_version(dir / "missing.so"), std::runtime_error);
+}
+
+// A CPU-only trainer on a node with GPUs is a broken image; on a CPU node it is what the node needs.
+TEST(Trainer, ACpuLibTorchFailsOnlyOnAGpuNode) {
+  const BuildFacts cpu{"1.13.0", false, "none", "none", "22.05.8"};
+  const BuildFacts gpu{"2.5.1", true, "12.4.131", "2.21.5", "23.11.10"};
+  EXPECT_TRUE(judge_trainer(cpu, 0).ok);
+  const Check broken = judge_trainer(cpu, 8);
+  EXPECT_FALSE(broken.ok);
+  EXPECT_NE(broken.detail.find("LibTorch 1.13.0 without CUDA on a node with 8 GPU(s)"), std::string::npos)
+      << broken.detail;
+  EXPECT_TRUE(judge_trainer(gpu, 8).ok);
+}
+
 }  // namespace
 }  // namespace pcdino::doctor

@@ -47,6 +47,16 @@ else
   echo "MISMATCH spank_pcdino: not in $SLURM_PREFIX/etc/plugstack.conf (the head node's head-node.sh installs it)"
   problems=$((problems + 1))
 fi
+# Slurm loads a SPANK plugin only of its own major.minor: the plugin it is told to load, read from the file.
+loaded=$(awk '$1 ~ /^(required|optional)$/ && $2 ~ /spank_pcdino\.so$/ {print $2; exit}' "${listed:-/dev/null}")
+if [ -f "${loaded:-$plugin}" ]; then
+  if verdict=$("$PCDINO_PREFIX/bin/pcdino" ami check-plugin "${loaded:-$plugin}" 2>&1); then
+    echo "ok      spank_pcdino version: $verdict"
+  else
+    echo "MISMATCH spank_pcdino version: ${verdict#error: }"
+    problems=$((problems + 1))
+  fi
+fi
 
 if [ "${1:-}" = --nccl ] && [ "$(want accelerator)" = nvidia ]; then
   GPUS=4

@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "pcdino/core/version.hpp"
 #include "pcdino/doctor/bandwidth.hpp"
 #include "pcdino/doctor/nccl.hpp"
+#include "pcdino/spank/plugin_file.hpp"
 
 namespace pcdino {
 class MpiWorld;
@@ -108,6 +110,29 @@ NodeReport probe_this_node(const DoctorOptions& options, const std::string& node
 /// telling it to ask for them, when the libraries load and the runtime shows GPUs or none
 /// (cudaErrorNoDevice: Slurm's device constraint); any other runtime error is the node's.
 Check judge_gpu_stack(const GpuStack& stack, std::optional<bool> job_has_gpus);
+
+/// The spank_plugin check: the SPANK plugin at `path` was built for Slurm `plugin` (spank::
+/// plugin_slurm_version()) and the node runs Slurm `slurm`; ok when their major.minor agree (Slurm loads no
+/// other), else names both versions and the rebuild to do.
+Check judge_spank_plugin(const std::string& path, const spank::SlurmVersion& plugin,
+                         const spank::SlurmVersion& slurm);
+
+/// The Slurm this node runs, from `scontrol --version`. Throws Error(kUnavailable) when srun cannot be
+/// started or prints no version (its error line named).
+spank::SlurmVersion running_slurm_version();
+
+/// The spank_plugin check of this node: the spank_pcdino.so that the plugstack.conf files `plugstack`
+/// (the first that exists, and the files its `include` lines name) list, against `scontrol --version`. Not
+/// judged (ok, said so) when no plugstack.conf lists the plugin.
+Check check_spank_plugin(const std::vector<std::string>& plugstack);
+
+/// The plugstack.conf files Slurm may read: PlugStackConfig's default beside $SLURM_CONF, then
+/// ParallelCluster's /opt/slurm/etc and Debian's /etc/slurm.
+std::vector<std::string> default_plugstack_files();
+
+/// The trainer check of a node with `gpus` NVIDIA devices: a pcdino whose LibTorch has no CUDA (`facts`:
+/// build_facts()) fails, naming its LibTorch (a CPU trainer on a GPU node is a broken image, not a slow job).
+Check judge_trainer(const BuildFacts& facts, int gpus);
 
 /// Runs on every rank of `world` (one per node): each probes its node, rank 0 collects the reports
 /// (waiting at most answer_seconds in all; a rank that did not answer is named from the step's node list,
