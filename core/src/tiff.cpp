@@ -51,8 +51,14 @@ using TiffPtr = std::unique_ptr<TIFF, TiffCloser>;
 // A corrupt header must not make us allocate gigabytes: 1 GiB of pixels is far beyond any image here.
 constexpr double kMaxImageBytes = static_cast<double>(1u << 30);
 
+// "page N: " before what is wrong with a page other than the first (a one-page file's messages stay as they
+// were).
+std::string page_prefix(std::size_t index) {
+  return index == 0 ? "" : "page " + std::to_string(index) + ": ";
+}
+
 tiff::PageShape page_shape(TIFF* tif, const std::string& path, std::size_t index) {
-  const std::string where = index == 0 ? "" : "page " + std::to_string(index) + ": ";
+  const std::string where = page_prefix(index);
   uint32_t width = 0, height = 0;
   uint16_t spp = 1, bps = 8, format = SAMPLEFORMAT_UINT, planar = PLANARCONFIG_CONTIG;
   if (!TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &width) || !TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &height)) {
@@ -92,24 +98,27 @@ std::size_t page_bytes(const tiff::PageShape& p) {
   return std::size_t(p.height) * std::size_t(p.width) * std::size_t(p.samples) * pixel_size(p.type);
 }
 
-// The current page's samples in its storage order ([H, W, S] contiguous, [S, H, W] planar) into `dst`.
-void read_page(TIFF* tif, const std::string& path, const tiff::PageShape& page, std::uint8_t* dst) {
+// The current page (page `index`) in its storage order ([H, W, S] contiguous, [S, H, W] planar) into `dst`.
+void read_page(TIFF* tif, const std::string& path, const tiff::PageShape& page, std::size_t index,
+               std::uint8_t* dst) {
+  const std::string where = page_prefix(index);
   const std::size_t ps = pixel_size(page.type), spp = std::size_t(page.samples);
   const auto width = static_cast<uint32_t>(page.width), height = static_cast<uint32_t>(page.height);
   const std::size_t total = page_bytes(page);
   if (TIFFIsTiled(tif)) {
-    if (page.planar) tiff_fail(path, "tiled TIFF with separate planes is not supported");
+    if (page.planar) tiff_fail(path, where + "tiled TIFF with separate planes is not supported");
     uint32_t tw = 0, th = 0;
     TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw);
     TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
     std::vector<std::uint8_t> tile(static_cast<std::size_t>(std::max<tmsize_t>(0, TIFFTileSize(tif))));
     if (tw == 0 || th == 0 || tile.size() < std::size_t(tw) * th * spp * ps) {
-      tiff_fail(path, "unsupported tile layout (subsampled or malformed tiles)");
+      tiff_fail(path, where + "unsupported tile layout (subsampled or malformed tiles)");
     }
     const std::size_t row_bytes = std::size_t(width) * spp * ps;
     for (uint32_t y0 = 0; y0 < height; y0 += th) {
       for (uint32_t x0 = 0; x0 < width; x0 += tw) {
-        if (TIFFReadTile(tif, tile.data(), x0, y0, 0, 0) < 0) tiff_fail(path, "truncated or corrupt tile");
+        if (TIFFReadTile(tif, tile.data(), x0, y0, 0, 0) < 0)
+          tiff_fail(path, where + "truncated or corrupt tile");
         const std::size_t tile_row = std::size_t(tw) * spp * ps;
         const std::size_t copy = std::size_t(std::min(tw, width - x0)) * spp * ps;
         for (uint32_t y = y0; y < std::min(y0 + th, height); ++y) {
@@ -126,10 +135,10 @@ void read_page(TIFF* tif, const std::string& path, const tiff::PageShape& page, 
   std::size_t offset = 0;
   for (tstrip_t s = 0; s < strips && offset < total; ++s) {
     const tmsize_t n = TIFFReadEncodedStrip(tif, s, dst + offset, static_cast<tmsize_t>(total - offset));
-    if (n < 0) tiff_fail(path, "truncated or corrupt strip " + std::to_string(s));
+    if (n < 0) tiff_fail(path, where + "truncated or corrupt strip " + std::to_string(s));
     offset += static_cast<std::size_t>(n);
   }
-  if (offset < total) tiff_fail(path, "truncated: image data ends early");
+  if (offset < total) tiff_fail(path, where + "truncated: image data ends early");
 }
 
 // The stacked data (C order over `axes`) as [H, W, C], channel axes combined major first.
@@ -231,12 +240,7 @@ RawImage read(const std::string& path, std::string* layout) {
   for (std::size_t k = 0; k < stacking.pages.size(); ++k) {
     if (!TIFFSetDirectory(tif.get(), static_cast<tdir_t>(stacking.pages[k])))
       tiff_fail(path, "cannot read page " + std::to_string(stacking.pages[k]));
-    try {
-      read_page(tif.get(), path, page, data.data() + k * page_bytes(page));
-    } catch (const DataError& e) {
-      if (count == 1) throw;
-      throw DataError(std::string(e.what()) + " (page " + std::to_string(stacking.pages[k]) + ")");
-    }
+    read_page(tif.get(), path, page, stacking.pages[k], data.data() + k * page_bytes(page));
   }
   if (layout != nullptr) *layout = stacking.layout;
   return to_hwc(stacking.axes, page.type, std::move(data));
