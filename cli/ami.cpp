@@ -47,12 +47,13 @@ void add_ami_commands(CLI::App& app) {
   gen->add_option("spec", args->spec, "Image spec (YAML)")->required();
   gen->add_option("-o,--out", args->out, "Output folder")->required();
   gen->callback([args] {
-    const auto files = ami::generate_image(ami::load_image_spec(args->spec));
+    const ami::ImageSpec spec = ami::load_image_spec(args->spec);
+    const auto files = ami::generate_image(spec);
     ami::write_generated(files, args->out);
-    std::cout << "wrote " << files.size() << " files to " << args->out
-              << "; add the pcdino package (scripts/package) to files/ (see files/README), then: "
-                 "packer build "
-              << args->out << "/image.pkr.hcl\n";
+    std::cout << "wrote " << files.size() << " files to " << args->out << "; add "
+              << (spec.pcdino_from == "source" ? "pcdino's source (scripts/package --source)"
+                                               : "the pcdino package (scripts/package)")
+              << " to files/ (see files/README), then: packer build " << args->out << "/image.pkr.hcl\n";
   });
 
   CLI::App* plugin = ami->add_subcommand(

@@ -3,7 +3,8 @@
 #   bin/pcdino [bin/pcdino-train bin/pcdino-extract]   the programs (LibTorch ones when built with it)
 #   lib/slurm/spank_pcdino.so                          the SPANK plugin (when built with Slurm's headers)
 #   share/pcdino/spank/accel-profiles.yaml             the accelerator profiles the plugin reads
-#   share/pcdino/package.txt                           name, version, os, arch, torch, then needs=<soname>
+#   share/pcdino/package.txt                           name, version, os, arch, torch, slurm (the Slurm
+#                                                      the plugin is built for), cuda, then needs=<soname>
 #                                                      per shared library the programs and plugin load
 #                                                      from the system (verify.sh and 00-base.sh read it)
 # Nothing from the system is bundled: the image provides the runtime libraries; package.txt says which.
@@ -49,7 +50,7 @@ install(CODE "
   if(_unresolved)
     message(FATAL_ERROR \"pcdino package: unresolved libraries: \${_unresolved}\")
   endif()
-  set(_text \"name=pcdino\\nversion=${PROJECT_VERSION}\\nos=${PCDINO_PACKAGE_OS}\\narch=x86_64\\ntorch=${PCDINO_PACKAGE_TORCH}\\n\")
+  set(_text \"name=pcdino\\nversion=${PROJECT_VERSION}\\nos=${PCDINO_PACKAGE_OS}\\narch=x86_64\\ntorch=${PCDINO_PACKAGE_TORCH}\\nslurm=${PCDINO_SLURM_VERSION}\\ncuda=${PCDINO_CUDA_VERSION}\\n\")
   set(_names)
   foreach(_lib IN LISTS _resolved)
     get_filename_component(_name \"\${_lib}\" NAME)

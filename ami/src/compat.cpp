@@ -4,6 +4,8 @@
 #include <sstream>
 #include <vector>
 
+#include "pcdino/ami/source_build.hpp"
+
 namespace pcdino::ami {
 
 namespace {
@@ -146,6 +148,74 @@ const char* const kFabricManagerSource =
     "aws-parallelcluster-cookbook v3.11.1 resources/fabric_manager (installed at the driver's version, "
     "version-locked, started where lspci shows the P4 or P5 NVSwitch)";
 
+const char* const kOneCuda =
+    "pcdino's rule: its CUDA code (NCCL, CUDA graphs) is compiled with the image's toolkit and runs in one "
+    "process with LibTorch's bundled CUDA runtime, so both are one CUDA major.minor";
+
+// A source build (build.pcdino: source) needs the OS's packages, the release's Slurm in the table (the SPANK
+// plugin is checked against it) and a known LibTorch download whose CUDA is the image's.
+void check_source_build(const ImageSpec& spec, std::vector<Incompatibility>* found) {
+  if (spec.pcdino_from != "source") return;
+  const OsBuildPackages* os = os_build_packages(spec.os);
+  if (os == nullptr || !os->missing.empty()) {
+    std::string missing;
+    if (os != nullptr)
+      for (const char* m : os->missing) missing += (missing.empty() ? "" : ", ") + std::string(m);
+    found->push_back({"base.os " + spec.os, "build.pcdino source",
+                      os == nullptr ? "no package table for " + spec.os
+                                    : spec.os + "'s repositories lack " + missing +
+                                          "; build on ubuntu2204, or build the package on a host that has "
+                                          "them and set build.pcdino: package",
+                      os == nullptr ? "ami/src/source_build.cpp" : os->source});
+  }
+  if (slurm_release(spec.parallelcluster_version) == nullptr) {
+    std::string known;
+    for (const auto& r : slurm_releases())
+      known += (known.empty() ? "" : ", ") + std::string(r.parallelcluster);
+    found->push_back({"base.parallelcluster_version " + spec.parallelcluster_version, "build.pcdino source",
+                      "the Slurm of this release is not in the table (known: " + known +
+                          "), so the SPANK plugin's build cannot be checked against it",
+                      "aws-parallelcluster-cookbook Slurm attributes, per release"});
+  }
+  const auto it = spec.versions.find("libtorch");
+  if (it == spec.versions.end()) return;
+  const std::string& libtorch = it->second;
+  if (libtorch_artifact(libtorch) == nullptr) {
+    std::string known;
+    for (const auto& a : libtorch_artifacts()) known += (known.empty() ? "" : ", ") + std::string(a.version);
+    found->push_back({"versions.libtorch " + libtorch, "its download",
+                      "no pinned download with a recorded sha256 (known: " + known + ")",
+                      "ami/src/source_build.cpp, LibTorch table"});
+  }
+  const std::string torch_cuda = libtorch_cuda(libtorch);
+  if (spec.accelerator != "nvidia") {
+    if (!torch_cuda.empty())
+      found->push_back({"versions.libtorch " + libtorch, "accelerator " + spec.accelerator,
+                        "a CUDA LibTorch on an image without NVIDIA GPUs: pin the +cpu variant", kOneCuda});
+    return;
+  }
+  const auto cuda = spec.versions.find("cuda");
+  const auto driver = spec.versions.find("nvidia_driver");
+  if (torch_cuda.empty()) {
+    found->push_back({"versions.libtorch " + libtorch, "accelerator nvidia",
+                      "a CPU-only LibTorch on a GPU image trains on the CPU: pin a +cu variant", kOneCuda});
+    return;
+  }
+  if (cuda != spec.versions.end() && major_minor(cuda->second) != torch_cuda) {
+    found->push_back({"versions.libtorch " + libtorch, "versions.cuda " + cuda->second,
+                      "LibTorch " + libtorch + " is built for CUDA " + torch_cuda + ", the image's CUDA is " +
+                          major_minor(cuda->second),
+                      kOneCuda});
+  }
+  const auto floor = cuda_min_driver().find(torch_cuda);
+  if (driver != spec.versions.end() && floor != cuda_min_driver().end() &&
+      compare(driver->second, floor->second) < 0) {
+    found->push_back({"versions.libtorch " + libtorch, "versions.nvidia_driver " + driver->second,
+                      "LibTorch's CUDA " + torch_cuda + " runtime needs driver >= " + floor->second,
+                      kCudaNotes});
+  }
+}
+
 }  // namespace
 
 const BaseAmi* base_ami(const std::string& parallelcluster_version) {
@@ -215,6 +285,7 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
     }
   }
 
+  check_source_build(spec, &found);
   if (spec.accelerator != "nvidia") return found;
   const std::string driver = v("nvidia_driver"), cuda = v("cuda"), nccl = v("nccl"), ofi = v("aws_ofi_nccl");
 

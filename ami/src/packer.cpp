@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pcdino/ami/compat.hpp"
+#include "pcdino/ami/source_build.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/text_template.hpp"
@@ -46,12 +47,13 @@ const char* const kScriptHead = R"SH(#!/usr/bin/env bash
 set -euo pipefail
 COMPONENT=@COMPONENT@
 VERSION=@VERSION@
-STAMP=/opt/pcdino/versions/$COMPONENT
+PREFIX=${PCDINO_PREFIX:-/opt/pcdino}
+STAMP=$PREFIX/versions/$COMPONENT
 if [ "$(cat "$STAMP" 2>/dev/null || true)" = "$VERSION" ]; then
   echo "$COMPONENT $VERSION already installed"
   exit 0
 fi
-mkdir -p /opt/pcdino/versions
+mkdir -p "$PREFIX/versions"
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
 )SH";
@@ -76,10 +78,21 @@ std::vector<Script> scripts_for(const ImageSpec& s, const Vars& v) {
   const bool apt = s.os == "ubuntu2204";
   // The pcdino package is checked first: a missing or foreign one fails the build before the hour of
   // drivers, CUDA and NCCL.
-  const char* const package_check = R"SH(PKG=/tmp/pcdino-files/@PACKAGE@
+  // A prebuilt package must be for the image's OS and its Slurm; a source build needs its tarball.
+  const char* const package_check = s.pcdino_from == "source" ? R"SH(FILES=${PCDINO_FILES:-/tmp/pcdino-files}
+[ -f "$FILES/@SOURCE_PACKAGE@" ] || fail "missing files/@SOURCE_PACKAGE@: make it with scripts/package --source (see files/README)"
+)SH"
+                                                              : R"SH(FILES=${PCDINO_FILES:-/tmp/pcdino-files}
+PKG=$FILES/@PACKAGE@
 [ -f "$PKG" ] || fail "missing files/@PACKAGE@: make it with scripts/package on @OS@ (see files/README)"
-built=$(tar -xzOf "$PKG" "@PACKAGE_DIR@/share/pcdino/package.txt" 2>/dev/null | sed -n 's/^os=//p')
+facts=$(tar -xzOf "$PKG" "@PACKAGE_DIR@/share/pcdino/package.txt" 2>/dev/null || true)
+built=$(sed -n 's/^os=//p' <<<"$facts")
 [ "$built" = @OS@ ] || fail "files/@PACKAGE@ was built for '${built:-no package.txt}', the image is @OS@"
+SLURM_RELEASE=@SLURM@
+slurm=$(sed -n 's/^slurm=//p' <<<"$facts")
+if [ -n "$SLURM_RELEASE" ] && [ "${slurm%.*}" != "${SLURM_RELEASE%.*}" ]; then
+  fail "files/@PACKAGE@'s spank_pcdino.so is built for Slurm ${slurm:-unknown}, ParallelCluster @PC_VERSION@ runs Slurm $SLURM_RELEASE (@SLURM_SOURCE@): rebuild it with scripts/package -DSLURM_INCLUDE_DIR=/opt/slurm/include on that release's AMI, or use build.pcdino: source"
+fi
 )SH";
   out.push_back({"00-base.sh", "base",
                  std::string(package_check) +
@@ -246,19 +259,90 @@ done_ok
   }
   // The package's layout and package.txt: cmake/PcdinoPackage.cmake. Nothing goes under /opt/slurm here:
   // the nodes mount it from the head node, whose OnNodeConfigured action installs the plugin from here.
-  out.push_back({"85-pcdino.sh", "pcdino", R"SH(PKG=/tmp/pcdino-files/@PACKAGE@
-rm -rf /opt/pcdino.new && mkdir -p /opt/pcdino.new
-tar -xzf "$PKG" -C /opt/pcdino.new --strip-components=1
+  const char* const install_checks = R"SH(plugin=$PREFIX/lib/slurm/spank_pcdino.so
+[ -f "$plugin" ] || fail "no lib/slurm/spank_pcdino.so"
+missing=$(ldd "$PREFIX"/bin/* "$plugin" | awk '/not found/ {print $1}' | sort -u)
+[ -z "$missing" ] || fail "libraries pcdino needs are missing: $missing"
+"$PREFIX/bin/pcdino" --version | grep -q "pcdino $VERSION" || fail "pcdino --version is not $VERSION"
+)SH";
+  if (s.pcdino_from == "package") {
+    out.push_back({"85-pcdino.sh", "pcdino", std::string(R"SH(PKG=${PCDINO_FILES:-/tmp/pcdino-files}/@PACKAGE@
+rm -rf "$PREFIX.new" && mkdir -p "$PREFIX.new"
+tar -xzf "$PKG" -C "$PREFIX.new" --strip-components=1
 # The image keeps manifest.json, verify.sh and the version stamps in /opt/pcdino beside the package.
-mkdir -p /opt/pcdino
-for d in bin lib share; do rm -rf "/opt/pcdino/$d"; mv "/opt/pcdino.new/$d" "/opt/pcdino/$d"; done
-rm -rf /opt/pcdino.new
-[ -f /opt/pcdino/lib/slurm/spank_pcdino.so ] || fail "the package holds no lib/slurm/spank_pcdino.so"
-missing=$(ldd /opt/pcdino/bin/* /opt/pcdino/lib/slurm/spank_pcdino.so | awk '/not found/ {print $1}' | sort -u)
-[ -z "$missing" ] || fail "libraries the package needs are missing: $missing"
-/opt/pcdino/bin/pcdino --version | grep -q "pcdino $VERSION" || fail "pcdino --version is not $VERSION"
-done_ok
-)SH"});
+for d in bin lib share; do rm -rf "${PREFIX:?}/$d"; mv "$PREFIX.new/$d" "$PREFIX/$d"; done
+rm -rf "$PREFIX.new"
+)SH") + install_checks + "done_ok\n"});
+  } else {
+    // Built on the build instance as the cookbook builds Pyxis (install_pyxis.rb: against
+    // /opt/slurm/include), with the OS's packages, the AMI's Open MPI and libfabric, the image's CUDA and
+    // NCCL, and the pinned LibTorch. SLURM_PREFIX, MPI_HOME, EFA_HOME, PCDINO_PREFIX and PCDINO_FILES move it
+    // off ParallelCluster's paths; PCDINO_LIBTORCH_DIR names a LibTorch already on the machine instead of the
+    // download (README).
+    std::string body = R"SH(SLURM_PREFIX=${SLURM_PREFIX:-/opt/slurm}
+MPI_HOME=${MPI_HOME:-/opt/amazon/openmpi}
+EFA_HOME=${EFA_HOME:-/opt/amazon/efa}
+# The Slurm that ParallelCluster @PC_VERSION@'s nodes run (@SLURM_SOURCE@). Slurm loads a SPANK plugin only
+# of its own major.minor, so the headers must be that Slurm's: checked before anything is installed or built.
+SLURM_RELEASE=@SLURM@
+header=$SLURM_PREFIX/include/slurm/slurm_version.h
+[ -f "$header" ] || fail "no $header: this is not ParallelCluster's AMI (its Slurm headers are missing)"
+# SLURM_VERSION_NUMBER = major << 16 | minor << 8 | micro; Slurm names releases with a two-digit minor.
+number=$(awk '$1 == "#define" && $2 == "SLURM_VERSION_NUMBER" {print $3}' "$header")
+[ -n "$number" ] || fail "no SLURM_VERSION_NUMBER in $header"
+headers=$(printf '%d.%02d.%d' $((number >> 16 & 255)) $((number >> 8 & 255)) $((number & 255)))
+if [ "${headers%.*}" != "${SLURM_RELEASE%.*}" ]; then
+  fail "$header is Slurm $headers, ParallelCluster @PC_VERSION@ runs Slurm $SLURM_RELEASE: a plugin built against these headers would not load; build on ParallelCluster @PC_VERSION@'s own AMI"
+fi
+SRC=${PCDINO_FILES:-/tmp/pcdino-files}/@SOURCE_PACKAGE@
+[ -f "$SRC" ] || fail "missing files/@SOURCE_PACKAGE@: make it with scripts/package --source (see files/README)"
+[ -x "$MPI_HOME/bin/mpicc" ] || fail "no $MPI_HOME/bin/mpicc (the EFA installer's Open MPI)"
+# pcdino's dependencies from @OS@'s own packages (@OS_PACKAGES_SOURCE@).
+@UPDATE@
+@INSTALL@ @OS_PACKAGES@
+if [ -n "${PCDINO_LIBTORCH_DIR:-}" ]; then
+  TORCH=$PCDINO_LIBTORCH_DIR
+  echo "pcdino: LibTorch from PCDINO_LIBTORCH_DIR=$TORCH instead of the pinned @LIBTORCH@"
+else
+  # PyTorch publishes no digests: the pinned one was recorded by @LIBTORCH_SOURCE@.
+  TORCH=/opt/libtorch-@LIBTORCH@
+  if [ ! -f "$TORCH/share/cmake/Torch/TorchConfig.cmake" ]; then
+    wget -q -O /tmp/libtorch.zip "@LIBTORCH_URL@"
+    echo "@LIBTORCH_SHA256@  /tmp/libtorch.zip" | sha256sum -c --quiet - ||
+      fail "the LibTorch download is not the pinned @LIBTORCH@ (sha256 differs)"
+    rm -rf "$TORCH.new" && mkdir -p "$TORCH.new"
+    unzip -q /tmp/libtorch.zip -d "$TORCH.new"
+    rm -rf "$TORCH" && mv "$TORCH.new/libtorch" "$TORCH" && rm -rf "$TORCH.new" /tmp/libtorch.zip
+  fi
+fi
+WORK=$(mktemp -d /tmp/pcdino-build.XXXXXX)
+tar -xzf "$SRC" -C "$WORK"
+export PKG_CONFIG_PATH="$EFA_HOME/lib64/pkgconfig:$EFA_HOME/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+# The install keeps the link-time library paths (LibTorch, NCCL, Open MPI) as RUNPATH: nothing is copied.
+cmake -S "$WORK/@SOURCE_DIR@" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPCDINO_BUILD_TESTS=OFF \
+  -DPCDINO_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$TORCH" -DSLURM_INCLUDE_DIR="$SLURM_PREFIX/include" \
+  -DMPI_HOME="$MPI_HOME" @CUDA_CMAKE@-DCMAKE_INSTALL_PREFIX="$PREFIX" -DCMAKE_INSTALL_RPATH_USE_LINK_PATH=ON
+cmake --build "$WORK/build" --parallel "$(nproc)"
+DESTDIR="$WORK/stage" cmake --install "$WORK/build" >/dev/null
+# The image keeps manifest.json, verify.sh and the version stamps in /opt/pcdino beside the build.
+for d in bin lib share; do rm -rf "${PREFIX:?}/$d"; mv "$WORK/stage$PREFIX/$d" "$PREFIX/$d"; done
+rm -rf "$WORK"
+)SH";
+    body += install_checks;
+    body += R"SH("$PREFIX/bin/pcdino" ami check-plugin "$plugin" --slurm "$SLURM_RELEASE" ||
+  fail "spank_pcdino.so is not built for Slurm $SLURM_RELEASE"
+# Also where ParallelCluster's example plugstack.conf loads node-local plugins from (Pyxis's).
+mkdir -p /usr/local/lib/slurm
+install -m 0755 "$plugin" /usr/local/lib/slurm/spank_pcdino.so.new
+mv -f /usr/local/lib/slurm/spank_pcdino.so.new /usr/local/lib/slurm/spank_pcdino.so
+)SH";
+    if (s.accelerator == "nvidia")
+      body += R"SH(# A CPU trainer on a GPU node is a broken image, not a slow job.
+"$PREFIX/bin/pcdino" --version | grep -q "^  libtorch .*(CUDA)" || fail "pcdino's LibTorch has no CUDA"
+)SH";
+    body += "done_ok\n";
+    out.push_back({"85-pcdino.sh", "pcdino", body});
+  }
   out.push_back(
       {"90-system.sh", "system",
        R"SH(# Kernel network settings of aws-samples/awsome-distributed-training's ML AMI (Ansible role
@@ -605,7 +689,8 @@ std::vector<GeneratedFile> generate_image(const ImageSpec& spec) {
             {"SSH_USER", os.ssh_user},
             {"ROOT_DEVICE", os.root_device},
             {"INSTALL", os.install},
-            {"RPM_DIST", std::string(os.enroot_pkg).substr(4)},
+            {"RPM_DIST",
+             std::string(os.enroot_pkg).rfind("rpm-", 0) == 0 ? std::string(os.enroot_pkg).substr(4) : ""},
             {"PC_VERSION", spec.parallelcluster_version},
             {"BUILD_TYPE", spec.build_instance_type},
             {"ROOT_GB", std::to_string(spec.root_volume_gb)},
@@ -615,6 +700,26 @@ std::vector<GeneratedFile> generate_image(const ImageSpec& spec) {
             {"PACKAGE_DIR", package_name(spec.versions.at("pcdino"), spec.os)},
             {"PACKAGE", package_name(spec.versions.at("pcdino"), spec.os) + ".tar.gz"}};
   if (const BaseAmi* base = base_ami(spec.parallelcluster_version)) v["BASE_SOURCE"] = base->source;
+  const SlurmRelease* slurm = slurm_release(spec.parallelcluster_version);
+  v["SLURM"] = slurm != nullptr ? slurm->slurm : "";
+  v["SLURM_SOURCE"] = slurm != nullptr ? slurm->source : "not in pcdino's table";
+  v["SOURCE_DIR"] = source_package_name(spec.versions.at("pcdino"));
+  v["SOURCE_PACKAGE"] = source_package_name(spec.versions.at("pcdino")) + ".tar.gz";
+  if (spec.pcdino_from == "source") {
+    // check_compatibility() has refused an OS without a table row or a LibTorch without one.
+    const OsBuildPackages* packages = os_build_packages(spec.os);
+    for (const char* p : packages->packages)
+      v["OS_PACKAGES"] += (v["OS_PACKAGES"].empty() ? "" : " ") + std::string(p);
+    v["OS_PACKAGES_SOURCE"] = packages->source;
+    v["UPDATE"] = spec.os.rfind("ubuntu", 0) == 0 ? "apt-get update -q" : "";
+    const LibTorchArtifact* torch = libtorch_artifact(spec.versions.at("libtorch"));
+    v["LIBTORCH"] = torch->version;
+    v["LIBTORCH_URL"] = torch->url;
+    v["LIBTORCH_SHA256"] = torch->sha256;
+    v["LIBTORCH_SOURCE"] = torch->source;
+    v["CUDA_CMAKE"] =
+        spec.accelerator == "nvidia" ? "-DCUDAToolkit_ROOT=/usr/local/cuda -DNCCL_ROOT=/opt/nccl \\\n  " : "";
+  }
   std::string description = spec.accelerator;
   if (spec.accelerator == "nvidia") {
     const std::string cuda = spec.versions.at("cuda");
@@ -652,18 +757,33 @@ std::vector<GeneratedFile> generate_image(const ImageSpec& spec) {
   for (const auto& sc : scripts) files.push_back({"scripts/" + sc.name, sc.body, true});
   files.push_back({"files/manifest.json", manifest(spec), false});
   files.push_back({"files/README",
-                   fill_template(R"SH(Files uploaded to the build instance as /tmp/pcdino-files/.
+                   fill_template(spec.pcdino_from == "source"
+                                     ? R"SH(Files uploaded to the build instance as /tmp/pcdino-files/.
+Generated: manifest.json (installed as /opt/pcdino/manifest.json).
+Add before `packer build`:
+  @SOURCE_PACKAGE@    pcdino's source, made by `scripts/package --source` in a pcdino checkout
+  scripts/85-pcdino.sh builds it on the build instance against ParallelCluster @PC_VERSION@'s Slurm
+  headers (/opt/slurm/include, Slurm @SLURM@), the image's CUDA and NCCL, the AMI's Open MPI and
+  libfabric and LibTorch @LIBTORCH@, and installs it to /opt/pcdino; scripts/00-base.sh stops the build
+  when the tarball is missing.
+)SH"
+                                     : R"SH(Files uploaded to the build instance as /tmp/pcdino-files/.
 Generated: manifest.json (installed as /opt/pcdino/manifest.json).
 Add before `packer build`:
   @PACKAGE@    pcdino built on @OS@ by pcdino's scripts/package
-  (programs, spank_pcdino.so, its profiles, and share/pcdino/package.txt naming the OS and the system
-  libraries it needs); scripts/00-base.sh stops the build when it is missing or built for another OS.
+  (programs, spank_pcdino.so, its profiles, and share/pcdino/package.txt naming the OS, the Slurm the
+  plugin is built for and the system libraries it needs); scripts/00-base.sh stops the build when it is
+  missing or built for another OS or Slurm.
 )SH",
                                  v),
                    false});
   files.push_back({"verify.sh", fill_template(kVerify, v), true});
   files.push_back({"ami_cleanup.sh", fill_template(kCleanup, v), true});
   return files;
+}
+
+std::string source_package_name(const std::string& pcdino_version) {
+  return "pcdino-" + pcdino_version + "-src";
 }
 
 std::string package_name(const std::string& pcdino_version, const std::string& os) {

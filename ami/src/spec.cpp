@@ -16,6 +16,7 @@ namespace pcdino::ami {
 namespace {
 
 const char* const kVersionPattern = R"([0-9]+(\.[0-9]+)*(-[0-9A-Za-z.]+)?)";
+const char* const kLibTorchPattern = R"([0-9]+\.[0-9]+\.[0-9]+\+(cpu|cu[0-9]{3}))";
 const char* const kInstancePattern = R"([a-z][a-z0-9-]*\.[0-9a-z]+)";
 
 }  // namespace
@@ -43,11 +44,15 @@ ImageSpec parse_image_spec(const std::string& yaml_text, const std::string& sour
       r.text(base, "ami", "base.ami", false, R"(ami-[0-9a-f]{8,17})", "an AMI id like ami-0123456789abcdef0");
 
   const YAML::Node build = r.map(root, "build", "build", false);
-  r.only(build, "build", {"instance_type", "root_volume_gb"});
+  r.only(build, "build", {"instance_type", "root_volume_gb", "pcdino"});
   const std::string type =
       r.text(build, "instance_type", "build.instance_type", false, kInstancePattern, "an EC2 instance type");
   if (!type.empty()) s.build_instance_type = type;
   s.root_volume_gb = r.integer(build, "root_volume_gb", "build.root_volume_gb", 35, 16384, 100);
+  const std::string from =
+      r.text(build, "pcdino", "build.pcdino", false, "source|package",
+             "source (build on the image) or package (a prebuilt scripts/package tarball)");
+  if (!from.empty()) s.pcdino_from = from;
 
   const std::string accel =
       r.text(root, "accelerator", "accelerator", false, "nvidia|habana|none", "nvidia, habana or none");
@@ -56,6 +61,8 @@ ImageSpec parse_image_spec(const std::string& yaml_text, const std::string& sour
   const YAML::Node versions = r.map(root, "versions", "versions", true);
   std::set<std::string> allowed(std::begin(kCommonComponents), std::end(kCommonComponents));
   if (s.accelerator == "nvidia") allowed.insert(std::begin(kNvidiaComponents), std::end(kNvidiaComponents));
+  if (s.pcdino_from == "source")
+    allowed.insert(std::begin(kSourceBuildComponents), std::end(kSourceBuildComponents));
   std::set<std::string> optional;
   if (s.accelerator == "nvidia")
     optional.insert(std::begin(kOptionalNvidiaComponents), std::end(kOptionalNvidiaComponents));
@@ -64,11 +71,17 @@ ImageSpec parse_image_spec(const std::string& yaml_text, const std::string& sour
     if (allowed.count(key) == 0 && optional.count(key) == 0) {
       const bool nvidia_only = std::find(std::begin(kNvidiaComponents), std::end(kNvidiaComponents), key) !=
                                std::end(kNvidiaComponents);
+      const bool source_only = key == kSourceBuildComponents[0];
       r.fail(kv.first, "versions." + key,
-             nvidia_only ? "only for accelerator: nvidia (this image is '" + s.accelerator + "')"
-                         : "unknown component");
+             nvidia_only   ? "only for accelerator: nvidia (this image is '" + s.accelerator + "')"
+             : source_only ? "only for build.pcdino: source (a prebuilt package was linked elsewhere)"
+                           : "unknown component");
     }
-    s.versions[key] = r.text(versions, key, "versions." + key, true, kVersionPattern, "a version like 1.2.3");
+    s.versions[key] =
+        key == kSourceBuildComponents[0]
+            ? r.text(versions, key, "versions." + key, true, kLibTorchPattern,
+                     "a LibTorch release and variant like 2.5.1+cu124 or 2.5.1+cpu")
+            : r.text(versions, key, "versions." + key, true, kVersionPattern, "a version like 1.2.3");
   }
   for (const auto& key : allowed) {
     if (s.versions.count(key) == 0) r.fail(versions, "versions." + key, "missing: every component is pinned");

@@ -7,6 +7,7 @@
 
 #include "pcdino/ami/compat.hpp"
 #include "pcdino/ami/packer.hpp"
+#include "pcdino/ami/source_build.hpp"
 #include "pcdino/ami/spec.hpp"
 #include "pcdino/core/error.hpp"
 
@@ -35,6 +36,7 @@ std::string spec_error(const std::string& yaml) {
 const char* const kMinimal = R"(name: t
 region: us-west-2
 base: {parallelcluster_version: "3.7.0", os: alinux2}
+build: {pcdino: package}
 accelerator: none
 versions: {efa_installer: "1.25.1", enroot: "3.4.0", pyxis: "0.12.0", pcdino: "0.1.0"}
 )";
@@ -48,7 +50,7 @@ TEST(AmiSpec, ExamplesAreCompatible) {
 TEST(AmiSpec, ErrorsNameKeyLineAndColumn) {
   EXPECT_EQ(spec_error(kMinimal), "(no error)");
   std::string e = spec_error(std::string(kMinimal) + "colour: red\n");
-  EXPECT_NE(e.find("image.yaml:6:1: colour: unknown key"), std::string::npos) << e;
+  EXPECT_NE(e.find("image.yaml:7:1: colour: unknown key"), std::string::npos) << e;
   e = spec_error(R"(name: t
 region: us-west-2
 base: {parallelcluster_version: "3.7.0", os: alinux2}
@@ -59,6 +61,7 @@ versions: {efa_installer: "1.25.1", enroot: "3.4.0", pyxis: "0.12.0", pcdino: "0
   e = spec_error(R"(name: t
 region: us-west-2
 base: {parallelcluster_version: "3.7.0", os: alinux2}
+build: {pcdino: package}
 accelerator: none
 versions: {efa_installer: "1.25.1", enroot: "3.4.0", pcdino: "0.1.0"}
 )");
@@ -107,10 +110,10 @@ TEST(AmiCompat, OfiNcclAgainstEfaLibfabricAndOsAgainstParallelCluster) {
       std::string::npos)
       << m;
   s = example("current.yaml");
-  s.parallelcluster_version = "3.8.0";
+  s.parallelcluster_version = "3.6.0";
   m = all_messages(s);
-  EXPECT_NE(m.find("base.os alinux2023 and base.parallelcluster_version 3.8.0"), std::string::npos) << m;
-  EXPECT_NE(m.find("CHANGELOG.md 3.10.0"), std::string::npos) << m;
+  EXPECT_NE(m.find("base.os ubuntu2204 and base.parallelcluster_version 3.6.0"), std::string::npos) << m;
+  EXPECT_NE(m.find("CHANGELOG.md 3.7.0"), std::string::npos) << m;
 }
 
 // On NVSwitch systems Fabric Manager runs at exactly the driver's version; the base AMI's is locked at its
@@ -150,9 +153,9 @@ TEST(AmiGenerate, FabricManagerPinnedToTheDriver) {
     if (f.path == "scripts/15-fabric-manager.sh") fm = f.content;
   ASSERT_FALSE(fm.empty());
   EXPECT_NE(fm.find("VERSION=550.127.05\n"), std::string::npos) << fm;
-  EXPECT_NE(fm.find("yum versionlock delete \"$PKG\""), std::string::npos) << fm;
-  EXPECT_NE(fm.find("repos/rhel9/x86_64/$PKG-$VERSION-1.x86_64.rpm"), std::string::npos) << fm;
-  EXPECT_NE(fm.find("\nyum versionlock \"$PKG\"\n"), std::string::npos) << fm;
+  EXPECT_NE(fm.find("apt-mark unhold \"$PKG\""), std::string::npos) << fm;
+  EXPECT_NE(fm.find("repos/ubuntu2204/x86_64/${PKG}_${VERSION}-1_amd64.deb"), std::string::npos) << fm;
+  EXPECT_NE(fm.find("\napt-mark hold \"$PKG\"\n"), std::string::npos) << fm;
   for (const auto& f : generate_image(example("workshop.yaml")))
     EXPECT_NE(f.path, "scripts/15-fabric-manager.sh") << "g4dn has no NVSwitch and pins none";
 }
@@ -192,25 +195,64 @@ TEST(AmiGenerate, TemplatesScriptsAndManifest) {
   }
 }
 
-// The package is checked before anything is built; it is unpacked to /opt/pcdino, nothing under /opt/slurm
-// (the nodes mount that from the head node). What the base AMI ships (CUDA, EFA installer, Enroot, Pyxis)
-// at the wanted version is checked, not rebuilt.
-TEST(AmiGenerate, PackageFirstAndWhatTheBaseShipsIsNotRebuilt) {
+// A prebuilt package (the workshop's, on Amazon Linux 2) is checked before anything is built: its OS and
+// the Slurm its plugin is built for; it is unpacked to /opt/pcdino, nothing under /opt/slurm (the nodes
+// mount that from the head node).
+TEST(AmiGenerate, APrebuiltPackageIsCheckedFirst) {
+  std::map<std::string, std::string> ws;
+  for (const auto& f : generate_image(example("workshop.yaml"))) ws[f.path] = f.content;
+  EXPECT_EQ(package_name("0.1.0", "alinux2"), "pcdino-0.1.0-alinux2-x86_64");
+  const std::string& base = ws.at("scripts/00-base.sh");
+  EXPECT_NE(base.find("PKG=$FILES/pcdino-0.1.0-alinux2-x86_64.tar.gz\n"), std::string::npos) << base;
+  EXPECT_NE(base.find("\"pcdino-0.1.0-alinux2-x86_64/share/pcdino/package.txt\""), std::string::npos);
+  EXPECT_NE(base.find("[ \"$built\" = alinux2 ] || fail"), std::string::npos) << base;
+  EXPECT_NE(base.find("SLURM_RELEASE=23.02.4\n"), std::string::npos) << "3.7.0's Slurm\n" << base;
+  EXPECT_LT(base.find("package.txt"), base.find("yum install")) << "checked before installing anything";
+  const std::string& pcdino = ws.at("scripts/85-pcdino.sh");
+  EXPECT_EQ(pcdino.find("/opt/slurm"), std::string::npos) << pcdino;
+  EXPECT_EQ(pcdino.find("cmake"), std::string::npos) << "a package is not built";
+  EXPECT_NE(pcdino.find("awk '/not found/"), std::string::npos) << "missing libraries fail the build";
+  EXPECT_EQ(ws.at("files/README").find("accel-profiles.yaml"), std::string::npos) << "the package holds them";
+  // A release the table does not know (the workshop's 3.7.0): both built, Pyxis where ParallelCluster puts
+  // it.
+  EXPECT_NE(ws.at("scripts/70-enroot-pyxis.sh").find("pyxis.git"), std::string::npos);
+  EXPECT_NE(ws.at("scripts/70-enroot-pyxis.sh").find("/usr/local/lib/slurm/spank_pyxis.so"),
+            std::string::npos);
+}
+
+// The p5 example builds pcdino on the image: the Slurm headers are checked before anything is installed,
+// then the OS's packages, the pinned LibTorch (sha256 checked), the AMI's Open MPI and libfabric and the
+// image's CUDA and NCCL; the result's plugin is checked against the release's Slurm. What the base AMI
+// ships (CUDA, EFA installer, Enroot, Pyxis) at the wanted version is checked, not rebuilt.
+TEST(AmiGenerate, SourceBuildChecksSlurmFirstAndWhatTheBaseShipsIsNotRebuilt) {
   std::map<std::string, std::string> p5;
   for (const auto& f : generate_image(example("current.yaml"))) p5[f.path] = f.content;
-  EXPECT_EQ(package_name("0.1.0", "alinux2023"), "pcdino-0.1.0-alinux2023-x86_64");
-  const std::string& base = p5.at("scripts/00-base.sh");
-  EXPECT_NE(base.find("PKG=/tmp/pcdino-files/pcdino-0.1.0-alinux2023-x86_64.tar.gz\n"), std::string::npos);
-  EXPECT_NE(base.find("\"pcdino-0.1.0-alinux2023-x86_64/share/pcdino/package.txt\""), std::string::npos);
-  EXPECT_NE(base.find("[ \"$built\" = alinux2023 ] || fail"), std::string::npos) << base;
-  EXPECT_LT(base.find("package.txt"), base.find("dnf install")) << "checked before installing anything";
+  EXPECT_EQ(source_package_name("0.1.0"), "pcdino-0.1.0-src");
+  EXPECT_NE(p5.at("scripts/00-base.sh").find("[ -f \"$FILES/pcdino-0.1.0-src.tar.gz\" ] || fail"),
+            std::string::npos);
   const std::string& pcdino = p5.at("scripts/85-pcdino.sh");
-  EXPECT_EQ(pcdino.find("/opt/slurm"), std::string::npos) << pcdino;
-  EXPECT_NE(pcdino.find("awk '/not found/"), std::string::npos) << "missing libraries fail the build";
-  EXPECT_EQ(p5.at("files/README").find("accel-profiles.yaml"), std::string::npos) << "the package holds them";
+  const auto at = [&pcdino](const char* what) {
+    const auto pos = pcdino.find(what);
+    EXPECT_NE(pos, std::string::npos) << what << " not in\n" << pcdino;
+    return pos;
+  };
+  const auto guard = at("SLURM_RELEASE=23.11.10\n");
+  EXPECT_LT(guard, at("apt-get install")) << "the Slurm headers are checked before anything is installed";
+  EXPECT_LT(at("[ \"${headers%.*}\" != \"${SLURM_RELEASE%.*}\" ]"), at("cmake -S"));
+  at("libfaiss-dev");
+  const LibTorchArtifact* torch = libtorch_artifact("2.5.1+cu124");
+  ASSERT_NE(torch, nullptr);
+  at(torch->url);
+  at((std::string("echo \"") + torch->sha256 + "  /tmp/libtorch.zip\" | sha256sum -c").c_str());
+  at("-DSLURM_INCLUDE_DIR=\"$SLURM_PREFIX/include\"");
+  at("-DCUDAToolkit_ROOT=/usr/local/cuda -DNCCL_ROOT=/opt/nccl");
+  at("-DMPI_HOME=\"$MPI_HOME\"");
+  at("ami check-plugin \"$plugin\" --slurm \"$SLURM_RELEASE\"");
+  at("grep -q \"^  libtorch .*(CUDA)\" || fail \"pcdino's LibTorch has no CUDA\"");
+  EXPECT_NE(p5.at("files/README").find("scripts/package --source"), std::string::npos);
   // 3.11.1's AMI: enroot 3.4.1 and Pyxis 0.20.0. The spec wants enroot 3.5.0 and Pyxis 0.20.0.
   const std::string& ep = p5.at("scripts/70-enroot-pyxis.sh");
-  EXPECT_NE(ep.find("enroot-$VERSION-1.el8.x86_64.rpm"), std::string::npos) << "another enroot: installed";
+  EXPECT_NE(ep.find("enroot_$VERSION-1_amd64.deb"), std::string::npos) << "another enroot: installed";
   EXPECT_EQ(ep.find("pyxis.git"), std::string::npos) << "the base's Pyxis: not rebuilt\n" << ep;
   EXPECT_NE(ep.find("ParallelCluster 3.11.1's AMI ships Pyxis 0.20.0"), std::string::npos) << ep;
   EXPECT_EQ(ep.find("plugstack"), std::string::npos) << "the head node enables Pyxis, not the image";
@@ -226,16 +268,86 @@ TEST(AmiGenerate, PackageFirstAndWhatTheBaseShipsIsNotRebuilt) {
   same.versions["efa_installer"] = "1.34.0";
   std::map<std::string, std::string> as_base;
   for (const auto& f : generate_image(same)) as_base[f.path] = f.content;
-  EXPECT_EQ(as_base.at("scripts/70-enroot-pyxis.sh").find("rpm"), std::string::npos);
+  EXPECT_EQ(as_base.at("scripts/70-enroot-pyxis.sh").find(".deb"), std::string::npos);
   EXPECT_EQ(as_base.at("scripts/50-efa.sh").find("curl"), std::string::npos)
       << as_base.at("scripts/50-efa.sh");
-  // A release the table does not know (the workshop's 3.7.0): both built, Pyxis where ParallelCluster puts
-  // it.
-  for (const auto& f : generate_image(example("workshop.yaml"))) {
-    if (f.path != "scripts/70-enroot-pyxis.sh") continue;
-    EXPECT_NE(f.content.find("pyxis.git"), std::string::npos);
-    EXPECT_NE(f.content.find("/usr/local/lib/slurm/spank_pyxis.so"), std::string::npos);
+}
+
+// The facts a source build is checked against, and the rules over them.
+TEST(AmiSourceBuild, TablesAndRules) {
+  ASSERT_NE(slurm_release("3.11.1"), nullptr);
+  EXPECT_STREQ(slurm_release("3.11.1")->slurm, "23.11.10");
+  EXPECT_NE(std::string(slurm_release("3.11.1")->source).find("versions.rb"), std::string::npos);
+  EXPECT_STREQ(slurm_release("3.10.0")->slurm, "23.11.7");
+  EXPECT_EQ(slurm_release("2.11.9"), nullptr);
+  EXPECT_EQ(libtorch_cuda("2.5.1+cu124"), "12.4");
+  EXPECT_EQ(libtorch_cuda("2.7.1+cu118"), "11.8");
+  EXPECT_EQ(libtorch_cuda("2.5.1+cpu"), "");
+  EXPECT_THROW(libtorch_cuda("2.5.1"), std::invalid_argument);
+  for (const auto& a : libtorch_artifacts()) {
+    EXPECT_EQ(std::string(a.sha256).size(), 64u) << a.version;
+    EXPECT_NE(std::string(a.url).find("download.pytorch.org/libtorch/"), std::string::npos) << a.version;
+    const std::string variant = std::string(a.version).substr(std::string(a.version).find('+') + 1);
+    EXPECT_NE(std::string(a.url).find("/" + variant + "/"), std::string::npos) << a.url;
   }
+  ASSERT_NE(os_build_packages("ubuntu2204"), nullptr);
+  EXPECT_TRUE(os_build_packages("ubuntu2204")->missing.empty());
+  EXPECT_FALSE(os_build_packages("alinux2023")->missing.empty());
+
+  ImageSpec s = example("current.yaml");
+  s.versions["libtorch"] = "2.5.1+cu121";
+  std::string m = all_messages(s);
+  EXPECT_NE(m.find("versions.libtorch 2.5.1+cu121 and versions.cuda 12.4.1"), std::string::npos) << m;
+  s = example("current.yaml");
+  s.versions["cuda"] = "12.6.2";
+  s.versions["libtorch"] = "2.6.0+cu126";
+  s.versions["nvidia_driver"] = "555.42.02";  // below CUDA 12.6's 560.28.03
+  m = all_messages(s);
+  EXPECT_NE(m.find("versions.libtorch 2.6.0+cu126 and versions.nvidia_driver 555.42.02"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("CUDA 12.6 runtime needs driver >= 560.28.03"), std::string::npos) << m;
+  s = example("current.yaml");
+  s.versions["libtorch"] = "1.0.0+cu124";
+  m = all_messages(s);
+  EXPECT_NE(m.find("versions.libtorch 1.0.0+cu124 and its download"), std::string::npos) << m;
+  s = example("current.yaml");
+  s.os = "alinux2023";
+  m = all_messages(s);
+  EXPECT_NE(m.find("base.os alinux2023 and build.pcdino source"), std::string::npos) << m;
+  EXPECT_NE(m.find("HDF5 (amazonlinux/amazon-linux-2023 issue #296)"), std::string::npos) << m;
+  s.pcdino_from = "package";
+  s.versions.erase("libtorch");
+  EXPECT_EQ(all_messages(s), "") << "a package built elsewhere needs no packages of the image's OS";
+  s = example("current.yaml");
+  s.parallelcluster_version = "3.15.0";  // not in the Slurm table
+  m = all_messages(s);
+  EXPECT_NE(m.find("the Slurm of this release is not in the table"), std::string::npos) << m;
+
+  EXPECT_NE(spec_error(R"(name: t
+region: us-west-2
+base: {parallelcluster_version: "3.7.0", os: alinux2}
+build: {pcdino: package}
+accelerator: none
+versions: {efa_installer: "1.25.1", enroot: "3.4.0", pyxis: "0.12.0", pcdino: "0.1.0", libtorch: "2.5.1+cpu"}
+)")
+                .find("versions.libtorch: only for build.pcdino: source"),
+            std::string::npos);
+  EXPECT_NE(spec_error(R"(name: t
+region: us-west-2
+base: {parallelcluster_version: "3.11.1", os: ubuntu2204}
+accelerator: none
+versions: {efa_installer: "1.25.1", enroot: "3.4.0", pyxis: "0.12.0", pcdino: "0.1.0", libtorch: "2.5.1"}
+)")
+                .find("versions.libtorch: expected a LibTorch release and variant like 2.5.1+cu124"),
+            std::string::npos);
+  EXPECT_NE(spec_error(R"(name: t
+region: us-west-2
+base: {parallelcluster_version: "3.11.1", os: ubuntu2204}
+accelerator: none
+versions: {efa_installer: "1.25.1", enroot: "3.4.0", pyxis: "0.12.0", pcdino: "0.1.0"}
+)")
+                .find("versions.libtorch: missing"),
+            std::string::npos);
 }
 
 TEST(AmiCompat, PublishedBusBandwidthFloors) {

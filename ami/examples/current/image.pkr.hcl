@@ -18,18 +18,18 @@ source "amazon-ebs" "node" {
   instance_type = "c6i.4xlarge"
   source_ami_filter {
     filters = {
-      name                = "aws-parallelcluster-3.11.1-amzn2023-hvm-x86_64*"
+      name                = "aws-parallelcluster-3.11.1-ubuntu-2204-lts-hvm-x86_64*"
       virtualization-type = "hvm"
     }
     owners      = ["amazon"]
     most_recent = true
   }
-  ssh_username  = "ec2-user"
+  ssh_username  = "ubuntu"
   ami_name      = "pcdino-p5-cuda124-{{timestamp}}"
   ami_description = "pcdino compute-node image: driver 550.127.05, CUDA 12.4.1, NCCL 2.21.5-1, EFA 1.36.0"
 
   launch_block_device_mappings {
-    device_name           = "/dev/xvda"
+    device_name           = "/dev/sda1"
     volume_size           = 200
     volume_type           = "gp3"
     throughput            = 125
@@ -40,7 +40,7 @@ source "amazon-ebs" "node" {
   # ParallelCluster checks these on a custom AMI; the rest record the stack.
   tags = {
     "parallelcluster:version" = "3.11.1"
-    "parallelcluster:os"      = "alinux2023"
+    "parallelcluster:os"      = "ubuntu2204"
     "parallelcluster:build_status" = "available"
     "pcdino:spec"             = "pcdino-p5-cuda124"
     "pcdino:aws_ofi_nccl" = "1.12.0"
@@ -49,6 +49,7 @@ source "amazon-ebs" "node" {
     "pcdino:efa_installer" = "1.36.0"
     "pcdino:enroot" = "3.5.0"
     "pcdino:fabric_manager" = "550.127.05"
+    "pcdino:libtorch" = "2.5.1+cu124"
     "pcdino:nccl" = "2.21.5-1"
     "pcdino:nccl_tests" = "2.13.11"
     "pcdino:nvidia_driver" = "550.127.05"

@@ -4,18 +4,26 @@
 set -euo pipefail
 COMPONENT=base
 VERSION=0.1.0
-STAMP=/opt/pcdino/versions/$COMPONENT
+PREFIX=${PCDINO_PREFIX:-/opt/pcdino}
+STAMP=$PREFIX/versions/$COMPONENT
 if [ "$(cat "$STAMP" 2>/dev/null || true)" = "$VERSION" ]; then
   echo "$COMPONENT $VERSION already installed"
   exit 0
 fi
-mkdir -p /opt/pcdino/versions
+mkdir -p "$PREFIX/versions"
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
-PKG=/tmp/pcdino-files/pcdino-0.1.0-alinux2-x86_64.tar.gz
+FILES=${PCDINO_FILES:-/tmp/pcdino-files}
+PKG=$FILES/pcdino-0.1.0-alinux2-x86_64.tar.gz
 [ -f "$PKG" ] || fail "missing files/pcdino-0.1.0-alinux2-x86_64.tar.gz: make it with scripts/package on alinux2 (see files/README)"
-built=$(tar -xzOf "$PKG" "pcdino-0.1.0-alinux2-x86_64/share/pcdino/package.txt" 2>/dev/null | sed -n 's/^os=//p')
+facts=$(tar -xzOf "$PKG" "pcdino-0.1.0-alinux2-x86_64/share/pcdino/package.txt" 2>/dev/null || true)
+built=$(sed -n 's/^os=//p' <<<"$facts")
 [ "$built" = alinux2 ] || fail "files/pcdino-0.1.0-alinux2-x86_64.tar.gz was built for '${built:-no package.txt}', the image is alinux2"
+SLURM_RELEASE=23.02.4
+slurm=$(sed -n 's/^slurm=//p' <<<"$facts")
+if [ -n "$SLURM_RELEASE" ] && [ "${slurm%.*}" != "${SLURM_RELEASE%.*}" ]; then
+  fail "files/pcdino-0.1.0-alinux2-x86_64.tar.gz's spank_pcdino.so is built for Slurm ${slurm:-unknown}, ParallelCluster 3.7.0 runs Slurm $SLURM_RELEASE (aws-parallelcluster-cookbook v3.7.0 cookbooks/aws-parallelcluster-slurm/attributes/versions.rb:2): rebuild it with scripts/package -DSLURM_INCLUDE_DIR=/opt/slurm/include on that release's AMI, or use build.pcdino: source"
+fi
 yum install -y -q gcc gcc-c++ make git wget tar autoconf automake libtool
 command -v git >/dev/null || fail "git missing"
 done_ok

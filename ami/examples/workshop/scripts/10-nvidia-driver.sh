@@ -4,12 +4,13 @@
 set -euo pipefail
 COMPONENT=nvidia_driver
 VERSION=510.47.03
-STAMP=/opt/pcdino/versions/$COMPONENT
+PREFIX=${PCDINO_PREFIX:-/opt/pcdino}
+STAMP=$PREFIX/versions/$COMPONENT
 if [ "$(cat "$STAMP" 2>/dev/null || true)" = "$VERSION" ]; then
   echo "$COMPONENT $VERSION already installed"
   exit 0
 fi
-mkdir -p /opt/pcdino/versions
+mkdir -p "$PREFIX/versions"
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
 yum install -y -q "kernel-devel-$(uname -r)" || yum install -y -q kernel-devel

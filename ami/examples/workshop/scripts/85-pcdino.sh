@@ -4,23 +4,24 @@
 set -euo pipefail
 COMPONENT=pcdino
 VERSION=0.1.0
-STAMP=/opt/pcdino/versions/$COMPONENT
+PREFIX=${PCDINO_PREFIX:-/opt/pcdino}
+STAMP=$PREFIX/versions/$COMPONENT
 if [ "$(cat "$STAMP" 2>/dev/null || true)" = "$VERSION" ]; then
   echo "$COMPONENT $VERSION already installed"
   exit 0
 fi
-mkdir -p /opt/pcdino/versions
+mkdir -p "$PREFIX/versions"
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
-PKG=/tmp/pcdino-files/pcdino-0.1.0-alinux2-x86_64.tar.gz
-rm -rf /opt/pcdino.new && mkdir -p /opt/pcdino.new
-tar -xzf "$PKG" -C /opt/pcdino.new --strip-components=1
+PKG=${PCDINO_FILES:-/tmp/pcdino-files}/pcdino-0.1.0-alinux2-x86_64.tar.gz
+rm -rf "$PREFIX.new" && mkdir -p "$PREFIX.new"
+tar -xzf "$PKG" -C "$PREFIX.new" --strip-components=1
 # The image keeps manifest.json, verify.sh and the version stamps in /opt/pcdino beside the package.
-mkdir -p /opt/pcdino
-for d in bin lib share; do rm -rf "/opt/pcdino/$d"; mv "/opt/pcdino.new/$d" "/opt/pcdino/$d"; done
-rm -rf /opt/pcdino.new
-[ -f /opt/pcdino/lib/slurm/spank_pcdino.so ] || fail "the package holds no lib/slurm/spank_pcdino.so"
-missing=$(ldd /opt/pcdino/bin/* /opt/pcdino/lib/slurm/spank_pcdino.so | awk '/not found/ {print $1}' | sort -u)
-[ -z "$missing" ] || fail "libraries the package needs are missing: $missing"
-/opt/pcdino/bin/pcdino --version | grep -q "pcdino $VERSION" || fail "pcdino --version is not $VERSION"
+for d in bin lib share; do rm -rf "${PREFIX:?}/$d"; mv "$PREFIX.new/$d" "$PREFIX/$d"; done
+rm -rf "$PREFIX.new"
+plugin=$PREFIX/lib/slurm/spank_pcdino.so
+[ -f "$plugin" ] || fail "no lib/slurm/spank_pcdino.so"
+missing=$(ldd "$PREFIX"/bin/* "$plugin" | awk '/not found/ {print $1}' | sort -u)
+[ -z "$missing" ] || fail "libraries pcdino needs are missing: $missing"
+"$PREFIX/bin/pcdino" --version | grep -q "pcdino $VERSION" || fail "pcdino --version is not $VERSION"
 done_ok

@@ -22,7 +22,11 @@ struct Incompatibility {
 /// driver is not the base AMI's, versions.fabric_manager must be pinned to it), the NVIDIA driver against
 /// the CUDA toolkit's minimum,
 /// NCCL's published builds against the CUDA major/minor, aws-ofi-nccl's NCCL requirement, the OS against
-/// the ParallelCluster version's supported OSes, and known runfiles for the CUDA version.
+/// the ParallelCluster version's supported OSes, and known runfiles for the CUDA version. A source build
+/// (build.pcdino: source) also needs: the OS's packages for pcdino's dependencies (missing ones named), the
+/// release's Slurm in the table, versions.libtorch in the download table, its CUDA major.minor equal to
+/// versions.cuda (a +cpu variant without an NVIDIA accelerator, never with one), and the driver at or above
+/// its CUDA's floor (source_build.hpp).
 std::vector<Incompatibility> check_compatibility(const ImageSpec& spec);
 
 /// What ParallelCluster's official AMI of a release already holds (its cookbook's attributes), or nullptr

@@ -3,11 +3,11 @@
 //   name: pcdino-workshop
 //   region: us-west-2
 //   base: {parallelcluster_version: "3.8.0", os: alinux2}   # or ami: ami-0123... to start elsewhere
-//   build: {instance_type: c6i.4xlarge, root_volume_gb: 100}              # no GPU needed to build
+//   build: {instance_type: c6i.4xlarge, root_volume_gb: 100, pcdino: source}  # no GPU needed to build
 //   accelerator: nvidia                                      # nvidia | habana | none
 //   versions: {nvidia_driver: "510.47.03", cuda: "11.6.2", cudnn: "8.4.1.50", nccl: "2.12.7-1",
 //              efa_installer: "1.15.1", aws_ofi_nccl: "1.3.0", enroot: "3.4.0", pyxis: "0.12.0",
-//              nccl_tests: "2.11.0", pcdino: "0.1.0"}
+//              nccl_tests: "2.11.0", pcdino: "0.1.0", libtorch: "2.5.1+cu124"}
 //   verify: {instance_type: g4dn.12xlarge, nodes: 2, gpus_per_node: 4}
 #pragma once
 
@@ -27,9 +27,15 @@ struct ImageSpec {
   /// NCCL's compile.
   std::string build_instance_type = "c6i.4xlarge";
   int root_volume_gb = 100;
+  /// How the image gets pcdino: "source" (default) builds it on the build instance from the source tarball
+  /// (`scripts/package --source`) against the AMI's /opt/slurm/include, CUDA, NCCL, Open MPI and libfabric
+  /// and the pinned versions.libtorch; "package" installs a prebuilt `scripts/package` tarball made
+  /// elsewhere.
+  std::string pcdino_from = "source";
   std::string accelerator = "nvidia";  ///< nvidia, habana, none
   /// Pinned versions by component: nvidia_driver, cuda, cudnn, nccl, efa_installer, aws_ofi_nccl, enroot,
-  /// pyxis, nccl_tests, pcdino (which ones are required depends on the accelerator).
+  /// pyxis, nccl_tests, pcdino, libtorch (which ones are required depends on the accelerator and on
+  /// pcdino_from).
   std::map<std::string, std::string> versions;
   std::string verify_instance_type;  ///< for verify.sh's bus-bandwidth threshold; default build type
   int verify_nodes = 2;
@@ -41,13 +47,15 @@ struct ImageSpec {
 inline const char* const kCommonComponents[] = {"efa_installer", "enroot", "pyxis", "pcdino"};
 inline const char* const kNvidiaComponents[] = {"nvidia_driver", "cuda",         "cudnn",
                                                 "nccl",          "aws_ofi_nccl", "nccl_tests"};
+/// Pinned when pcdino is built from source: the LibTorch download ("2.5.1+cu124", source_build.hpp).
+inline const char* const kSourceBuildComponents[] = {"libtorch"};
 /// Pinned only where needed: Fabric Manager, which NVSwitch systems (p4d, p5) need at the driver's
 /// exact version when the image replaces the base AMI's driver (check_compatibility says when).
 inline const char* const kOptionalNvidiaComponents[] = {"fabric_manager"};
 
 /// Parses a spec. Throws pcdino::ConfigError ("file:line:col: key.path: what") for unknown keys, missing
-/// required keys, bad values (region, instance type, version strings, OS names), and components pinned
-/// that the accelerator does not use.
+/// required keys, bad values (region, instance type, version strings, OS names, build.pcdino), components
+/// pinned that the accelerator does not use, and versions.libtorch with build.pcdino: package.
 ImageSpec parse_image_spec(const std::string& yaml_text, const std::string& source);
 
 /// Reads and parses `path`; NoInputError if it cannot be read.
