@@ -91,11 +91,11 @@ assert_not_contains "$(grep -v '^#' "$W/commands/cluster-config.rendered.yaml")"
   "the rendered configuration has no placeholder left"
 
 # The image spec must be built for the cluster's release and OS.
-sed 's/os: alinux2023/os: ubuntu2204/' "$PCDINO_SOURCE_DIR/ami/examples/current.yaml" >"$W/ubuntu-image.yaml"
-sed "s|ami_spec: .*|ami_spec: $W/ubuntu-image.yaml|" "$EX/p5-efa.yaml" >"$W/p5-other-os.yaml"
+sed "s/os: ubuntu2204/os: alinux2023/" "$PCDINO_SOURCE_DIR/ami/examples/current.yaml" >"$W/other-image.yaml"
+sed "s|ami_spec: .*|ami_spec: $W/other-image.yaml|" "$EX/p5-efa.yaml" >"$W/p5-other-os.yaml"
 run "$PCDINO_BIN" cluster generate "$W/p5-other-os.yaml" --out "$W/other-os"
 assert_rc 78 "generate refuses an image built for another OS"
-assert_contains "$ERR" "builds for ParallelCluster 3.11.1 on ubuntu2204, the cluster is ParallelCluster 3.11.1 on alinux2023" \
+assert_contains "$ERR" "builds for ParallelCluster 3.11.1 on alinux2023, the cluster is ParallelCluster 3.11.1 on ubuntu2204" \
   "naming both"
 assert_eq "$(ls "$W/other-os" 2>/dev/null)" "" "and writes nothing"
 
