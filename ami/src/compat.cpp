@@ -27,6 +27,14 @@ std::vector<long> numbers(const std::string& v) {
   return out;
 }
 
+// The rows' `field`s joined with ", ": the "known: ..." lists of the messages.
+template <typename Rows, typename Field>
+std::string joined(const Rows& rows, Field field) {
+  std::string out;
+  for (const auto& row : rows) out += (out.empty() ? "" : ", ") + std::string(field(row));
+  return out;
+}
+
 int compare(const std::string& a, const std::string& b) {
   const auto x = numbers(a), y = numbers(b);
   for (std::size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
@@ -158,9 +166,7 @@ void check_source_build(const ImageSpec& spec, std::vector<Incompatibility>* fou
   if (spec.pcdino_from != "source") return;
   const OsBuildPackages* os = os_build_packages(spec.os);
   if (os == nullptr || !os->missing.empty()) {
-    std::string missing;
-    if (os != nullptr)
-      for (const char* m : os->missing) missing += (missing.empty() ? "" : ", ") + std::string(m);
+    const std::string missing = os == nullptr ? "" : joined(os->missing, [](const char* m) { return m; });
     found->push_back({"base.os " + spec.os, "build.pcdino source",
                       os == nullptr ? "no package table for " + spec.os
                                     : spec.os + "'s repositories lack " + missing +
@@ -169,9 +175,8 @@ void check_source_build(const ImageSpec& spec, std::vector<Incompatibility>* fou
                       os == nullptr ? "ami/src/source_build.cpp" : os->source});
   }
   if (slurm_release(spec.parallelcluster_version) == nullptr) {
-    std::string known;
-    for (const auto& r : slurm_releases())
-      known += (known.empty() ? "" : ", ") + std::string(r.parallelcluster);
+    const std::string known =
+        joined(slurm_releases(), [](const SlurmRelease& r) { return r.parallelcluster; });
     found->push_back({"base.parallelcluster_version " + spec.parallelcluster_version, "build.pcdino source",
                       "the Slurm of this release is not in the table (known: " + known +
                           "), so the SPANK plugin's build cannot be checked against it",
@@ -181,8 +186,8 @@ void check_source_build(const ImageSpec& spec, std::vector<Incompatibility>* fou
   if (it == spec.versions.end()) return;
   const std::string& libtorch = it->second;
   if (libtorch_artifact(libtorch) == nullptr) {
-    std::string known;
-    for (const auto& a : libtorch_artifacts()) known += (known.empty() ? "" : ", ") + std::string(a.version);
+    const std::string known =
+        joined(libtorch_artifacts(), [](const LibTorchArtifact& a) { return a.version; });
     found->push_back({"versions.libtorch " + libtorch, "its download",
                       "no pinned download with a recorded sha256 (known: " + known + ")",
                       "ami/src/source_build.cpp, LibTorch table"});
@@ -317,8 +322,7 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
                      "CUDA " + cuda_mm + " needs driver >= " + min->second, kCudaNotes});
   }
   if (cuda_runfile_driver(cuda).empty()) {
-    std::string known;
-    for (const auto& [version, d] : cuda_runfiles()) known += (known.empty() ? "" : ", ") + version;
+    const std::string known = joined(cuda_runfiles(), [](const auto& row) { return row.first; });
     found.push_back({"versions.cuda " + cuda, "its runfile",
                      "no known runfile for CUDA " + cuda + " (known: " + known + ")",
                      "developer.download.nvidia.com/compute/cuda/<version>/local_installers/"});
@@ -335,8 +339,7 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
     if (nccl_release == r.version) release = &r;
   }
   if (release == nullptr) {
-    std::string known;
-    for (const auto& r : nccl_releases()) known += (known.empty() ? "" : ", ") + std::string(r.version);
+    const std::string known = joined(nccl_releases(), [](const NcclRelease& r) { return r.version; });
     found.push_back(
         {"versions.nccl " + nccl, "versions.cuda " + cuda,
          "NCCL " + nccl_release + " is not in the table of published builds (known: " + known + ")",

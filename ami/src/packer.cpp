@@ -24,19 +24,21 @@ struct OsInfo {
   const char* ssh_user;
   const char* root_device;
   const char* install;     // package install command prefix
+  const char* refresh;     // what refreshes the package index before an install ("" where install does)
   const char* enroot_pkg;  // rpm or deb
 };
 
 OsInfo os_info(const std::string& os) {
   if (os == "alinux2")
-    return {"amzn2-hvm-x86_64", "rhel7", "ec2-user", "/dev/xvda", "yum install -y -q", "rpm-el7"};
+    return {"amzn2-hvm-x86_64", "rhel7", "ec2-user", "/dev/xvda", "yum install -y -q", "", "rpm-el7"};
   if (os == "alinux2023")
-    return {"amzn2023-hvm-x86_64", "rhel9", "ec2-user", "/dev/xvda", "dnf install -y -q", "rpm-el8"};
+    return {"amzn2023-hvm-x86_64", "rhel9", "ec2-user", "/dev/xvda", "dnf install -y -q", "", "rpm-el8"};
   return {"ubuntu-2204-lts-hvm-x86_64",
           "ubuntu2204",
           "ubuntu",
           "/dev/sda1",
           "DEBIAN_FRONTEND=noninteractive apt-get install -y -q",
+          "apt-get update -q",
           "deb"};
 }
 
@@ -96,7 +98,7 @@ fi
 )SH";
   out.push_back({"00-base.sh", "base",
                  std::string(package_check) +
-                     (apt ? R"SH(apt-get update -q
+                     (apt ? R"SH(@UPDATE@
 @INSTALL@ build-essential git wget curl tar autoconf automake libtool pkg-config
 command -v git >/dev/null || fail "git missing"
 done_ok
@@ -689,6 +691,7 @@ std::vector<GeneratedFile> generate_image(const ImageSpec& spec) {
             {"SSH_USER", os.ssh_user},
             {"ROOT_DEVICE", os.root_device},
             {"INSTALL", os.install},
+            {"UPDATE", os.refresh},
             {"RPM_DIST",
              std::string(os.enroot_pkg).rfind("rpm-", 0) == 0 ? std::string(os.enroot_pkg).substr(4) : ""},
             {"PC_VERSION", spec.parallelcluster_version},
@@ -711,7 +714,6 @@ std::vector<GeneratedFile> generate_image(const ImageSpec& spec) {
     for (const char* p : packages->packages)
       v["OS_PACKAGES"] += (v["OS_PACKAGES"].empty() ? "" : " ") + std::string(p);
     v["OS_PACKAGES_SOURCE"] = packages->source;
-    v["UPDATE"] = spec.os.rfind("ubuntu", 0) == 0 ? "apt-get update -q" : "";
     const LibTorchArtifact* torch = libtorch_artifact(spec.versions.at("libtorch"));
     v["LIBTORCH"] = torch->version;
     v["LIBTORCH_URL"] = torch->url;
