@@ -14,6 +14,7 @@ its GradScaler; bfloat16 needs none).
 """
 import argparse
 import math
+import sys
 import time
 
 import torch
@@ -57,7 +58,7 @@ class Block(nn.Module):
 
 
 class VisionTransformer(nn.Module):
-    def __init__(self, dim, heads, patch, channels, image, drop_path_rate=0.0):
+    def __init__(self, dim, heads, patch, channels, image, drop_path_rate=0.0, depth=12):
         super().__init__()
         self.patch = patch
         self.proj = nn.Conv2d(channels, dim, patch, patch)
@@ -65,7 +66,7 @@ class VisionTransformer(nn.Module):
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
         self.pos_embed = nn.Parameter(torch.randn(1, grid * grid + 1, dim) * 0.02)
         # Stochastic depth rising linearly over the blocks (torch.linspace(0, drop_path_rate, depth)).
-        rates = torch.linspace(0, drop_path_rate, 12).tolist()
+        rates = torch.linspace(0, drop_path_rate, depth).tolist()
         self.blocks = nn.ModuleList([Block(dim, heads, rate) for rate in rates])
         self.norm = nn.LayerNorm(dim, eps=1e-6)
 
@@ -123,6 +124,12 @@ def main():
     p.add_argument("--warmup", type=int, default=2, help="first steps not timed (allocator warm-up)")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--out-dim", type=int, default=4096)
+    p.add_argument("--depth", type=int, default=12, help="blocks of the ViT")
+    p.add_argument("--patch", type=int, default=4)
+    p.add_argument("--global-size", type=int, default=28, help="global crops' side, pixels")
+    p.add_argument("--local-size", type=int, default=16, help="local crops' side, pixels")
+    p.add_argument("--locals", type=int, default=6, help="local crops per image")
+    p.add_argument("--profile", action="store_true", help="print torch.profiler's table of the timed steps")
     p.add_argument("--device", default="cpu")
     p.add_argument("--amp", default="none", choices=["none", "bfloat16", "float16"])
     p.add_argument("--drop-path", type=float, default=0.1,
@@ -135,7 +142,8 @@ def main():
     torch.manual_seed(0)
 
     def network(drop_path_rate):
-        return MultiCropWrapper(VisionTransformer(192, 3, 4, 1, 28, drop_path_rate), DINOHead(192, args.out_dim))
+        vit = VisionTransformer(192, 3, args.patch, 1, args.global_size, drop_path_rate, args.depth)
+        return MultiCropWrapper(vit, DINOHead(192, args.out_dim))
 
     student, teacher = network(args.drop_path).to(device), network(0.0).to(device)
     teacher.load_state_dict(student.state_dict())
@@ -143,11 +151,15 @@ def main():
         param.requires_grad = False
     optimizer = torch.optim.AdamW(student.parameters(), lr=1e-4)
     center = torch.zeros(1, args.out_dim, device=device)
-    crops = [torch.randn(args.batch, 1, 28, 28, device=device) for _ in range(2)]
-    crops += [torch.randn(args.batch, 1, 16, 16, device=device) for _ in range(6)]
+    crops = [torch.randn(args.batch, 1, args.global_size, args.global_size, device=device) for _ in range(2)]
+    crops += [torch.randn(args.batch, 1, args.local_size, args.local_size, device=device)
+              for _ in range(args.locals)]
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     seconds = []
+    profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
     for step in range(args.warmup + args.steps):
+        if args.profile and step == args.warmup:
+            profiler.__enter__()
         sync()
         start = time.perf_counter()
         with torch.autocast(device.type, dtype=amp or torch.bfloat16, enabled=amp is not None):
@@ -185,6 +197,9 @@ def main():
         sync()
         if step >= args.warmup:
             seconds.append(time.perf_counter() - start)
+    if args.profile:
+        profiler.__exit__(None, None, None)
+        print(profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=40), file=sys.stderr)
     print(f"{sum(seconds) / len(seconds):.3f}")
 
 

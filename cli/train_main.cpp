@@ -33,9 +33,11 @@ int main(int argc, char** argv) {
                  "Output folder (default {run_dir}/scDINO_ViTs/{dino_vit_name})");
   app.add_option("--device", rt.device, "auto (a GPU if LibTorch sees one), cpu, cuda or cuda:N")
       ->capture_default_str();
-  app.add_option("--amp-dtype", rt.amp_dtype,
-                 "Autocast type when use_fp16 is true on a GPU: auto (bfloat16 from compute capability 8.0, "
-                 "else float16 with loss scaling), bfloat16, float16")
+  app.add_option(
+         "--amp-dtype", rt.amp_dtype,
+         "Autocast type when use_fp16 is true: auto (on a GPU bfloat16 from compute capability 8.0, "
+         "else float16 with loss scaling; on a CPU bfloat16 where it has AMX, else float32), bfloat16, "
+         "float16 (GPUs only)")
       ->capture_default_str();
   app.add_option("--fusion-threshold-mb", rt.fusion_threshold_mb,
                  "Gradient fusion buffer size in MiB with several ranks (Horovod's default 128)")

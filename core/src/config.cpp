@@ -579,7 +579,8 @@ std::vector<Entry> make_schema() {
           PCDINO_MEMBER(train.hyperparameters.warmup_teacher_temp_epochs), at_least(0),
           "epochs of the teacher temperature's linear warm-up"),
       key("train_scDINO.hyperparameters.use_fp16", PCDINO_MEMBER(train.hyperparameters.use_fp16), any_bool,
-          "mixed precision on GPUs (bfloat16 from compute capability 8.0, else float16 with loss scaling)"),
+          "mixed precision: on GPUs bfloat16 from compute capability 8.0, else float16 with loss scaling; "
+          "on CPUs with AMX bfloat16 autocast (others stay in float32)"),
       key("train_scDINO.hyperparameters.weight_decay", PCDINO_MEMBER(train.hyperparameters.weight_decay),
           non_negative(), "AdamW weight decay at the start, cosine to weight_decay_end"),
       key("train_scDINO.hyperparameters.weight_decay_end",

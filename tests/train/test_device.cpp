@@ -1,5 +1,6 @@
 // Unit tests of device selection, the autocast type choice and float16 loss scaling (what can be checked
 // without a GPU; the CUDA path itself runs on GPU machines, bench/RESULTS.md).
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -13,6 +14,7 @@
 #include "pcdino/train/dino.hpp"
 #include "pcdino/train/multi_tensor.hpp"
 #include "pcdino/train/phase_clock.hpp"
+#include "pcdino/train/process.hpp"
 
 namespace pcdino::train {
 namespace {
@@ -35,8 +37,34 @@ TEST(Device, SelectionAndErrorsNameTheOption) {
   EXPECT_THROW(select_device("cuda:x", 0), ConfigError);
 }
 
-TEST(Device, AutocastTypeOnlyOnGpus) {
-  EXPECT_FALSE(autocast_dtype(torch::Device(torch::kCPU), "auto").has_value()) << "CPU training stays fp32";
+// --threads caps OpenBLAS's threads as well as LibTorch's (LibTorch links Debian's OpenBLAS here); a
+// user's OPENBLAS_NUM_THREADS wins over both.
+TEST(Process, BlasThreadsFollowTheThreadsOption) {
+  if (::dlsym(RTLD_DEFAULT, "openblas_set_num_threads") == nullptr)
+    GTEST_SKIP() << "the BLAS is not OpenBLAS";
+  ::unsetenv("SLURM_CPUS_PER_TASK");
+  ::unsetenv("OPENBLAS_NUM_THREADS");
+  EXPECT_EQ(share_blas_threads(1, 1), 1);
+  EXPECT_GE(share_blas_threads(1), 1);
+  ::setenv("OPENBLAS_NUM_THREADS", "2", 1);
+  EXPECT_EQ(share_blas_threads(1, 1), 0) << "the user's setting stays";
+  ::unsetenv("OPENBLAS_NUM_THREADS");
+}
+
+TEST(Device, AutocastTypes) {
+  // On a CPU: bfloat16 where it has AMX (this machine's /proc/cpuinfo decides which is checked), forced
+  // by "bfloat16" anywhere, never float16.
+  const torch::Device cpu(torch::kCPU);
+  if (cpu_has_flag("amx_bf16")) {
+    EXPECT_EQ(autocast_dtype(cpu, "auto"), torch::kBFloat16);
+  } else {
+    EXPECT_FALSE(autocast_dtype(cpu, "auto").has_value()) << "float32 without AMX";
+  }
+  EXPECT_EQ(autocast_dtype(cpu, "bfloat16"), torch::kBFloat16);
+  EXPECT_THROW(autocast_dtype(cpu, "float16"), ConfigError);
+  EXPECT_TRUE(cpu_has_flag("fpu")) << "every x86-64 lists fpu";
+  EXPECT_FALSE(cpu_has_flag("no_such_flag"));
+  EXPECT_FALSE(cpu_has_flag("fp")) << "whole words only";
   const torch::Device gpu(torch::kCUDA, 0);  // no GPU needed: forced types do not ask the device
   EXPECT_EQ(autocast_dtype(gpu, "bfloat16"), torch::kBFloat16);
   EXPECT_EQ(autocast_dtype(gpu, "float16"), torch::kHalf);

@@ -86,7 +86,7 @@ TEST(MultiTensor, AdamWMatchesLibTorchsAdamWOverTwentyDinoSteps) {
     share_gradients(ours, reference);
     reference_opt.step();
     opt.step();
-    EXPECT_EQ(opt.last_path(), "foreach") << "a CPU step is the list ops";
+    EXPECT_EQ(opt.last_path(), "cpu_fused") << "a CPU step of float32 parameters is one pass per parameter";
   }
   expect_close(reference, ours, 1e-6);
   // The update moved every trained parameter (the comparison is not of two untouched models).
@@ -105,8 +105,13 @@ TEST(MultiTensor, AdamWMatchesLibTorchsAdamWOverTwentyDinoSteps) {
     const auto& b = *adamw_state(opt, ours->named_parameters()[p.key()]);
     EXPECT_EQ(a.step(), b.step()) << p.key();
     EXPECT_EQ(a.step(), p.key().find("last_layer") != std::string::npos ? 17 : 20) << p.key();
-    EXPECT_TRUE(torch::allclose(a.exp_avg(), b.exp_avg(), 1e-6, 1e-12)) << p.key();
-    EXPECT_TRUE(torch::allclose(a.exp_avg_sq(), b.exp_avg_sq(), 1e-6, 1e-15)) << p.key();
+    // Within 1e-6 of the moment's largest element: the CPU's one-pass loop and LibTorch's kernels may
+    // fuse a different multiply-add (ATen's own AVX2 and baseline kernels differ so too), one rounding
+    // apart, which an element-wise relative bound fails where b1 m and (1 - b1) g nearly cancel.
+    for (const auto& [x, y] :
+         {std::pair{a.exp_avg(), b.exp_avg()}, std::pair{a.exp_avg_sq(), b.exp_avg_sq()}}) {
+      EXPECT_LE((x - y).abs().max().item<double>(), 1e-6 * x.abs().max().item<double>()) << p.key();
+    }
   }
 }
 
@@ -206,6 +211,45 @@ TEST(MultiTensor, CheckpointsMoveBetweenTheOptimizers) {
   torch::optim::AdamW back_opt(params_groups(back), torch::optim::AdamWOptions(0.0));
   load_checkpoint(d / "new.pth", back, back_teacher, back_opt, resumed_loss);
   expect_same_state(opt, resumed, back_opt, back, 10);
+}
+
+// Parameters the CPU's one-pass loop does not take (float64 here; also non-contiguous ones) go through
+// the list ops, which must match torch::optim::AdamW as well: two groups, one decayed, ten steps.
+TEST(MultiTensor, TheListOpsPathMatchesLibTorchsAdamW) {
+  torch::manual_seed(3);
+  const auto make = [] {
+    return std::vector<torch::Tensor>{torch::randn({7, 5}, torch::kFloat64).requires_grad_(),
+                                      torch::randn({5}, torch::kFloat64).requires_grad_()};
+  };
+  auto ours = make(), reference = make();
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    torch::NoGradGuard no_grad;
+    reference[i].copy_(ours[i]);
+  }
+  const auto groups = [](const std::vector<torch::Tensor>& p) {
+    std::vector<torch::optim::OptimizerParamGroup> g;
+    g.emplace_back(std::vector<torch::Tensor>{p[0]}, std::make_unique<torch::optim::AdamWOptions>(1e-2));
+    g.emplace_back(std::vector<torch::Tensor>{p[1]}, std::make_unique<torch::optim::AdamWOptions>(1e-2));
+    static_cast<torch::optim::AdamWOptions&>(g[0].options()).weight_decay(0.04);
+    static_cast<torch::optim::AdamWOptions&>(g[1].options()).weight_decay(0.0);
+    return g;
+  };
+  MultiTensorAdamW opt(groups(ours), torch::optim::AdamWOptions(1e-2));
+  torch::optim::AdamW reference_opt(groups(reference), torch::optim::AdamWOptions(1e-2));
+  for (int step = 0; step < 10; ++step) {
+    for (std::size_t i = 0; i < ours.size(); ++i) {
+      const auto g = torch::randn(ours[i].sizes(), torch::kFloat64);
+      ours[i].mutable_grad() = g.clone();
+      reference[i].mutable_grad() = g.clone();
+    }
+    opt.step();
+    reference_opt.step();
+    EXPECT_EQ(opt.last_path(), "foreach");
+  }
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    EXPECT_LT((ours[i] - reference[i]).abs().max().item<double>(), 1e-12) << i;
+    EXPECT_GT((ours[i] - make()[i]).abs().max().item<double>(), 0) << "moved";
+  }
 }
 
 TEST(MultiTensor, EmaAndClippingMatchThePerParameterReference) {

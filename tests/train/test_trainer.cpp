@@ -102,7 +102,10 @@ TEST(Trainer, InterruptedAndResumedEqualsUninterrupted) {
 TEST(Trainer, TheGraphsStepTrainsAsTheOrdinaryStep) {
   test::TempDir d;
   test::write_synthetic_dataset(d / "data", 2, 6, 12, PixelType::kUint8, {{false, 20}}, 5);
-  const PipelineConfig c = tiny_config(d);
+  PipelineConfig c = tiny_config(d);
+  // float32: the two updates round differently (list ops against the CPU's one-pass loop, ~1e-7 a step),
+  // which bfloat16 autocast (use_fp16 on a CPU with AMX) would magnify beyond the tolerance.
+  c.train.hyperparameters.use_fp16 = false;
   write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
   TrainRuntime ordinary;
   ordinary.threads = 1;
@@ -162,6 +165,34 @@ TEST(Trainer, MissingMeanStdAndTooLargeBatchAreNamed) {
               std::string::npos)
         << e.what();
   }
+}
+
+// use_fp16 on a CPU (issue #38): bfloat16 autocast forced by --amp-dtype trains (finite loss, float32
+// weights and checkpoints) and acts (another loss than float32's from the same seed and data).
+TEST(Trainer, BfloatAutocastOnTheCpuTrainsAndActs) {
+  test::TempDir d;
+  test::write_synthetic_dataset(d / "data", 2, 6, 12, PixelType::kUint8, {{false, 20}}, 5);
+  PipelineConfig c = tiny_config(d);
+  write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
+  TrainRuntime bf16;
+  bf16.threads = 1;
+  bf16.output_dir = d / "bf16";
+  bf16.amp_dtype = "bfloat16";
+  const TrainReport a = run_training(c, bf16);
+  EXPECT_TRUE(std::isfinite(a.last_epoch_loss));
+  for (const auto& [name, value] : read_state_dict(bf16.output_dir + "/checkpoint.pth", "student")) {
+    EXPECT_EQ(value.scalar_type(), torch::kFloat32) << name;
+  }
+  c.train.hyperparameters.use_fp16 = false;
+  TrainRuntime fp32 = bf16;
+  fp32.output_dir = d / "fp32";
+  const TrainReport b = run_training(c, fp32);
+  EXPECT_GT(std::abs(a.last_epoch_loss - b.last_epoch_loss), 1e-6) << "autocast changed nothing";
+  EXPECT_LT(std::abs(a.last_epoch_loss - b.last_epoch_loss), 0.1 * std::abs(b.last_epoch_loss));
+  c.train.hyperparameters.use_fp16 = true;
+  TrainRuntime half = bf16;
+  half.amp_dtype = "float16";
+  EXPECT_THROW(run_training(c, half), ConfigError) << "CPU autocast is bfloat16 only";
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <torch/version.h>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 
 #include "pcdino/core/error.hpp"
 
@@ -15,16 +17,22 @@ namespace pcdino::train {
 
 namespace {
 
-// Autocast's C++ switches were per device type from LibTorch 2.4 on; 1.13 (Debian 12) has CUDA-only ones.
+// Autocast's C++ switches are per device type from LibTorch 2.4 on; 1.13 (Debian 12) has one pair for
+// CUDA and one for the CPU.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-void set_cuda_autocast(bool enabled, at::ScalarType dtype) {
-  at::autocast::set_autocast_enabled(at::kCUDA, enabled);
-  if (enabled) at::autocast::set_autocast_dtype(at::kCUDA, dtype);
+void set_autocast(c10::DeviceType device, bool enabled, at::ScalarType dtype) {
+  at::autocast::set_autocast_enabled(device, enabled);
+  if (enabled) at::autocast::set_autocast_dtype(device, dtype);
 }
 #else
-void set_cuda_autocast(bool enabled, at::ScalarType dtype) {
-  at::autocast::set_enabled(enabled);
-  if (enabled) at::autocast::set_autocast_gpu_dtype(dtype);
+void set_autocast(c10::DeviceType device, bool enabled, at::ScalarType dtype) {
+  if (device == c10::DeviceType::CPU) {
+    at::autocast::set_cpu_enabled(enabled);
+    if (enabled) at::autocast::set_autocast_cpu_dtype(dtype);
+  } else {
+    at::autocast::set_enabled(enabled);
+    if (enabled) at::autocast::set_autocast_gpu_dtype(dtype);
+  }
 }
 #endif
 
@@ -40,6 +48,20 @@ int compute_capability_major(int index) {
 }
 
 }  // namespace
+
+bool cpu_has_flag(const std::string& flag) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string word; words >> word;) {
+      if (word == flag) return true;
+    }
+    return false;  // every core lists the same flags
+  }
+  return false;
+}
 
 torch::Device select_device(const std::string& spec, int local_rank) {
   const bool have_cuda = torch::cuda::is_available();
@@ -73,6 +95,13 @@ std::optional<torch::ScalarType> autocast_dtype(const torch::Device& device, con
   if (spec != "auto" && spec != "bfloat16" && spec != "float16") {
     throw ConfigError("--amp-dtype '" + spec + "': expected auto, bfloat16 or float16");
   }
+  if (device.is_cpu()) {
+    if (spec == "float16") {
+      throw ConfigError("--amp-dtype float16: autocast on a CPU is bfloat16 only; use auto or bfloat16");
+    }
+    if (spec == "bfloat16" || cpu_has_flag(kCpuBfloat16Flag)) return torch::kBFloat16;
+    return std::nullopt;
+  }
   if (!device.is_cuda()) return std::nullopt;
   if (spec == "bfloat16") return torch::kBFloat16;
   if (spec == "float16") return torch::kHalf;
@@ -81,13 +110,14 @@ std::optional<torch::ScalarType> autocast_dtype(const torch::Device& device, con
   return major == 0 || major >= 8 ? torch::kBFloat16 : torch::kHalf;
 }
 
-AutocastGuard::AutocastGuard(std::optional<torch::ScalarType> dtype) : enabled_(dtype.has_value()) {
-  if (enabled_) set_cuda_autocast(true, *dtype);
+AutocastGuard::AutocastGuard(std::optional<torch::ScalarType> dtype, c10::DeviceType device)
+    : enabled_(dtype.has_value()), device_(device) {
+  if (enabled_) set_autocast(device_, true, *dtype);
 }
 
 AutocastGuard::~AutocastGuard() {
   if (!enabled_) return;
-  set_cuda_autocast(false, torch::kFloat);
+  set_autocast(device_, false, torch::kFloat);
   at::autocast::clear_cache();
 }
 

@@ -77,32 +77,35 @@ double DinoLoss::teacher_temperature(int epoch) const {
 torch::Tensor DinoLoss::operator()(const torch::Tensor& student_output, const torch::Tensor& teacher_output,
                                    int epoch, const std::function<void(torch::Tensor&)>& allreduce_sum,
                                    int world_size) {
-  const auto student = (student_output / student_temp_).chunk(ncrops_);
+  // Autocast's 16-bit outputs in float32 (the reference's softmaxes run in float32 under autocast):
+  // [ncrops, B, K] log-probabilities of the student, [2, B, K] probabilities of the teacher.
+  const auto widened = [](const torch::Tensor& t) {
+    return t.element_size() < 4 ? t.to(torch::kFloat32) : t;
+  };
+  const auto student_out = widened(student_output), teacher_out = widened(teacher_output);
+  const int64_t batch = student_out.size(0) / ncrops_;
+  const auto student_log_probs =
+      F::log_softmax(student_out / student_temp_, F::LogSoftmaxFuncOptions(-1)).view({ncrops_, batch, -1});
   const double temp = teacher_temperature(epoch);
-  const auto teacher_logits = ((teacher_output - center) / temp).detach();
+  const auto teacher_logits = ((teacher_out - center) / temp).detach();
   const auto teacher_probs = F::softmax(teacher_logits, F::SoftmaxFuncOptions(-1));
-  const auto teacher = teacher_probs.chunk(2);
   teacher_entropy = -(teacher_probs * F::log_softmax(teacher_logits, F::LogSoftmaxFuncOptions(-1)))
                          .sum(-1)
                          .mean()
                          .to(torch::kFloat32);
-  torch::Tensor total = torch::zeros({}, student_output.options());
-  int terms = 0;
-  for (std::size_t iq = 0; iq < teacher.size(); ++iq) {
-    for (std::size_t v = 0; v < student.size(); ++v) {
-      if (v == iq) continue;  // the same view seen by both
-      const auto loss =
-          torch::sum(-teacher[iq] * F::log_softmax(student[v], F::LogSoftmaxFuncOptions(-1)), -1);
-      total = total + loss.mean();
-      ++terms;
-    }
-  }
-  total = total / terms;
+  // Every (teacher view iq, student view v) pair's cross-entropy at once, [2, ncrops] (main_dino.py's
+  // DINOLoss loops over the pairs), then the pairs of one view seen by both (v == iq) left out.
+  const auto cross =
+      -(teacher_probs.view({2, 1, batch, -1}) * student_log_probs.unsqueeze(0)).sum(-1).mean(-1);
+  const auto other_views = torch::ones({2, ncrops_}, cross.options());
+  other_views.fill_diagonal_(0);
+  const int terms = 2 * (ncrops_ - 1);
+  const auto total = (cross * other_views).sum() / terms;
   {
     torch::NoGradGuard no_grad;
-    auto batch_center = teacher_output.sum(0, /*keepdim=*/true);
+    auto batch_center = teacher_out.sum(0, /*keepdim=*/true);
     if (allreduce_sum) allreduce_sum(batch_center);
-    batch_center = batch_center / (teacher_output.size(0) * world_size);
+    batch_center = batch_center / (teacher_out.size(0) * world_size);
     // In place: a CUDA graph of the step (StepGraph) replays its writes into this very tensor.
     center.mul_(center_momentum_).add_(batch_center, 1 - center_momentum_);
   }

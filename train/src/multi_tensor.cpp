@@ -1,14 +1,18 @@
 #include "pcdino/train/multi_tensor.hpp"
 
+#include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
+
+#include "pcdino/train/cpu_kernels.hpp"
 
 namespace pcdino::train {
 
@@ -56,6 +60,24 @@ void call_fused_adamw(const c10::OperatorHandle& op, const std::vector<torch::Te
   stack.emplace_back(c10::IValue());  // grad_scale
   stack.emplace_back(c10::IValue());  // found_inf
   op.callBoxed(&stack);
+}
+
+// The CPU's one-pass loops (cpu_kernels.hpp) take float32 arrays: every tensor contiguous on the CPU.
+bool cpu_fusable(std::initializer_list<const std::vector<torch::Tensor>*> lists) {
+  for (const auto* list : lists) {
+    for (const auto& t : *list) {
+      if (!t.device().is_cpu() || t.scalar_type() != torch::kFloat32 || !t.is_contiguous() || t.is_sparse())
+        return false;
+    }
+  }
+  return true;
+}
+
+// fn(begin, end) over [0, n) in ranges for LibTorch's intra-op threads (inline with one thread); a
+// grain of 64 Ki elements keeps a range's three or four arrays within a core's L2.
+template <typename Fn>
+void for_ranges(int64_t n, Fn&& fn) {
+  at::parallel_for(0, n, int64_t{1} << 16, [&](int64_t begin, int64_t end) { fn(begin, end); });
 }
 
 bool fusable(const std::vector<torch::Tensor>& params) {
@@ -139,11 +161,34 @@ torch::Tensor MultiTensorAdamW::step(LossClosure closure) {
       }
     }
 
+    const double lr = o.lr(), wd = o.weight_decay(), eps = o.eps();
+    const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
+    if (cpu_fusable({&params, &grads, &exp_avgs, &exp_avg_sqs})) {
+      for (const auto& p : params) device_steps_.erase(p.unsafeGetTensorImpl());
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        const auto t = static_cast<double>(steps[i]);
+        cpu::AdamWScalars scalars;
+        scalars.decay = static_cast<float>(1 - lr * wd);
+        scalars.beta1 = static_cast<float>(beta1), scalars.one_minus_beta1 = static_cast<float>(1 - beta1);
+        scalars.beta2 = static_cast<float>(beta2), scalars.one_minus_beta2 = static_cast<float>(1 - beta2);
+        scalars.bias_correction2_sqrt = static_cast<float>(std::sqrt(1 - std::pow(beta2, t)));
+        scalars.neg_step_size = static_cast<float>(-lr / (1 - std::pow(beta1, t)));
+        scalars.eps = static_cast<float>(eps);
+        float* p = params[i].data_ptr<float>();
+        const float* g = grads[i].data_ptr<float>();
+        float* m = exp_avgs[i].data_ptr<float>();
+        float* v = exp_avg_sqs[i].data_ptr<float>();
+        for_ranges(params[i].numel(), [&](int64_t begin, int64_t end) {
+          cpu::adamw(p + begin, g + begin, m + begin, v + begin, end - begin, scalars);
+        });
+      }
+      last_path_ = "cpu_fused";
+      continue;
+    }
+
     // The list ops keep the count on the host alone: a device count made by an earlier fused step or
     // step_on_device() would fall behind, so it is made again from the host's when next needed.
     for (const auto& p : params) device_steps_.erase(p.unsafeGetTensorImpl());
-    const double lr = o.lr(), wd = o.weight_decay(), eps = o.eps();
-    const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
     if (wd != 0) at::_foreach_mul_(params, 1 - lr * wd);
     at::_foreach_mul_(exp_avgs, beta1);
     at::_foreach_add_(exp_avgs, grads, 1 - beta1);
@@ -262,6 +307,18 @@ void ema_update(torch::nn::Module& teacher, torch::nn::Module& student, double m
   const auto t = teacher.parameters(), s = student.parameters();
   if (t.size() != s.size()) throw std::invalid_argument("teacher and student differ in parameter count");
   if (t.empty()) return;
+  if (cpu_fusable({&t, &s})) {
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (t[i].sizes() != s[i].sizes()) throw std::invalid_argument("teacher and student differ in a shape");
+      float* teacher_data = t[i].data_ptr<float>();
+      const float* student_data = s[i].data_ptr<float>();
+      for_ranges(t[i].numel(), [&](int64_t begin, int64_t end) {
+        cpu::ema(teacher_data + begin, student_data + begin, end - begin, static_cast<float>(momentum),
+                 static_cast<float>(1 - momentum));
+      });
+    }
+    return;
+  }
   at::_foreach_mul_(t, momentum);
   at::_foreach_add_(t, s, 1 - momentum);
 }

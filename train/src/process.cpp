@@ -36,7 +36,7 @@ void prefer_passive_openmp_threads(char** argv) {
 
 }  // namespace
 
-int share_blas_threads(int local_ranks) {
+int share_blas_threads(int local_ranks, int max_threads) {
   if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr || std::getenv("GOTO_NUM_THREADS") != nullptr) return 0;
   using SetThreads = void (*)(int);
   auto* set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
@@ -49,6 +49,7 @@ int share_blas_threads(int local_ranks) {
       per_task != nullptr && std::atoi(per_task) > 0) {
     threads = std::min(available, std::atoi(per_task));
   }
+  if (max_threads > 0) threads = std::min(threads, max_threads);
   set(threads);
   return threads;
 }

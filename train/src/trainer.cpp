@@ -249,7 +249,7 @@ void dino_step(EpochContext& ctx, const Batch& crops, int epoch, double momentum
                const std::function<void(Phase)>& lap) {
   torch::Tensor value;
   {
-    const AutocastGuard autocast(ctx.amp);
+    const AutocastGuard autocast(ctx.amp, ctx.device.type());
     const auto teacher_out = ctx.teacher->forward(Batch(crops.begin(), crops.begin() + 2));
     const auto student_out = ctx.student->forward(crops);
     value = ctx.loss(student_out, teacher_out, epoch, ctx.allreduce_sum, ctx.ranks);
@@ -406,7 +406,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   const DinoHyperparameters& h = c.train.hyperparameters;
   if (rt.threads > 0) torch::set_num_threads(rt.threads);
   const int ranks = world ? world->size() : 1, rank = world ? world->rank() : 0;
-  if (const int blas = share_blas_threads(world ? world->local_size() : 1); blas > 0 && ranks > 1) {
+  if (const int blas = share_blas_threads(world ? world->local_size() : 1, rt.threads);
+      blas > 0 && ranks > 1) {
     spdlog::info("OpenBLAS threads per rank: {} ({} rank(s) on this machine)", blas, world->local_size());
   }
   const bool writer = rank == 0;  // one rank writes checkpoints and logs
@@ -478,8 +479,14 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
                  amp ? std::string("autocast to ") + c10::toString(*amp) +
                            (scaler.enabled() ? " and loss scaling" : "")
                      : std::string("float32 (use_fp16 false)"));
+  } else if (amp) {
+    spdlog::info("training on the CPU with autocast to {}{}", c10::toString(*amp),
+                 cpu_has_flag(kCpuBfloat16Flag) ? " (AMX)" : " (forced by --amp-dtype; this CPU has no AMX)");
   } else if (h.use_fp16) {
-    spdlog::info("training on the CPU in float32 (use_fp16 applies to GPUs)");
+    spdlog::info(
+        "training on the CPU in float32: use_fp16 uses bfloat16 on CPUs with AMX ({}), which this "
+        "one lacks (--amp-dtype bfloat16 forces it)",
+        kCpuBfloat16Flag);
   }
   MultiTensorAdamW optimizer(params_groups(student), torch::optim::AdamWOptions(0.0));
 

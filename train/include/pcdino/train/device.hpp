@@ -1,5 +1,6 @@
-// Where training and extraction run (CPU or one CUDA device per local rank) and mixed precision on GPUs
-// (the reference's use_fp16: torch.cuda.amp.autocast with a GradScaler).
+// Where training and extraction run (CPU or one CUDA device per local rank) and mixed precision (the
+// reference's use_fp16: torch.cuda.amp.autocast with a GradScaler on GPUs; bfloat16 autocast on CPUs
+// with AMX, as torch.autocast("cpu") runs it).
 #pragma once
 
 #include <torch/torch.h>
@@ -16,22 +17,36 @@ namespace pcdino::train {
 /// for CUDA when this LibTorch has no CUDA or the machine no GPU.
 torch::Device select_device(const std::string& spec, int local_rank);
 
-/// The autocast type for use_fp16 on `device`: "auto" gives bfloat16 on GPUs of compute capability
-/// >= 8.0 (no loss scaling needed) and float16 below; "bfloat16" and "float16" force one. nullopt on a
-/// CPU (training there stays in float32). Throws ConfigError naming --amp-dtype for another value.
+/// The /proc/cpuinfo flag of the CPUs on which bfloat16 autocast pays: Intel AMX's bfloat16 tile
+/// multiply (Sapphire Rapids and later), which oneDNN's matmuls use. Measured on the project's machine
+/// (bench/RESULTS.md, issue #38): the demo's step 1.47x faster than float32 on one core. A CPU with
+/// AVX512_BF16 alone was not measured, so it keeps float32 unless forced.
+inline constexpr const char* kCpuBfloat16Flag = "amx_bf16";
+
+/// Whether /proc/cpuinfo lists `flag` (e.g. "amx_bf16", "avx512_bf16"): the CPU has it and the kernel
+/// lets programs use it. false where the file cannot be read.
+bool cpu_has_flag(const std::string& flag);
+
+/// The autocast type for use_fp16 on `device`. On a GPU "auto" gives bfloat16 from compute capability
+/// 8.0 (no loss scaling needed) and float16 below; "bfloat16" and "float16" force one. On a CPU "auto"
+/// gives bfloat16 where the CPU has kCpuBfloat16Flag and nullopt (float32) elsewhere, "bfloat16" forces
+/// it, and "float16" is refused (LibTorch's CPU autocast is bfloat16 only). Throws ConfigError naming
+/// --amp-dtype for another value.
 std::optional<torch::ScalarType> autocast_dtype(const torch::Device& device, const std::string& spec);
 
-/// CUDA autocast of the forward pass in `dtype` while alive (nothing when dtype is nullopt); clears
-/// autocast's weight cache on exit, as torch.autocast's __exit__ does.
+/// Autocast of the forward pass on `device` (CUDA or CPU) in `dtype` while alive (nothing when dtype is
+/// nullopt); clears autocast's weight cache on exit, as torch.autocast's __exit__ does.
 class AutocastGuard {
  public:
-  explicit AutocastGuard(std::optional<torch::ScalarType> dtype);
+  explicit AutocastGuard(std::optional<torch::ScalarType> dtype,
+                         c10::DeviceType device = c10::DeviceType::CUDA);
   ~AutocastGuard();
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;
 
  private:
   bool enabled_ = false;
+  c10::DeviceType device_;
 };
 
 /// Dynamic loss scaling for float16 (torch.cuda.amp.GradScaler's defaults: initial scale 2^16, growth

@@ -1,8 +1,8 @@
 // DINO's update as a few list ("multi-tensor", foreach) kernels for all parameters instead of one small
 // kernel per parameter (issue #22): AdamW as PyTorch's torch/optim/adamw.py composes _multi_tensor_adamw
 // (or at::_fused_adamw_ on CUDA when LibTorch has it), the teacher's EMA (main_dino.py) and zeroing.
-// On a GPU the step is bound by kernel launches at DINO's model sizes; on a CPU the list ops loop over the
-// tensors in C++ and cost what the per-tensor ops cost.
+// On a GPU the step is bound by kernel launches at DINO's model sizes; on a CPU by memory traffic, so there
+// AdamW and the EMA are one pass per array (cpu_kernels.hpp) where the list ops make one per operation.
 #pragma once
 
 #include <torch/optim/adamw.h>
@@ -19,6 +19,8 @@ namespace pcdino::train {
 /// m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) +
 /// eps), each as one list op over the group's parameters that have a gradient (a parameter without one,
 /// e.g. DINO's frozen last layer, is skipped and keeps its step count t, as in torch::optim::AdamW).
+/// On the CPU, where every tensor of a group is contiguous float32, a group is one pass over memory per
+/// parameter (cpu::adamw, split over LibTorch's intra-op threads) instead of nine list ops' passes.
 /// On CUDA, where the dispatcher has at::_fused_adamw_ (LibTorch >= 2.0), a group is one fused kernel,
 /// with step counts as float32 tensors on the device (PyTorch's fused layout) beside the host counts the
 /// archive keeps; a call it refuses falls back to the list ops for the rest of the run (logged once).
@@ -47,10 +49,13 @@ class MultiTensorAdamW : public torch::optim::AdamW {
   void advance_host_steps();
 
   /// Sets every defined gradient of every group to zero with one list op (Optimizer::zero_grad: one
-  /// kernel per parameter).
+  /// kernel per parameter). Kept, not dropped (PyTorch's set_to_none): on the CPU new gradients every
+  /// step measured slower (fresh memory for ~30 MB each step), and a CUDA graph needs them where its
+  /// capture saw them.
   void zero_grad();
 
-  /// The kernels the last step ran: "foreach" or "fused" (step()), "device_schedule" (step_on_device());
+  /// The kernels the last step ran: "foreach", "fused" (CUDA) or "cpu_fused" (step()), "device_schedule"
+  /// (step_on_device());
   /// "" before the first step.
   const std::string& last_path() const { return last_path_; }
 
@@ -70,7 +75,8 @@ const torch::optim::AdamWParamState* adamw_state(const torch::optim::Optimizer& 
                                                  const torch::Tensor& p);
 
 /// teacher = m * teacher + (1 - m) * student over all parameters (same order, same shapes), without
-/// autograd, as two list ops (main_dino.py: param_k.data.mul_(m).add_((1 - m) * param_q.detach().data)).
+/// autograd, as two list ops (main_dino.py: param_k.data.mul_(m).add_((1 - m) * param_q.detach().data)),
+/// or on the CPU for contiguous float32 parameters one pass each (cpu::ema).
 /// Throws std::invalid_argument if the modules differ in parameter count.
 void ema_update(torch::nn::Module& teacher, torch::nn::Module& student, double momentum);
 

@@ -16,8 +16,10 @@ void tune_process(char** argv);
 /// share through openblas_set_num_threads: Slurm's SLURM_CPUS_PER_TASK when the step sets it (a node
 /// without task affinity shows every rank all its cores, and nodes may share a host, as on the local
 /// cluster), else max(1, cores in this process's affinity mask / local_ranks); never more than the mask
-/// holds. Acts only when the loaded BLAS is OpenBLAS and the user set neither OPENBLAS_NUM_THREADS nor
-/// GOTO_NUM_THREADS. Returns the threads set, 0 when it set none.
-int share_blas_threads(int local_ranks);
+/// holds, nor than `max_threads` when it is > 0 (--threads: the intra-op threads the user gave LibTorch;
+/// OpenBLAS would otherwise use every core of the mask beside them). Acts only when the loaded BLAS is
+/// OpenBLAS and the user set neither OPENBLAS_NUM_THREADS nor GOTO_NUM_THREADS. Returns the threads set,
+/// 0 when it set none.
+int share_blas_threads(int local_ranks, int max_threads = 0);
 
 }  // namespace pcdino::train

@@ -24,7 +24,7 @@ struct TrainRuntime {
       0;                           ///< checkpoint and stop after this many iterations, as on SIGTERM (tests)
   std::string output_dir;          ///< "" = {run_dir}/scDINO_ViTs/{dino_vit_name}
   std::string device = "auto";     ///< auto, cpu, cuda, cuda:N (select_device in device.hpp)
-  std::string amp_dtype = "auto";  ///< use_fp16's autocast type on GPUs: auto, bfloat16, float16
+  std::string amp_dtype = "auto";  ///< use_fp16's autocast type: auto, bfloat16, float16 (GPUs only)
   int local_rank = 0;              ///< this process's rank on its node without an MPI world
   double fusion_threshold_mb = 128;   ///< gradient fusion buffer size (Horovod's default), several ranks
   double comm_timeout_seconds = 300;  ///< several ranks: end (exit 74) after this long without progress
