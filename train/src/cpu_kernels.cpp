@@ -8,7 +8,7 @@ namespace pcdino::train::cpu {
 // one when the program loads (an ifunc). The file is compiled with -fno-math-errno so that sqrt
 // vectorises, and without contracting a * b + c into one rounding, so that every clone gives the same
 // numbers.
-#define PCDINO_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define PCDINO_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
 PCDINO_CLONES
 void adamw(float* __restrict param, const float* __restrict grad, float* __restrict exp_avg,
