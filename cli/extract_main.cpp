@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
                "representation must beat")
       ->excludes("--checkpoint")
       ->excludes("--random-init");
-  app.add_option("--threads", options.threads, "LibTorch intra-op threads per rank (0: LibTorch's default)")
+  app.add_option("--threads", options.threads,
+                 "LibTorch intra-op threads per rank, also the most OpenBLAS threads (0: LibTorch's default)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option(

@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
   pcdino::train::TrainRuntime rt;
   bool no_resume = false;
   pcdino::app::add_config_options(&app, config);
-  app.add_option("--threads", rt.threads, "LibTorch intra-op threads (0: LibTorch's default)")
+  app.add_option("--threads", rt.threads,
+                 "LibTorch intra-op threads, also the most OpenBLAS threads (0: LibTorch's default)")
       ->capture_default_str();
   app.add_option("--loader-threads", rt.loader_threads,
                  "Decoding and augmentation threads (0: train_scDINO.num_workers, at least 1)")

@@ -104,7 +104,7 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
                                 const ExtractOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   if (options.threads > 0) torch::set_num_threads(options.threads);
-  train::share_blas_threads(world.local_size());
+  train::share_blas_threads(world.local_size(), options.threads);
   const auto& cls = config.downstream.compute_cls_features;
   ExtractReport report;
   const RunLayout layout(config);
