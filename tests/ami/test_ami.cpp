@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "pcdino/ami/compat.hpp"
 #include "pcdino/ami/packer.hpp"
@@ -323,31 +324,29 @@ TEST(AmiSourceBuild, TablesAndRules) {
   m = all_messages(s);
   EXPECT_NE(m.find("the Slurm of this release is not in the table"), std::string::npos) << m;
 
-  EXPECT_NE(spec_error(R"(name: t
-region: us-west-2
-base: {parallelcluster_version: "3.7.0", os: alinux2}
+  // versions.libtorch against build.pcdino: spec head (after name and region) -> the error it must give.
+  const std::pair<const char*, const char*> libtorch_cases[] = {
+      {R"(base: {parallelcluster_version: "3.7.0", os: alinux2}
 build: {pcdino: package}
 accelerator: none
 versions: {efa_installer: "1.25.1", enroot: "3.4.0", pyxis: "0.12.0", pcdino: "0.1.0", libtorch: "2.5.1+cpu"}
-)")
-                .find("versions.libtorch: only for build.pcdino: source"),
-            std::string::npos);
-  EXPECT_NE(spec_error(R"(name: t
-region: us-west-2
-base: {parallelcluster_version: "3.11.1", os: ubuntu2204}
+)",
+       "versions.libtorch: only for build.pcdino: source"},
+      {R"(base: {parallelcluster_version: "3.11.1", os: ubuntu2204}
 accelerator: none
 versions: {efa_installer: "1.25.1", enroot: "3.4.0", pyxis: "0.12.0", pcdino: "0.1.0", libtorch: "2.5.1"}
-)")
-                .find("versions.libtorch: expected a LibTorch release and variant like 2.5.1+cu124"),
-            std::string::npos);
-  EXPECT_NE(spec_error(R"(name: t
-region: us-west-2
-base: {parallelcluster_version: "3.11.1", os: ubuntu2204}
+)",
+       "versions.libtorch: expected a LibTorch release and variant like 2.5.1+cu124"},
+      {R"(base: {parallelcluster_version: "3.11.1", os: ubuntu2204}
 accelerator: none
 versions: {efa_installer: "1.25.1", enroot: "3.4.0", pyxis: "0.12.0", pcdino: "0.1.0"}
-)")
-                .find("versions.libtorch: missing"),
-            std::string::npos);
+)",
+       "versions.libtorch: missing"},
+  };
+  for (const auto& [spec, error] : libtorch_cases) {
+    const std::string got = spec_error(std::string("name: t\nregion: us-west-2\n") + spec);
+    EXPECT_NE(got.find(error), std::string::npos) << got;
+  }
 }
 
 TEST(AmiCompat, PublishedBusBandwidthFloors) {
