@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "pcdino/train/cpu_linear.hpp"
 #include "pcdino/train/schedules.hpp"
 
 namespace pcdino::train {
@@ -38,8 +39,8 @@ torch::Tensor DinoHeadImpl::last_layer_weight() const {
 }
 
 torch::Tensor DinoHeadImpl::forward(const torch::Tensor& x) {
-  const auto z = F::normalize(mlp->forward(x), F::NormalizeFuncOptions().dim(-1).p(2));
-  return F::linear(z, last_layer_weight());
+  const auto z = F::normalize(sequential_forward(mlp, x), F::NormalizeFuncOptions().dim(-1).p(2));
+  return pcdino::train::linear(z, last_layer_weight(), torch::Tensor());
 }
 
 MultiCropWrapperImpl::MultiCropWrapperImpl(VisionTransformer b, DinoHead h) {

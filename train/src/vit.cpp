@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "pcdino/train/cpu_linear.hpp"
+
 namespace pcdino::train {
 
 namespace F = torch::nn::functional;
@@ -44,6 +46,21 @@ torch::Tensor trunc_normal_(torch::Tensor tensor, double mean, double std, doubl
   return tensor;
 }
 
+torch::Tensor apply_linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
+  return linear(x, layer->weight, layer->bias);
+}
+
+torch::Tensor sequential_forward(torch::nn::Sequential seq, torch::Tensor x) {
+  for (auto& m : *seq) {
+    if (const auto* fc = m.ptr()->as<torch::nn::Linear>()) {
+      x = linear(x, fc->weight, fc->bias);
+    } else {
+      x = m.forward(x);
+    }
+  }
+  return x;
+}
+
 torch::Tensor drop_path(const torch::Tensor& x, double p, bool training) {
   if (p == 0.0 || !training) return x;
   const double keep = 1.0 - p;
@@ -62,7 +79,8 @@ AttentionImpl::AttentionImpl(int dim, int heads, bool fused_attention)
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const int64_t B = x.size(0), N = x.size(1), C = x.size(2);
   // [B, N, 3C] -> [3, B, heads, N, C / heads]
-  const auto qkv_out = qkv(x).reshape({B, N, 3, num_heads, C / num_heads}).permute({2, 0, 3, 1, 4});
+  const auto qkv_out =
+      apply_linear(qkv, x).reshape({B, N, 3, num_heads, C / num_heads}).permute({2, 0, 3, 1, 4});
   const auto q = qkv_out[0], k = qkv_out[1], v = qkv_out[2];
   torch::Tensor out;  // [B, heads, N, C / heads]
   if (fused) {
@@ -75,7 +93,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   } else {
     out = (q.matmul(k.transpose(-2, -1)) * scale).softmax(-1).matmul(v);
   }
-  return proj(out.transpose(1, 2).reshape({B, N, C}));
+  return apply_linear(proj, out.transpose(1, 2).reshape({B, N, C}));
 }
 
 BlockImpl::BlockImpl(int dim, int num_heads, double mlp_ratio, double drop_path, bool fused_attention)
@@ -93,7 +111,7 @@ BlockImpl::BlockImpl(int dim, int num_heads, double mlp_ratio, double drop_path,
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
   auto y = x + pcdino::train::drop_path(attn(norm1(x)), drop_path_prob, is_training());
-  return y + pcdino::train::drop_path(mlp->forward(norm2(y)), drop_path_prob, is_training());
+  return y + pcdino::train::drop_path(sequential_forward(mlp, norm2(y)), drop_path_prob, is_training());
 }
 
 VisionTransformerImpl::VisionTransformerImpl(const VitOptions& o) : options(o) {

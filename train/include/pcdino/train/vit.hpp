@@ -38,6 +38,13 @@ struct VitOptions {
   static VitOptions from_config(const DinoHyperparameters& h, int in_channels);
 };
 
+/// `layer`(x) with the CPU's float32 matmul of cpu_linear.hpp where it applies: x [..., in] -> [..., out].
+torch::Tensor apply_linear(const torch::nn::Linear& layer, const torch::Tensor& x);
+
+/// seq(x) for a Sequential of Linear and shape-keeping modules (the ViT's MLP, the DINO head's MLP), each
+/// Linear through apply_linear. Throws what the modules throw.
+torch::Tensor sequential_forward(torch::nn::Sequential seq, torch::Tensor x);
+
 /// Stochastic depth (Huang et al. 2016): in training, each sample's residual branch is dropped with
 /// probability p and the kept ones scaled by 1 / (1 - p). Identity in eval mode or with p = 0.
 torch::Tensor drop_path(const torch::Tensor& x, double p, bool training);

@@ -1,0 +1,163 @@
+#include "pcdino/train/cpu_linear.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#ifdef PCDINO_WITH_ONEDNN
+#include <map>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
+#endif
+
+namespace pcdino::train {
+
+namespace {
+
+#ifdef PCDINO_WITH_ONEDNN
+
+bool enabled_by_environment() {
+  static const bool on = [] {
+    const char* v = std::getenv("PCDINO_CPU_LINEAR");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+// C [M, N] = op(A) [M, K] op(B) [K, N] (+ bias [N]), row-major float32. A is stored [M, K], or [K, M] when
+// `ta`; B is stored [K, N], or [N, K] when `tb`. One matmul primitive per shape, made on first use.
+void gemm(const float* a, bool ta, const float* b, bool tb, const float* bias, float* c, int64_t m, int64_t k,
+          int64_t n) {
+  using dnnl::memory;
+  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, bool>;
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  static std::mutex mutex;
+  static std::map<Key, dnnl::matmul> cache;
+  const memory::desc a_md({m, k}, memory::data_type::f32, ta ? memory::dims{1, m} : memory::dims{k, 1});
+  const memory::desc b_md({k, n}, memory::data_type::f32, tb ? memory::dims{1, k} : memory::dims{n, 1});
+  const memory::desc c_md({m, n}, memory::data_type::f32, memory::dims{n, 1});
+  const memory::desc bias_md({1, n}, memory::data_type::f32, memory::dims{n, 1});
+  dnnl::matmul primitive;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const Key key{m, k, n, ta, tb, bias != nullptr};
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      if (cache.size() >= 512) cache.clear();  // shapes of a run are few; extraction's last batch adds one
+      const auto desc =
+          bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md) : dnnl::matmul::desc(a_md, b_md, c_md);
+      it = cache.emplace(key, dnnl::matmul(dnnl::matmul::primitive_desc(desc, engine))).first;
+    }
+    primitive = it->second;
+  }
+  thread_local dnnl::stream stream(engine);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(a_md, engine, const_cast<float*>(a))},
+                                       {DNNL_ARG_WEIGHTS, memory(b_md, engine, const_cast<float*>(b))},
+                                       {DNNL_ARG_DST, memory(c_md, engine, c)}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, memory(bias_md, engine, const_cast<float*>(bias)));
+  primitive.execute(stream, args);
+  stream.wait();
+}
+
+// x [M, K] contiguous, weight [N, K] contiguous, bias [N] or undefined: [M, N].
+at::Tensor forward_2d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  const int64_t m = x.size(0), k = x.size(1), n = weight.size(0);
+  auto y = at::empty({m, n}, x.options());
+  gemm(x.data_ptr<float>(), false, weight.data_ptr<float>(), true,
+       bias.defined() ? bias.data_ptr<float>() : nullptr, y.data_ptr<float>(), m, k, n);
+  return y;
+}
+
+// x2d [M, K], weight [N, K] (and bias [N]), all contiguous float32. Two classes because an autograd
+// Function's inputs must all be defined tensors.
+at::Tensor forward_saving(torch::autograd::AutogradContext* ctx, const at::Tensor& x2d,
+                          const at::Tensor& weight, const at::Tensor& bias) {
+  ctx->save_for_backward({x2d, weight});
+  return forward_2d(x2d, weight, bias);
+}
+
+// {dx, dW, db}; db only with `bias`.
+torch::autograd::tensor_list backward_of(torch::autograd::AutogradContext* ctx, const at::Tensor& grad,
+                                         bool bias) {
+  const auto saved = ctx->get_saved_variables();
+  const auto& x = saved[0];
+  const auto& weight = saved[1];
+  const auto dy = grad.contiguous();  // [M, N]
+  const int64_t m = x.size(0), k = x.size(1), n = weight.size(0);
+  at::Tensor dx, dw, db;
+  if (ctx->needs_input_grad(0)) {  // dx [M, K] = dy [M, N] W [N, K]
+    dx = at::empty({m, k}, x.options());
+    gemm(dy.data_ptr<float>(), false, weight.data_ptr<float>(), false, nullptr, dx.data_ptr<float>(), m, n,
+         k);
+  }
+  if (ctx->needs_input_grad(1)) {  // dW [N, K] = dy^T [N, M] x [M, K]
+    dw = at::empty({n, k}, weight.options());
+    gemm(dy.data_ptr<float>(), true, x.data_ptr<float>(), false, nullptr, dw.data_ptr<float>(), n, m, k);
+  }
+  if (!bias) return {dx, dw};
+  if (ctx->needs_input_grad(2)) db = dy.sum(0);
+  return {dx, dw, db};
+}
+
+class LinearFunction : public torch::autograd::Function<LinearFunction> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x2d,
+                            const at::Tensor& weight, const at::Tensor& bias) {
+    return forward_saving(ctx, x2d, weight, bias);
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    return backward_of(ctx, grads[0], true);
+  }
+};
+
+class LinearNoBiasFunction : public torch::autograd::Function<LinearNoBiasFunction> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x2d,
+                            const at::Tensor& weight) {
+    return forward_saving(ctx, x2d, weight, at::Tensor());
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    return backward_of(ctx, grads[0], false);
+  }
+};
+
+bool takes(const at::Tensor& t) {
+  return !t.defined() || (t.device().is_cpu() && t.scalar_type() == at::kFloat);
+}
+
+#endif
+
+}  // namespace
+
+bool cpu_linear_available() {
+#ifdef PCDINO_WITH_ONEDNN
+  return true;
+#else
+  return false;
+#endif
+}
+
+at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+#ifdef PCDINO_WITH_ONEDNN
+  if (enabled_by_environment() && x.dim() >= 2 && weight.dim() == 2 && takes(x) && takes(weight) &&
+      takes(bias) && !at::autocast::is_cpu_enabled() && x.size(-1) == weight.size(1) &&
+      (!bias.defined() || bias.dim() == 1) && x.numel() > 0) {
+    auto out_shape = x.sizes().vec();
+    out_shape.back() = weight.size(0);
+    const auto x2d = x.reshape({-1, x.size(-1)}).contiguous();
+    const auto w = weight.contiguous();
+    const auto y = bias.defined() ? LinearFunction::apply(x2d, w, bias.contiguous())
+                                  : LinearNoBiasFunction::apply(x2d, w);
+    return y.view(out_shape);
+  }
+#endif
+  return at::linear(x, weight, bias);
+}
+
+}  // namespace pcdino::train
