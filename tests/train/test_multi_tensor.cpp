@@ -330,15 +330,18 @@ TEST(MultiTensor, AmsgradIsRefused) {
   EXPECT_THROW(opt.step(), std::invalid_argument);
 }
 
+// In float64, which the CPU's float32 attention (cpu_layers.hpp, tested in test_cpu_layers.cpp) does not
+// take: LibTorch's two forms against each other.
 TEST(MultiTensor, ScaledDotProductAttentionMatchesTheWrittenOutForm) {
   torch::manual_seed(6);
   Attention fused(192, 3, true), written(192, 3, false);
+  fused->to(torch::kFloat64), written->to(torch::kFloat64);
   {
     torch::NoGradGuard no_grad;
     auto f = fused->parameters(), w = written->parameters();
     for (std::size_t i = 0; i < f.size(); ++i) w[i].copy_(f[i]);
   }
-  const auto x = torch::randn({3, 17, 192});
+  const auto x = torch::randn({3, 17, 192}, torch::kFloat64);
   const auto a = fused(x), b = written(x);
   EXPECT_TRUE(torch::allclose(a, b, 1e-5, 1e-6)) << (a - b).abs().max();
   (a * a).sum().backward();
@@ -347,9 +350,10 @@ TEST(MultiTensor, ScaledDotProductAttentionMatchesTheWrittenOutForm) {
   // Whole backbones: the CLS token of both forms, global and (interpolated) local crop sizes.
   torch::manual_seed(7);
   auto vf = model(true), vw = model(false);
+  vf->to(torch::kFloat64), vw->to(torch::kFloat64);
   copy_parameters(vw, vf);
   for (const int size : {28, 16}) {
-    const auto images = torch::randn({2, 1, size, size});
+    const auto images = torch::randn({2, 1, size, size}, torch::kFloat64);
     EXPECT_TRUE(torch::allclose(vf->backbone(images), vw->backbone(images), 1e-5, 1e-5)) << size;
   }
 }

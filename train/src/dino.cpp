@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "pcdino/train/cpu_linear.hpp"
+#include "pcdino/train/cpu_layers.hpp"
 #include "pcdino/train/schedules.hpp"
 
 namespace pcdino::train {

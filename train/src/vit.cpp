@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "pcdino/train/cpu_linear.hpp"
+#include "pcdino/train/cpu_layers.hpp"
 
 namespace pcdino::train {
 
@@ -78,9 +78,10 @@ AttentionImpl::AttentionImpl(int dim, int heads, bool fused_attention)
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const int64_t B = x.size(0), N = x.size(1), C = x.size(2);
+  const auto qkv_x = apply_linear(qkv, x);  // [B, N, 3C]
+  if (cpu_attention_applies(qkv_x)) return apply_linear(proj, cpu_attention(qkv_x, num_heads, scale));
   // [B, N, 3C] -> [3, B, heads, N, C / heads]
-  const auto qkv_out =
-      apply_linear(qkv, x).reshape({B, N, 3, num_heads, C / num_heads}).permute({2, 0, 3, 1, 4});
+  const auto qkv_out = qkv_x.reshape({B, N, 3, num_heads, C / num_heads}).permute({2, 0, 3, 1, 4});
   const auto q = qkv_out[0], k = qkv_out[1], v = qkv_out[2];
   torch::Tensor out;  // [B, heads, N, C / heads]
   if (fused) {

@@ -38,7 +38,7 @@ struct VitOptions {
   static VitOptions from_config(const DinoHyperparameters& h, int in_channels);
 };
 
-/// `layer`(x) with the CPU's float32 matmul of cpu_linear.hpp where it applies: x [..., in] -> [..., out].
+/// `layer`(x) with the CPU's float32 matmul of cpu_layers.hpp where it applies: x [..., in] -> [..., out].
 torch::Tensor apply_linear(const torch::nn::Linear& layer, const torch::Tensor& x);
 
 /// seq(x) for a Sequential of Linear and shape-keeping modules (the ViT's MLP, the DINO head's MLP), each
@@ -50,8 +50,9 @@ torch::Tensor sequential_forward(torch::nn::Sequential seq, torch::Tensor x);
 torch::Tensor drop_path(const torch::Tensor& x, double p, bool training);
 
 /// Multi-head self-attention with a fused qkv projection: softmax(q k^T / sqrt(C / heads)) v per head
-/// (vision_transformer.py Attention), by LibTorch's scaled-dot-product kernel when `fused_attention`
-/// (VitOptions::fused_attention), else written out. Input and output [B, N, C].
+/// (vision_transformer.py Attention). On the CPU (float32, or bfloat16 under autocast) by cpu_attention
+/// (cpu_layers.hpp) straight from the qkv projection; otherwise by LibTorch's scaled-dot-product kernel
+/// when `fused_attention` (VitOptions::fused_attention), else written out. Input and output [B, N, C].
 class AttentionImpl : public torch::nn::Module {
  public:
   AttentionImpl(int dim, int num_heads, bool fused_attention = VitOptions::kHaveScaledDotProductAttention);

@@ -1,11 +1,15 @@
-#include "pcdino/train/cpu_linear.hpp"
+#include "pcdino/train/cpu_layers.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
+
+#include "pcdino/train/cpu_kernels.hpp"
 
 #ifdef PCDINO_WITH_ONEDNN
 #include <map>
@@ -18,15 +22,77 @@ namespace pcdino::train {
 
 namespace {
 
-#ifdef PCDINO_WITH_ONEDNN
-
 bool enabled_by_environment() {
   static const bool on = [] {
-    const char* v = std::getenv("PCDINO_CPU_LINEAR");
+    const char* v = std::getenv("PCDINO_CPU_LAYERS");
     return v == nullptr || std::strcmp(v, "0") != 0;
   }();
   return on;
 }
+
+class AttentionFunction : public torch::autograd::Function<AttentionFunction> {
+ public:
+  // qkv [B, N, 3C] contiguous float32 -> [B, N, C]; probs [B, H, N, N] saved for backward.
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& qkv, int64_t heads,
+                            double scale) {
+    const int64_t batch = qkv.size(0), n = qkv.size(1), c = qkv.size(2) / 3;
+    const auto r = rows(n, c, heads, scale);
+    auto out = at::empty({batch, n, c}, qkv.options());
+    auto probs = at::empty({batch, heads, n, n}, qkv.options());
+    const float* in = qkv.data_ptr<float>();
+    float* o = out.data_ptr<float>();
+    float* p = probs.data_ptr<float>();
+    at::parallel_for(0, batch * heads, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t bh = begin; bh < end; ++bh) {
+        const int64_t b = bh / heads, h = bh % heads;
+        const float* q = in + b * n * 3 * c + h * r.head_dim;
+        cpu::attention_forward(q, q + c, q + 2 * c, p + bh * n * n, o + b * n * c + h * r.head_dim, r);
+      }
+    });
+    ctx->save_for_backward({qkv, probs});
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["scale"] = scale;
+    return out;
+  }
+
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& qkv = saved[0];
+    const auto& probs = saved[1];
+    const int64_t heads = ctx->saved_data["heads"].toInt();
+    const int64_t batch = qkv.size(0), n = qkv.size(1), c = qkv.size(2) / 3;
+    const auto r = rows(n, c, heads, ctx->saved_data["scale"].toDouble());
+    const auto d_out = grads[0].contiguous();
+    auto d_qkv = at::empty_like(qkv);  // every element written by one (image, head)
+    const float* in = qkv.data_ptr<float>();
+    const float* g = d_out.data_ptr<float>();
+    const float* p = probs.data_ptr<float>();
+    float* d = d_qkv.data_ptr<float>();
+    at::parallel_for(0, batch * heads, 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> scratch(static_cast<std::size_t>(n * n));
+      for (int64_t bh = begin; bh < end; ++bh) {
+        const int64_t b = bh / heads, h = bh % heads;
+        const int64_t offset = b * n * 3 * c + h * r.head_dim;
+        const float* q = in + offset;
+        float* dq = d + offset;
+        cpu::attention_backward(q, q + c, q + 2 * c, p + bh * n * n, g + b * n * c + h * r.head_dim, dq,
+                                dq + c, dq + 2 * c, scratch.data(), r);
+      }
+    });
+    return {d_qkv, at::Tensor(), at::Tensor()};
+  }
+
+ private:
+  static cpu::AttentionRows rows(int64_t n, int64_t c, int64_t heads, double scale) {
+    cpu::AttentionRows r;
+    r.tokens = n, r.head_dim = c / heads, r.stride = 3 * c, r.out_stride = c;
+    r.scale = static_cast<float>(scale);
+    return r;
+  }
+};
+
+#ifdef PCDINO_WITH_ONEDNN
 
 // C [M, N] = op(A) [M, K] op(B) [K, N] (+ bias [N]), row-major float32. A is stored [M, K], or [K, M] when
 // `ta`; B is stored [K, N], or [N, K] when `tb`. One matmul primitive per shape, made on first use.
@@ -134,6 +200,23 @@ bool takes(const at::Tensor& t) {
 #endif
 
 }  // namespace
+
+bool cpu_attention_applies(const at::Tensor& qkv) {
+  const bool float32 = qkv.scalar_type() == at::kFloat && !at::autocast::is_cpu_enabled();
+  return enabled_by_environment() && qkv.device().is_cpu() &&
+         (float32 || qkv.scalar_type() == at::kBFloat16) && qkv.dim() == 3 && qkv.size(2) % 3 == 0;
+}
+
+at::Tensor cpu_attention(const at::Tensor& qkv, int64_t heads, double scale) {
+  TORCH_CHECK(cpu_attention_applies(qkv),
+              "cpu_attention: a float32 CPU tensor [B, N, 3C] without autocast, not ", qkv.sizes(), " ",
+              qkv.scalar_type());
+  TORCH_CHECK(heads > 0 && (qkv.size(2) / 3) % heads == 0, "cpu_attention: ", qkv.size(2) / 3,
+              " channels do not split into ", heads, " heads");
+  // bfloat16 (the qkv projection under autocast) is widened: the scores and softmax in float32 as autocast
+  // runs softmax, and the two products too (a few MFLOP per step at DINO's token counts).
+  return AttentionFunction::apply(qkv.to(at::kFloat).contiguous(), heads, scale);
+}
 
 bool cpu_linear_available() {
 #ifdef PCDINO_WITH_ONEDNN
