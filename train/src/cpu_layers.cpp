@@ -202,9 +202,8 @@ bool takes(const at::Tensor& t) {
 }  // namespace
 
 bool cpu_attention_applies(const at::Tensor& qkv) {
-  const bool float32 = qkv.scalar_type() == at::kFloat && !at::autocast::is_cpu_enabled();
-  return enabled_by_environment() && qkv.device().is_cpu() &&
-         (float32 || qkv.scalar_type() == at::kBFloat16) && qkv.dim() == 3 && qkv.size(2) % 3 == 0;
+  return enabled_by_environment() && qkv.device().is_cpu() && qkv.scalar_type() == at::kFloat &&
+         qkv.dim() == 3 && qkv.size(2) % 3 == 0 && !at::autocast::is_cpu_enabled();
 }
 
 at::Tensor cpu_attention(const at::Tensor& qkv, int64_t heads, double scale) {
@@ -213,9 +212,7 @@ at::Tensor cpu_attention(const at::Tensor& qkv, int64_t heads, double scale) {
               qkv.scalar_type());
   TORCH_CHECK(heads > 0 && (qkv.size(2) / 3) % heads == 0, "cpu_attention: ", qkv.size(2) / 3,
               " channels do not split into ", heads, " heads");
-  // bfloat16 (the qkv projection under autocast) is widened: the scores and softmax in float32 as autocast
-  // runs softmax, and the two products too (a few MFLOP per step at DINO's token counts).
-  return AttentionFunction::apply(qkv.to(at::kFloat).contiguous(), heads, scale);
+  return AttentionFunction::apply(qkv.contiguous(), heads, scale);
 }
 
 bool cpu_linear_available() {

@@ -23,16 +23,16 @@ bool cpu_linear_available();
 /// summation order). Throws what at::linear throws for mismatched shapes.
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
-/// Whether cpu_attention() takes `qkv`: a CPU tensor [B, N, 3C], float32 with CPU autocast off or bfloat16
-/// (the qkv projection's output under autocast), and not turned off by PCDINO_CPU_LAYERS=0.
+/// Whether cpu_attention() takes `qkv`: a float32 CPU tensor [B, N, 3C], CPU autocast off, and not turned
+/// off by PCDINO_CPU_LAYERS=0. Under bfloat16 autocast LibTorch's attention stays: widening to these
+/// float32 loops gained 3% at the demo's 5-17 tokens and cost the benchmark's step (50 tokens) ~25%,
+/// where oneDNN's bfloat16 products win (bench/RESULTS.md, issue #38).
 bool cpu_attention_applies(const at::Tensor& qkv);
 
 /// Multi-head softmax attention (vision_transformer.py Attention.forward from its qkv projection to the
 /// input of proj, attention dropout 0): qkv [B, N, 3C] as the reference's reshape(B, N, 3, heads, C /
 /// heads) reads it, returns [B, N, C] = per head softmax(scale q k^T) v, heads side by side
-/// (the reference's transpose(1, 2).reshape(B, N, C)), float32 (bfloat16 input is widened first, where
-/// autocast would run the two products in bfloat16 and the softmax in float32). Differentiable in qkv.
-/// The same results as the
+/// (the reference's transpose(1, 2).reshape(B, N, C)). Differentiable in qkv. The same results as the
 /// written-out form within float32 rounding. Throws c10::Error when !cpu_attention_applies(qkv) or C does
 /// not split into `heads`.
 at::Tensor cpu_attention(const at::Tensor& qkv, int64_t heads, double scale);

@@ -50,7 +50,7 @@ torch::Tensor sequential_forward(torch::nn::Sequential seq, torch::Tensor x);
 torch::Tensor drop_path(const torch::Tensor& x, double p, bool training);
 
 /// Multi-head self-attention with a fused qkv projection: softmax(q k^T / sqrt(C / heads)) v per head
-/// (vision_transformer.py Attention). On the CPU (float32, or bfloat16 under autocast) by cpu_attention
+/// (vision_transformer.py Attention). In float32 on the CPU without autocast by cpu_attention
 /// (cpu_layers.hpp) straight from the qkv projection; otherwise by LibTorch's scaled-dot-product kernel
 /// when `fused_attention` (VitOptions::fused_attention), else written out. Input and output [B, N, C].
 class AttentionImpl : public torch::nn::Module {
