@@ -15,7 +15,7 @@ void adamw(float* __restrict param, const float* __restrict grad, float* __restr
            float* __restrict exp_avg_sq, std::int64_t n, const AdamWScalars& scalars) {
   const AdamWScalars s = scalars;  // copies, so the loop does not re-read them through a pointer
   for (std::int64_t i = 0; i < n; ++i) {
-    const float g = grad[i] * s.grad_scale;
+    const float g = grad[i];
     const float p = param[i] * s.decay;
     const float m = exp_avg[i] * s.beta1 + g * s.one_minus_beta1;
     const float v = exp_avg_sq[i] * s.beta2 + s.one_minus_beta2 * g * g;

@@ -129,21 +129,17 @@ void gemm(const float* a, bool ta, const float* b, bool tb, const float* bias, f
   stream.wait();
 }
 
-// x [M, K] contiguous, weight [N, K] contiguous, bias [N] or undefined: [M, N].
-at::Tensor forward_2d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  const int64_t m = x.size(0), k = x.size(1), n = weight.size(0);
-  auto y = at::empty({m, n}, x.options());
-  gemm(x.data_ptr<float>(), false, weight.data_ptr<float>(), true,
-       bias.defined() ? bias.data_ptr<float>() : nullptr, y.data_ptr<float>(), m, k, n);
-  return y;
-}
-
-// x2d [M, K], weight [N, K] (and bias [N]), all contiguous float32. Two classes because an autograd
-// Function's inputs must all be defined tensors.
+// x2d [M, K], weight [N, K], bias [N] or undefined, all contiguous float32: [M, N], with x2d and weight
+// saved for backward. Two Function classes call it because an autograd Function's inputs must all be
+// defined tensors.
 at::Tensor forward_saving(torch::autograd::AutogradContext* ctx, const at::Tensor& x2d,
                           const at::Tensor& weight, const at::Tensor& bias) {
   ctx->save_for_backward({x2d, weight});
-  return forward_2d(x2d, weight, bias);
+  const int64_t m = x2d.size(0), k = x2d.size(1), n = weight.size(0);
+  auto y = at::empty({m, n}, x2d.options());
+  gemm(x2d.data_ptr<float>(), false, weight.data_ptr<float>(), true,
+       bias.defined() ? bias.data_ptr<float>() : nullptr, y.data_ptr<float>(), m, k, n);
+  return y;
 }
 
 // {dx, dW, db}; db only with `bias`.

@@ -161,10 +161,13 @@ torch::Tensor MultiTensorAdamW::step(LossClosure closure) {
       }
     }
 
+    // The one-pass loops and the list ops keep the count on the host alone: a device count made by an
+    // earlier fused step or step_on_device() would fall behind, so it is made again from the host's when
+    // next needed.
+    for (const auto& p : params) device_steps_.erase(p.unsafeGetTensorImpl());
     const double lr = o.lr(), wd = o.weight_decay(), eps = o.eps();
     const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
     if (cpu_fusable({&params, &grads, &exp_avgs, &exp_avg_sqs})) {
-      for (const auto& p : params) device_steps_.erase(p.unsafeGetTensorImpl());
       for (std::size_t i = 0; i < params.size(); ++i) {
         const auto t = static_cast<double>(steps[i]);
         cpu::AdamWScalars scalars;
@@ -186,9 +189,6 @@ torch::Tensor MultiTensorAdamW::step(LossClosure closure) {
       continue;
     }
 
-    // The list ops keep the count on the host alone: a device count made by an earlier fused step or
-    // step_on_device() would fall behind, so it is made again from the host's when next needed.
-    for (const auto& p : params) device_steps_.erase(p.unsafeGetTensorImpl());
     if (wd != 0) at::_foreach_mul_(params, 1 - lr * wd);
     at::_foreach_mul_(exp_avgs, beta1);
     at::_foreach_add_(exp_avgs, grads, 1 - beta1);

@@ -13,8 +13,7 @@ namespace pcdino::train::cpu {
 /// One AdamW step's scalars for a parameter, each computed in double and rounded once to float32 as
 /// torch::optim::AdamW's CPU kernels take their scalar arguments (1 - beta2 rounded from double is not
 /// 1 - float(beta2): 1.3e-5 apart): decay = 1 - lr * weight_decay; bias_correction2_sqrt =
-/// sqrt(1 - beta2^t); neg_step_size = -lr / (1 - beta1^t); grad_scale multiplies the gradient as it is
-/// read (1: none).
+/// sqrt(1 - beta2^t); neg_step_size = -lr / (1 - beta1^t).
 struct AdamWScalars {
   float decay = 1.0F;
   float beta1 = 0.9F;
@@ -24,10 +23,9 @@ struct AdamWScalars {
   float bias_correction2_sqrt = 1.0F;
   float neg_step_size = 0.0F;
   float eps = 1e-8F;
-  float grad_scale = 1.0F;
 };
 
-/// AdamW on elements [0, n) of one parameter in one pass: with g = grad_scale * grad,
+/// AdamW on elements [0, n) of one parameter in one pass: with g = grad,
 /// param *= decay; exp_avg = beta1 exp_avg + one_minus_beta1 g;
 /// exp_avg_sq = beta2 exp_avg_sq + one_minus_beta2 g^2;
 /// param += neg_step_size * exp_avg / (sqrt(exp_avg_sq) / bias_correction2_sqrt + eps). The order and
