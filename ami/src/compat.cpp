@@ -4,6 +4,7 @@
 #include <sstream>
 #include <vector>
 
+#include "pcdino/ami/accelerators.hpp"
 #include "pcdino/ami/source_build.hpp"
 
 namespace pcdino::ami {
@@ -221,6 +222,105 @@ void check_source_build(const ImageSpec& spec, std::vector<Incompatibility>* fou
   }
 }
 
+const char* const kCatalogue = "pcdino's instance table (ami/src/accelerators.cpp)";
+
+// The instance type verify.sh runs on must carry the image's accelerator: a Gaudi image on trn1 (or an
+// NVIDIA one on dl1) installs drivers for devices the node does not have.
+void check_instance_accelerator(const ImageSpec& spec, std::vector<Incompatibility>* found) {
+  const AcceleratorInstance* node = accelerator_instance(spec.verify_instance_type);
+  const std::string has = node != nullptr ? node->accelerator : "";
+  const bool vendor = spec.accelerator == "habana" || spec.accelerator == "neuron";
+  if (node != nullptr && has != spec.accelerator) {
+    found->push_back({"accelerator " + spec.accelerator, "verify.instance_type " + spec.verify_instance_type,
+                      spec.verify_instance_type + " carries " + node->device +
+                          " devices: its image needs "
+                          "accelerator: " +
+                          has,
+                      node->source});
+  } else if (node == nullptr && vendor) {
+    std::string types;
+    for (const auto& i : accelerator_instances())
+      if (spec.accelerator == i.accelerator) types += (types.empty() ? "" : ", ") + std::string(i.type);
+    found->push_back({"accelerator " + spec.accelerator, "verify.instance_type " + spec.verify_instance_type,
+                      "not an instance type with " + spec.accelerator + " devices (known: " + types + ")",
+                      kCatalogue});
+  }
+}
+
+// Intel Gaudi: the release's support matrix (OS, first-generation Gaudi) and pcdino's script (Intel's
+// Debian repository).
+void check_habana(const ImageSpec& spec, std::vector<Incompatibility>* found) {
+  const std::string version = spec.versions.at("gaudi_software");
+  const std::string line = major_minor(version);
+  const GaudiRelease* release = nullptr;
+  for (const auto& r : gaudi_releases())
+    if (line == r.release) release = &r;
+  if (release == nullptr) {
+    found->push_back({"versions.gaudi_software " + version, "its support matrix",
+                      "Intel Gaudi software " + line + " is not in the table (known: " +
+                          joined(gaudi_releases(), [](const GaudiRelease& r) { return r.release; }) + ")",
+                      "docs.habana.ai Support Matrix, per release"});
+    return;
+  }
+  bool os_listed = false;
+  for (const char* os : release->os) os_listed = os_listed || spec.os == os;
+  if (!os_listed) {
+    found->push_back({"versions.gaudi_software " + version, "base.os " + spec.os,
+                      "Intel Gaudi software " + line + " supports " +
+                          joined(release->os, [](const char* os) { return os; }) +
+                          " among ParallelCluster's OSes",
+                      release->source});
+  } else if (spec.os != "ubuntu2204") {
+    found->push_back(
+        {"accelerator habana", "base.os " + spec.os,
+         "pcdino installs the Gaudi packages from Intel's Debian repository: use base.os ubuntu2204",
+         "ami/src/packer.cpp, 20-gaudi.sh"});
+  }
+  const AcceleratorInstance* node = accelerator_instance(spec.verify_instance_type);
+  if (node != nullptr && std::string(node->device) == "HL-205" && !release->first_gen) {
+    found->push_back({"versions.gaudi_software " + version,
+                      "verify.instance_type " + spec.verify_instance_type,
+                      spec.verify_instance_type +
+                          "'s first-generation Gaudi (HL-205) is last supported by Intel "
+                          "Gaudi software 1.21; " +
+                          line + " supports Gaudi 2 and Gaudi 3 only",
+                      release->source});
+  }
+}
+
+// AWS Neuron: the SDK release's packages, OSes and instance families.
+void check_neuron(const ImageSpec& spec, std::vector<Incompatibility>* found) {
+  const std::string version = spec.versions.at("neuron_sdk");
+  const NeuronRelease* release = neuron_release(version);
+  if (release == nullptr) {
+    found->push_back({"versions.neuron_sdk " + version, "its packages",
+                      "Neuron SDK " + version + " is not in the table of package versions (known: " +
+                          joined(neuron_releases(), [](const NeuronRelease& r) { return r.release; }) + ")",
+                      "aws-neuron-sdk src/helperscripts/n2-manifest.json, per release"});
+    return;
+  }
+  bool os_listed = false;
+  for (const char* os : release->os) os_listed = os_listed || spec.os == os;
+  if (!os_listed) {
+    found->push_back({"versions.neuron_sdk " + version, "base.os " + spec.os,
+                      "the Neuron runtime of " + version + " supports " +
+                          joined(release->os, [](const char* os) { return os; }),
+                      release->source});
+  }
+  const AcceleratorInstance* node = accelerator_instance(spec.verify_instance_type);
+  if (node == nullptr || std::string(node->accelerator) != "neuron") return;
+  const std::string family = instance_family(node->type);
+  bool supported = false;
+  for (const char* f : release->families) supported = supported || family == f;
+  if (!supported) {
+    found->push_back({"versions.neuron_sdk " + version, "verify.instance_type " + spec.verify_instance_type,
+                      "Neuron SDK " + version + " supports " +
+                          joined(release->families, [](const char* f) { return f; }) + " (" + node->device +
+                          " needs a later release)",
+                      release->source});
+  }
+}
+
 }  // namespace
 
 const BaseAmi* base_ami(const std::string& parallelcluster_version) {
@@ -291,6 +391,9 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
   }
 
   check_source_build(spec, &found);
+  check_instance_accelerator(spec, &found);
+  if (spec.accelerator == "habana") check_habana(spec, &found);
+  if (spec.accelerator == "neuron") check_neuron(spec, &found);
   if (spec.accelerator != "nvidia") return found;
   const std::string driver = v("nvidia_driver"), cuda = v("cuda"), nccl = v("nccl"), ofi = v("aws_ofi_nccl");
 

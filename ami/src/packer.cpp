@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "pcdino/ami/accelerators.hpp"
 #include "pcdino/ami/compat.hpp"
 #include "pcdino/ami/source_build.hpp"
 #include "pcdino/core/error.hpp"
@@ -179,6 +180,63 @@ want=${VERSION%-*}
 got=$(awk '/#define NCCL_(MAJOR|MINOR|PATCH) / {printf "%s%s", sep, $3; sep="."}' /opt/nccl/include/nccl.h)
 [ "$got" = "$want" ] || fail "nccl.h says $got"
 echo /opt/nccl/lib >/etc/ld.so.conf.d/nccl.conf && ldconfig
+done_ok
+)SH"});
+  }
+  if (s.accelerator == "habana") {
+    // Intel's Debian repository at the pinned build of every package (what habanalabs-installer.sh
+    // --type base installs); the modules are built by DKMS, not loaded: the build instance has no Gaudi.
+    out.push_back({"20-gaudi.sh", "gaudi_software", R"SH(@INSTALL@ "linux-headers-$(uname -r)" gnupg
+codename=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)
+curl -fsSL https://vault.habana.ai/artifactory/api/gpg/key/public | gpg --dearmor --yes -o /usr/share/keyrings/habana.gpg
+echo "deb [signed-by=/usr/share/keyrings/habana.gpg] https://vault.habana.ai/artifactory/debian $codename main" \
+  >/etc/apt/sources.list.d/habana.list
+@UPDATE@
+packages=(habanalabs-firmware habanalabs-dkms habanalabs-thunk habanalabs-graph habanalabs-rdma-core habanalabs-firmware-tools)
+@INSTALL@ "${packages[@]/%/=$VERSION}"
+for p in "${packages[@]}"; do
+  got=$(dpkg-query -W -f='${Version}' "$p" 2>/dev/null || true)
+  [ "$got" = "$VERSION" ] || fail "$p is '$got'"
+done
+modinfo habanalabs >/dev/null 2>&1 || fail "DKMS did not build the habanalabs module for $(uname -r)"
+command -v hl-smi >/dev/null || fail "hl-smi (habanalabs-firmware-tools) missing"
+done_ok
+)SH"});
+  }
+  if (s.accelerator == "neuron") {
+    // The Neuron SDK release's four node packages at their versions (accelerators.hpp), from AWS's
+    // repository; the driver is built by DKMS, not loaded: the build instance has no Neuron device.
+    out.push_back({"20-neuron.sh", "neuron_sdk",
+                   std::string(apt ? R"SH(@INSTALL@ "linux-headers-$(uname -r)" gnupg
+codename=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)
+curl -fsSL https://apt.repos.neuron.amazonaws.com/GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB | gpg --dearmor --yes -o /usr/share/keyrings/neuron.gpg
+echo "deb [signed-by=/usr/share/keyrings/neuron.gpg] https://apt.repos.neuron.amazonaws.com $codename main" \
+  >/etc/apt/sources.list.d/neuron.list
+@UPDATE@
+@INSTALL@ "aws-neuronx-dkms=@NEURON_DKMS@*" "aws-neuronx-runtime-lib=@NEURON_RUNTIME@*" \
+  "aws-neuronx-collectives=@NEURON_COLLECTIVES@*" "aws-neuronx-tools=@NEURON_TOOLS@*"
+installed() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true; }
+)SH"
+                                   : R"SH(@INSTALL@ "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)"
+cat >/etc/yum.repos.d/neuron.repo <<'REPO'
+[neuron]
+name=Neuron YUM Repository
+baseurl=https://yum.repos.neuron.amazonaws.com
+enabled=1
+metadata_expire=0
+REPO
+rpm --import https://yum.repos.neuron.amazonaws.com/GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB
+@INSTALL@ "aws-neuronx-dkms-@NEURON_DKMS@*" "aws-neuronx-runtime-lib-@NEURON_RUNTIME@*" \
+  "aws-neuronx-collectives-@NEURON_COLLECTIVES@*" "aws-neuronx-tools-@NEURON_TOOLS@*"
+installed() { rpm -q --qf '%{VERSION}' "$1" 2>/dev/null || true; }
+)SH") + R"SH(for pv in aws-neuronx-dkms=@NEURON_DKMS@ aws-neuronx-runtime-lib=@NEURON_RUNTIME@ \
+  aws-neuronx-collectives=@NEURON_COLLECTIVES@ aws-neuronx-tools=@NEURON_TOOLS@; do
+  got=$(installed "${pv%%=*}")
+  case "$got" in "${pv#*=}"*) ;; *) fail "${pv%%=*} is '$got', Neuron SDK $VERSION pins ${pv#*=}" ;; esac
+done
+modinfo neuron >/dev/null 2>&1 || fail "DKMS did not build the neuron module for $(uname -r)"
+[ -x /opt/aws/neuron/bin/neuron-ls ] || fail "/opt/aws/neuron/bin/neuron-ls missing"
+echo "export PATH=/opt/aws/neuron/bin:\$PATH" >/etc/profile.d/neuron.sh
 done_ok
 )SH"});
   }
@@ -613,6 +671,19 @@ if [ "$(want accelerator)" = nvidia ]; then
   check nccl "${nccl%-*}" "$(awk '/#define NCCL_(MAJOR|MINOR|PATCH) / {printf "%s%s", sep, $3; sep="."}' /opt/nccl/include/nccl.h 2>/dev/null)"
   check aws_ofi_nccl present "$([ -f /opt/aws-ofi-nccl/lib/libnccl-net.so ] && echo present || echo absent)"
 fi
+if [ "$(want accelerator)" = habana ]; then
+  # hl-smi prints the driver as X.Y.Z-<git hash>; the packages' build number is not in it.
+  gaudi=$(want gaudi_software)
+  driver=$(hl-smi -Q driver_version -f csv,noheader 2>/dev/null | head -n 1 | tr -d ' ')
+  check gaudi_software "${gaudi%%-*}" "${driver%%-*}"
+  check "Gaudi cards (@VERIFY_TYPE@)" @DEVICES@ "$(hl-smi -Q index -f csv,noheader 2>/dev/null | grep -c .)"
+fi
+if [ "$(want accelerator)" = neuron ]; then
+  # Neuron SDK @NEURON_SDK@: aws-neuronx-dkms @NEURON_DKMS@ (the module prints X.Y.Z.W-<git hash>).
+  module=$(modinfo -F version neuron 2>/dev/null)
+  check neuron_driver @NEURON_DKMS@ "${module%%-*}"
+  check "Neuron devices (@VERIFY_TYPE@)" @DEVICES@ "$(find /dev -maxdepth 1 -name 'neuron[0-9]*' 2>/dev/null | grep -c .)"
+fi
 efa=$(want efa_installer)
 check efa_installer "$efa" "$(sed -n 's/^# EFA installer version: //p' /opt/amazon/efa_installed_packages 2>/dev/null)"
 if /opt/amazon/efa/bin/fi_info -p efa >/dev/null 2>&1; then echo "ok      fi_info -p efa"; else
@@ -648,6 +719,9 @@ if [ -f "${loaded:-$plugin}" ]; then
   fi
 fi
 
+if [ "${1:-}" = --nccl ] && [ "$(want accelerator)" != nvidia ]; then
+  echo "note    --nccl runs nccl-tests on NVIDIA images; this image is $(want accelerator) (hccl_demo or nccom-test test its collectives)"
+fi
 if [ "${1:-}" = --nccl ] && [ "$(want accelerator)" = nvidia ]; then
   GPUS=@GPUS@
   THRESHOLD=@THRESHOLD@
@@ -742,6 +816,21 @@ std::vector<GeneratedFile> generate_image(const ImageSpec& spec) {
     description = "driver " + spec.versions.at("nvidia_driver") + ", CUDA " + full + ", NCCL " +
                   spec.versions.at("nccl") + ", EFA " + spec.versions.at("efa_installer");
   }
+  if (spec.accelerator == "habana")
+    description = "Intel Gaudi software " + spec.versions.at("gaudi_software");
+  if (spec.accelerator == "neuron") {
+    // check_compatibility() has refused a release without a table row.
+    const NeuronRelease* neuron = neuron_release(spec.versions.at("neuron_sdk"));
+    v["NEURON_DKMS"] = neuron->dkms;
+    v["NEURON_RUNTIME"] = neuron->runtime_lib;
+    v["NEURON_COLLECTIVES"] = neuron->collectives;
+    v["NEURON_TOOLS"] = neuron->tools;
+    v["NEURON_SDK"] = neuron->release;
+    description = "Neuron SDK " + spec.versions.at("neuron_sdk");
+  }
+  const AcceleratorInstance* node = accelerator_instance(spec.verify_instance_type);
+  v["DEVICES"] = std::to_string(node != nullptr ? node->devices : 0);
+  v["DEVICE_NAME"] = node != nullptr ? node->device : "";
   v["DESCRIPTION"] = description;
   std::string threshold_source;
   const double threshold = nccl_busbw_threshold(spec.verify_instance_type, &threshold_source);

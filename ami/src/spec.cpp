@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
@@ -54,13 +56,19 @@ ImageSpec parse_image_spec(const std::string& yaml_text, const std::string& sour
              "source (build on the image) or package (a prebuilt scripts/package tarball)");
   if (!from.empty()) s.pcdino_from = from;
 
-  const std::string accel =
-      r.text(root, "accelerator", "accelerator", false, "nvidia|habana|none", "nvidia, habana or none");
+  const std::string accel = r.text(root, "accelerator", "accelerator", false, "nvidia|habana|neuron|none",
+                                   "nvidia, habana, neuron or none");
   if (!accel.empty()) s.accelerator = accel;
 
   const YAML::Node versions = r.map(root, "versions", "versions", true);
+  // Components by accelerator: pinning another accelerator's is an error naming the one it belongs to.
+  const std::map<std::string, std::vector<std::string>> by_accelerator = {
+      {"nvidia", {std::begin(kNvidiaComponents), std::end(kNvidiaComponents)}},
+      {"habana", {std::begin(kHabanaComponents), std::end(kHabanaComponents)}},
+      {"neuron", {std::begin(kNeuronComponents), std::end(kNeuronComponents)}}};
   std::set<std::string> allowed(std::begin(kCommonComponents), std::end(kCommonComponents));
-  if (s.accelerator == "nvidia") allowed.insert(std::begin(kNvidiaComponents), std::end(kNvidiaComponents));
+  const auto own = by_accelerator.find(s.accelerator);
+  if (own != by_accelerator.end()) allowed.insert(own->second.begin(), own->second.end());
   if (s.pcdino_from == "source")
     allowed.insert(std::begin(kSourceBuildComponents), std::end(kSourceBuildComponents));
   std::set<std::string> optional;
@@ -69,13 +77,14 @@ ImageSpec parse_image_spec(const std::string& yaml_text, const std::string& sour
   for (const auto& kv : versions) {
     const std::string key = kv.first.Scalar();
     if (allowed.count(key) == 0 && optional.count(key) == 0) {
-      const bool nvidia_only = std::find(std::begin(kNvidiaComponents), std::end(kNvidiaComponents), key) !=
-                               std::end(kNvidiaComponents);
+      std::string owner;
+      for (const auto& [accelerator, components] : by_accelerator)
+        if (std::find(components.begin(), components.end(), key) != components.end()) owner = accelerator;
       const bool source_only = key == kSourceBuildComponents[0];
       r.fail(kv.first, "versions." + key,
-             nvidia_only   ? "only for accelerator: nvidia (this image is '" + s.accelerator + "')"
-             : source_only ? "only for build.pcdino: source (a prebuilt package was linked elsewhere)"
-                           : "unknown component");
+             !owner.empty() ? "only for accelerator: " + owner + " (this image is '" + s.accelerator + "')"
+             : source_only  ? "only for build.pcdino: source (a prebuilt package was linked elsewhere)"
+                            : "unknown component");
     }
     s.versions[key] =
         key == kSourceBuildComponents[0]

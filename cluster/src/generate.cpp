@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "pcdino/cluster/catalogue.hpp"
 #include "pcdino/core/error.hpp"
@@ -331,7 +332,14 @@ std::string network_stack(const SiteSpec& s) {
 // spank/examples/accel-profiles.yaml).
 std::string default_profile(const SiteSpec& s) {
   if (!s.spank.default_profile.empty()) return s.spank.default_profile;
+  // Gaudi and Trainium queues take their vendor's profile (the catalogue's accelerator model), even
+  // with EFA; then an EFA queue means NVIDIA GPUs over EFA.
+  static const std::map<std::string, std::string> vendor = {{"Gaudi", "habana"}, {"Trainium", "neuron"}};
   bool gpus = false;
+  for (const auto& q : s.queues) {
+    const InstanceType* t = find_instance(q.instance_type);
+    if (t != nullptr && vendor.count(t->gpu_model) != 0) return vendor.at(t->gpu_model);
+  }
   for (const auto& q : s.queues) {
     if (q.efa) return "nvidia-efa";
     const InstanceType* t = find_instance(q.instance_type);

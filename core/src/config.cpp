@@ -12,6 +12,7 @@
 #include <sstream>
 #include <utility>
 
+#include "pcdino/core/accelerator.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/stages.hpp"
@@ -700,6 +701,16 @@ std::vector<Entry> make_schema() {
           "pcdino: ask for num_gpus GPUs per node (--gpus-per-node); false on CPU-only clusters"),
       key("slurm.exclusive", PCDINO_MEMBER(slurm.exclusive), any_bool,
           "pcdino: --exclusive for training and features, as the workshop's scripts"),
+      key("slurm.accelerator", PCDINO_MEMBER(slurm.accelerator),
+          {"one of auto, nvidia, cpu",
+           [](const std::string& v) {
+             const std::string refused = unsupported_accelerator(v);
+             if (!refused.empty()) return refused;
+             return v == "auto" || v == "nvidia" || v == "cpu" ? std::string()
+                                                               : std::string("expected one of auto, nvidia, cpu");
+           }},
+          "pcdino: the device of training and features: auto (CUDA if visible, else CPU), nvidia, cpu; "
+          "habana and neuron are refused (no LibTorch backend)"),
       key("slurm.cpus_per_task", PCDINO_MEMBER(slurm.cpus_per_task), at_least(0),
           "pcdino: --cpus-per-task, also each rank's --threads and OpenBLAS threads; 0 = Slurm's default"),
       key("slurm.mem", PCDINO_MEMBER(slurm.mem),

@@ -20,6 +20,7 @@
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/mpi_world.hpp"
 #include "pcdino/core/process.hpp"
+#include "pcdino/doctor/accelerators.hpp"
 #include "pcdino/doctor/probes.hpp"
 
 namespace pcdino::doctor {
@@ -154,6 +155,23 @@ void check_image(const DoctorOptions& o, NodeReport& r) {
   } else {
     r.checks.push_back({"image", true, image + ": " + join(compared->matched)});
   }
+}
+
+// Gaudi and Neuron: "not present" on other nodes; judged against the instance type Slurm's features name
+// (check_slurm_view) and the manifest's Gaudi release.
+void check_vendor_accelerators(const DoctorOptions& o, NodeReport& r) {
+  std::string gaudi_software;
+  std::error_code error;
+  if (!o.manifest.empty() && std::filesystem::exists(o.manifest, error)) {
+    try {
+      const json manifest = json::parse(read_file(o.manifest, "image manifest"));
+      gaudi_software = manifest.at("components").value("gaudi_software", "");
+    } catch (const std::exception&) {
+      // check_image() reports a malformed manifest.
+    }
+  }
+  r.checks.push_back(judge_gaudi(probe_gaudi(o.probe_seconds), r.instance_type, gaudi_software));
+  r.checks.push_back(judge_neuron(probe_neuron(o.probe_seconds), r.instance_type));
 }
 
 json to_json(const NodeReport& r) {
@@ -410,6 +428,7 @@ NodeReport probe_this_node(const DoctorOptions& options, const std::string& node
   if (options.check_slurm_view) check_slurm_view(options, r);
   if (!options.expect_variables.empty()) check_variables(options, r);
   check_providers(options, r);
+  check_vendor_accelerators(options, r);
   if (options.nccl && host_resources().gpus > 0) check_gpu_stack(options, r);
   if (host_resources().gpus > 0) r.checks.push_back(judge_trainer(build_facts(), host_resources().gpus));
   if (!options.manifest.empty()) {
@@ -505,16 +524,6 @@ void measure_mpi(const DoctorOptions& options, const MpiWorld& world, DoctorRepo
                         options.min_busbw_gb_s)
           : fmt::format("busbw {:.2f} GB/s at {} bytes (no floor set)", busbw, report.allreduce.back().bytes);
   if (world.rank() == 0 && !report.pairs_busbw_gb_s.empty()) blame_pairs(options, report);
-}
-
-// Rank 0, from the reports: why NCCL's sweep cannot run ("" when it can). One GPU in all runs it too (no bus
-// bandwidth, nothing judged): the whole path, libraries to timing, is then tried on a one-GPU machine.
-std::string nccl_blocker(const std::vector<NodeReport>& nodes) {
-  std::vector<std::string> without;
-  for (const auto& n : nodes)
-    if (n.cuda_gpus == 0) without.push_back(n.node);
-  if (without.size() == nodes.size()) return "not measured: no node has a GPU the CUDA runtime shows";
-  return without.empty() ? "" : "not measured: the CUDA runtime shows no GPU on " + join(without);
 }
 
 // NCCL's allreduce across every GPU of every node, judged against the site's floor or the instance type's.
@@ -714,6 +723,26 @@ std::vector<std::vector<std::string>> drain_commands(const DoctorReport& report)
     out.push_back({"scontrol", "update", "NodeName=" + n.node, "State=DRAIN", "Reason=" + reason});
   }
   return out;
+}
+
+std::string nccl_blocker(const std::vector<NodeReport>& nodes) {
+  // NCCL is NVIDIA's: Gaudi's and Neuron's collectives have their vendors' own tests.
+  std::vector<std::string> vendor;
+  for (const auto& n : nodes) {
+    for (const auto& c : n.checks) {
+      if (c.name == "gaudi" && c.detail != "not present") {
+        vendor.push_back(n.node + " has Intel Gaudi cards (HCCL's test: hccl_demo)");
+      } else if (c.name == "neuron" && c.detail != "not present") {
+        vendor.push_back(n.node + " has AWS Neuron devices (their collectives' test: nccom-test)");
+      }
+    }
+  }
+  if (!vendor.empty()) return "not measured: NCCL runs on NVIDIA GPUs; " + join(vendor, "; ");
+  std::vector<std::string> without;
+  for (const auto& n : nodes)
+    if (n.cuda_gpus == 0) without.push_back(n.node);
+  if (without.size() == nodes.size()) return "not measured: no node has a GPU the CUDA runtime shows";
+  return without.empty() ? "" : "not measured: the CUDA runtime shows no GPU on " + join(without);
 }
 
 }  // namespace pcdino::doctor

@@ -124,7 +124,8 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
     model = load_model(report.checkpoint, cls.checkpoint_key);
     report.epoch = model.epoch;
   }
-  const torch::Device device = train::select_device(options.device, world.local_rank());
+  const torch::Device device = train::select_device(
+      train::device_option(options.device, config.slurm.accelerator), world.local_rank());
   if (model.vit) {
     model.vit->eval();
     model.vit->to(device);

@@ -61,7 +61,8 @@ std::vector<std::pair<std::string, std::string>> task_environment(
       // An unparsable host list costs MASTER_ADDR only, not the other variables.
     }
   }
-  env.emplace_back("MASTER_PORT", std::to_string(master_port(task.job_id, task.step_id, ports)));
+  const int port = master_port(task.job_id, task.step_id, ports);
+  env.emplace_back("MASTER_PORT", std::to_string(port));
   if (!task.omp_num_threads_set) {
     if (task.cpus_per_task > 0) {
       env.emplace_back("OMP_NUM_THREADS", std::to_string(task.cpus_per_task));
@@ -72,6 +73,13 @@ std::vector<std::pair<std::string, std::string>> task_environment(
   if (profile == nullptr) return env;
   for (const auto& entry : profile->env) {
     if (entry.applies(versions)) env.emplace_back(entry.name, entry.value);
+  }
+  // Gaudi's and Neuron's collectives find rank 0 by IP:port; the port after MASTER_PORT (in the range),
+  // so that a PyTorch store on MASTER_PORT and the library's bootstrap never share one.
+  const std::string root_comm = root_comm_variable(profile->devices);
+  if (!root_comm.empty() && !task.master_ip.empty()) {
+    const int next = ports.low + (port - ports.low + 1) % (ports.high - ports.low + 1);
+    env.emplace_back(root_comm, task.master_ip + ":" + std::to_string(next));
   }
   if (bind_per_task && profile->devices != DeviceKind::kNone && !task.visible_devices.empty()) {
     std::vector<std::string> devices;

@@ -10,6 +10,9 @@
 //     remote callback can drain the node.
 //   slurmd: nothing (and never an error, or slurmd would not start).
 extern "C" {
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 }
@@ -18,6 +21,7 @@ extern "C" {
 #include <exception>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -145,6 +149,30 @@ std::string getenv_of(spank_t sp, const char* name) {
   return "";
 }
 
+// The IPv4 address of the first host of `nodelist` as this node's resolver gives it, or "" (then the
+// library's rank-0 variable is left unset and the job's own setting, if any, stays).
+std::string ipv4_of_first_host(const std::string& nodelist) {
+  std::string host;
+  try {
+    host = first_host(nodelist);
+  } catch (const std::invalid_argument&) {
+    return "";
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) {
+    slurm_info("pcdino: cannot resolve %s: rank-0 address not set", host.c_str());
+    return "";
+  }
+  char text[INET_ADDRSTRLEN] = {};
+  const auto* in = reinterpret_cast<const sockaddr_in*>(found->ai_addr);
+  const bool ok = inet_ntop(AF_INET, &in->sin_addr, text, sizeof text) != nullptr;
+  freeaddrinfo(found);
+  return ok ? text : "";
+}
+
 int task_init(spank_t sp) {
   State& s = state();
   if (!s.args_ok) return ESPANK_SUCCESS;
@@ -182,6 +210,8 @@ int task_init(spank_t sp) {
       versions = detect_versions(s.args.manifest, config->pinned_versions, &notes);
       for (const auto& note : notes) slurm_info("pcdino: %s", note.c_str());
       task.visible_devices = getenv_of(sp, device_variable(profile->devices));
+      if (*root_comm_variable(profile->devices) != '\0')
+        task.master_ip = ipv4_of_first_host(task.step_nodelist);
     }
   }
   task.step_id = step_id;

@@ -173,6 +173,21 @@ const char* device_variable(DeviceKind kind) {
       return "CUDA_VISIBLE_DEVICES";
     case DeviceKind::kHabana:
       return "HABANA_VISIBLE_MODULES";
+    case DeviceKind::kNeuron:
+      return "NEURON_RT_VISIBLE_CORES";
+    case DeviceKind::kNone:
+      return "";
+  }
+  return "";
+}
+
+const char* root_comm_variable(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kHabana:
+      return "HCCL_COMM_ID";
+    case DeviceKind::kNeuron:
+      return "NEURON_RT_ROOT_COMM_ID";
+    case DeviceKind::kCuda:
     case DeviceKind::kNone:
       return "";
   }
@@ -201,9 +216,18 @@ std::string forbidden_variable(const std::string& name) {
     return "changes how programs are loaded; a profile may not set it";
   }
   if (name.rfind("RDMAV_", 0) == 0) return "AWS's EFA guidance is never to set RDMAV_* variables";
-  static const char* const managed[] = {
-      "RANK",        "LOCAL_RANK",      "WORLD_SIZE",           "LOCAL_WORLD_SIZE",      "MASTER_ADDR",
-      "MASTER_PORT", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "HABANA_VISIBLE_MODULES"};
+  static const char* const managed[] = {"RANK",
+                                        "LOCAL_RANK",
+                                        "WORLD_SIZE",
+                                        "LOCAL_WORLD_SIZE",
+                                        "MASTER_ADDR",
+                                        "MASTER_PORT",
+                                        "OMP_NUM_THREADS",
+                                        "CUDA_VISIBLE_DEVICES",
+                                        "HABANA_VISIBLE_MODULES",
+                                        "NEURON_RT_VISIBLE_CORES",
+                                        "HCCL_COMM_ID",
+                                        "NEURON_RT_ROOT_COMM_ID"};
   for (const char* m : managed) {
     if (name == m) return "is set by the plugin itself for each task; a profile may not set it";
   }
@@ -264,8 +288,11 @@ ProfileConfig parse_profiles(const std::string& text, const std::string& source)
           p.devices = DeviceKind::kCuda;
         } else if (d == "habana") {
           p.devices = DeviceKind::kHabana;
+        } else if (d == "neuron") {
+          p.devices = DeviceKind::kNeuron;
         } else if (d != "none") {
-          fail(source, body["devices"], "profiles." + p.name + ".devices: expected cuda, habana or none");
+          fail(source, body["devices"],
+               "profiles." + p.name + ".devices: expected cuda, habana, neuron or none");
         }
       }
       const YAML::Node env = body["env"];

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <utility>
 
+#include "pcdino/ami/accelerators.hpp"
 #include "pcdino/ami/compat.hpp"
 #include "pcdino/ami/packer.hpp"
 #include "pcdino/ami/source_build.hpp"
@@ -45,6 +46,8 @@ versions: {efa_installer: "1.25.1", enroot: "3.4.0", pyxis: "0.12.0", pcdino: "0
 TEST(AmiSpec, ExamplesAreCompatible) {
   EXPECT_EQ(all_messages(example("workshop.yaml")), "");
   EXPECT_EQ(all_messages(example("current.yaml")), "");
+  EXPECT_EQ(all_messages(example("dl1.yaml")), "");
+  EXPECT_EQ(all_messages(example("trn1.yaml")), "");
   EXPECT_EQ(example("workshop.yaml").versions.at("nccl"), "2.12.7-1");
 }
 
@@ -356,6 +359,124 @@ TEST(AmiCompat, PublishedBusBandwidthFloors) {
   EXPECT_DOUBLE_EQ(nccl_busbw_threshold("p5.48xlarge", nullptr), 250.0);
   EXPECT_DOUBLE_EQ(nccl_busbw_threshold("g4dn.12xlarge", nullptr), 0.0);
   EXPECT_EQ(gpus_per_instance("p4d.24xlarge"), 8);
+}
+
+}  // namespace
+}  // namespace pcdino::ami
+
+namespace pcdino::ami {
+namespace {
+
+// The Gaudi and Trainium examples with one line changed: `from` replaced by `to`.
+ImageSpec changed(const std::string& name, const std::string& from, const std::string& to) {
+  std::ifstream in(std::string(PCDINO_SOURCE_DIR) + "/ami/examples/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  const auto at = yaml.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) yaml.replace(at, from.size(), to);
+  return parse_image_spec(yaml, name);
+}
+
+// Each impossible pair is refused with both sides and the vendor's source named.
+TEST(AmiCompat, GaudiAndTrainiumRefuseWhatTheVendorsDoNotSupport) {
+  struct Case {
+    const char* example;
+    const char* from;
+    const char* to;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"dl1.yaml", "gaudi_software: \"1.21.0-555\"", "gaudi_software: \"1.22.0-32\"",
+       "dl1.24xlarge's first-generation Gaudi (HL-205) is last supported by Intel Gaudi software 1.21"},
+      {"dl1.yaml", "gaudi_software: \"1.21.0-555\"", "gaudi_software: \"1.9.0-580\"",
+       "Intel Gaudi software 1.9 is not in the table"},
+      {"dl1.yaml", "parallelcluster_version: \"3.11.1\"\n  os: ubuntu2204",
+       "parallelcluster_version: \"3.11.1\"\n  os: alinux2023",
+       "Intel Gaudi software 1.21 supports ubuntu2204 among ParallelCluster's OSes"},
+      {"dl1.yaml", "parallelcluster_version: \"3.11.1\"\n  os: ubuntu2204",
+       "parallelcluster_version: \"3.11.1\"\n  os: alinux2", "supports ubuntu2204"},
+      {"dl1.yaml", "instance_type: dl1.24xlarge", "instance_type: trn1.32xlarge",
+       "trn1.32xlarge carries Trainium devices: its image needs accelerator: neuron"},
+      {"dl1.yaml", "instance_type: dl1.24xlarge", "instance_type: g5.12xlarge",
+       "not an instance type with habana devices (known: dl1.24xlarge)"},
+      {"trn1.yaml", "neuron_sdk: \"2.22.0\"", "neuron_sdk: \"2.18.0\"",
+       "Neuron SDK 2.18.0 is not in the table of package versions"},
+      {"trn1.yaml", "os: ubuntu2204", "os: alinux2",
+       "the Neuron runtime of 2.22.0 supports ubuntu2204, alinux2023"},
+      {"trn1.yaml", "instance_type: trn1.32xlarge", "instance_type: trn2.48xlarge", ""},
+      {"trn1.yaml", "instance_type: trn1.32xlarge", "instance_type: dl1.24xlarge",
+       "dl1.24xlarge carries HL-205 devices: its image needs accelerator: habana"},
+  };
+  for (const auto& c : cases) {
+    const std::string messages = all_messages(changed(c.example, c.from, c.to));
+    if (*c.expected == '\0') {
+      EXPECT_EQ(messages, "") << c.to;
+    } else {
+      EXPECT_NE(messages.find(c.expected), std::string::npos) << c.to << ": " << messages;
+      EXPECT_NE(messages.find("(source: "), std::string::npos) << messages;
+    }
+  }
+  // Trn2 came with Neuron 2.21; the runtime left Amazon Linux 2 after 2.19.
+  const ImageSpec trn2_219 = changed("trn1.yaml", "neuron_sdk: \"2.22.0\"\n", "neuron_sdk: \"2.19.0\"\n");
+  EXPECT_EQ(all_messages(trn2_219), "");
+  ImageSpec on_trn2 = trn2_219;
+  on_trn2.verify_instance_type = "trn2.48xlarge";
+  EXPECT_NE(
+      all_messages(on_trn2).find("Neuron SDK 2.19.0 supports trn1, trn1n, inf2 (Trainium2 needs a later"),
+      std::string::npos)
+      << all_messages(on_trn2);
+  // An NVIDIA or accelerator-less image on a Gaudi node lacks its drivers.
+  ImageSpec nvidia = example("current.yaml");
+  nvidia.verify_instance_type = "dl1.24xlarge";
+  EXPECT_NE(all_messages(nvidia).find("its image needs accelerator: habana"), std::string::npos);
+}
+
+TEST(AmiSpec, EachAcceleratorPinsItsOwnComponents) {
+  std::string e = spec_error(R"(name: t
+region: us-east-1
+base: {parallelcluster_version: "3.11.1", os: ubuntu2204}
+build: {pcdino: package}
+accelerator: habana
+versions: {efa_installer: "1.36.0", enroot: "3.5.0", pyxis: "0.20.0", pcdino: "0.1.0", gaudi_software: "1.21.0-555", neuron_sdk: "2.22.0"}
+)");
+  EXPECT_NE(e.find("versions.neuron_sdk: only for accelerator: neuron (this image is 'habana')"),
+            std::string::npos)
+      << e;
+  e = spec_error(R"(name: t
+region: us-east-1
+base: {parallelcluster_version: "3.11.1", os: ubuntu2204}
+build: {pcdino: package}
+accelerator: neuron
+versions: {efa_installer: "1.36.0", enroot: "3.5.0", pyxis: "0.20.0", pcdino: "0.1.0"}
+)");
+  EXPECT_NE(e.find("versions.neuron_sdk: missing"), std::string::npos) << e;
+}
+
+TEST(AmiGenerate, GaudiAndNeuronScriptsPinEveryPackage) {
+  std::map<std::string, std::string> dl1, trn1;
+  for (const auto& f : generate_image(example("dl1.yaml"))) dl1[f.path] = f.content;
+  for (const auto& f : generate_image(example("trn1.yaml"))) trn1[f.path] = f.content;
+  for (const auto* files : {&dl1, &trn1}) {
+    for (const char* nvidia : {"scripts/10-nvidia-driver.sh", "scripts/20-cuda.sh", "scripts/40-nccl.sh"})
+      EXPECT_EQ(files->count(nvidia), 0u) << nvidia;
+  }
+  const std::string& gaudi = dl1.at("scripts/20-gaudi.sh");
+  EXPECT_NE(gaudi.find("VERSION=1.21.0-555"), std::string::npos);
+  EXPECT_NE(gaudi.find("habanalabs-dkms habanalabs-thunk"), std::string::npos);
+  EXPECT_NE(gaudi.find("https://vault.habana.ai/artifactory/debian $codename main"), std::string::npos);
+  const NeuronRelease* r = neuron_release("2.22.0");
+  ASSERT_NE(r, nullptr);
+  const std::string& neuron = trn1.at("scripts/20-neuron.sh");
+  EXPECT_NE(neuron.find(std::string("aws-neuronx-dkms=") + r->dkms + "*"), std::string::npos) << neuron;
+  EXPECT_NE(neuron.find(std::string("aws-neuronx-collectives=") + r->collectives + "*"), std::string::npos);
+  EXPECT_NE(trn1.at("verify.sh").find("check neuron_driver 2.20.28.0"), std::string::npos);
+  EXPECT_NE(trn1.at("verify.sh").find("\"Neuron devices (trn1.32xlarge)\" 16"), std::string::npos);
+  EXPECT_NE(dl1.at("verify.sh").find("\"Gaudi cards (dl1.24xlarge)\" 8"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(dl1.at("files/manifest.json"))["components"]["gaudi_software"],
+            "1.21.0-555");
+  EXPECT_NE(dl1.at("image.pkr.hcl").find("Intel Gaudi software 1.21.0-555"), std::string::npos);
 }
 
 }  // namespace

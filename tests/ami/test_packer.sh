@@ -8,7 +8,7 @@ W="$PCDINO_BUILD_DIR/test-work/ami_packer"
 rm -rf "$W" && mkdir -p "$W"
 EX="$PCDINO_SOURCE_DIR/ami/examples"
 
-for name in workshop current; do
+for name in workshop current dl1 trn1; do
   run "$PCDINO_BIN" ami generate "$EX/$name.yaml" --out "$W/$name"
   assert_rc 0 "$name: generate"
   run bash -c "cd '$W/$name' && timeout 120 packer validate image.pkr.hcl"
@@ -37,6 +37,22 @@ done
 
 run "$PCDINO_BIN" ami check "$EX/workshop.yaml"
 assert_rc 0 "workshop stack is compatible"
+# Gaudi and Trainium: the examples pass; what Intel and AWS do not support is refused, naming the source.
+for name in dl1 trn1; do
+  run "$PCDINO_BIN" ami check "$EX/$name.yaml"
+  assert_rc 0 "$name stack is compatible"
+done
+sed 's/gaudi_software: "1.21.0-555"/gaudi_software: "1.22.0-32"/' "$EX/dl1.yaml" >"$W/dl1-122.yaml"
+run "$PCDINO_BIN" ami check "$W/dl1-122.yaml"
+assert_rc 78 "DL1 with Intel Gaudi software 1.22 is rejected"
+assert_contains "$OUT" "first-generation Gaudi (HL-205) is last supported by Intel Gaudi software 1.21" "says why"
+sed 's/os: ubuntu2204/os: alinux2023/' "$EX/dl1.yaml" >"$W/dl1-al2023.yaml"
+run "$PCDINO_BIN" ami check "$W/dl1-al2023.yaml"
+assert_rc 78 "Gaudi on Amazon Linux 2023 is rejected"
+assert_contains "$OUT" "Support_Matrix_v1.21.0" "with the support matrix as its source"
+sed 's/instance_type: trn1.32xlarge/instance_type: dl1.24xlarge/' "$EX/trn1.yaml" >"$W/trn1-on-dl1.yaml"
+run "$PCDINO_BIN" ami check "$W/trn1-on-dl1.yaml"
+assert_rc 78 "a Neuron image for a Gaudi node is rejected"
 sed 's/nvidia_driver: "510.47.03"/nvidia_driver: "470.57.02"/' "$EX/workshop.yaml" >"$W/old-driver.yaml"
 run "$PCDINO_BIN" ami check "$W/old-driver.yaml"
 assert_rc 78 "an incompatible driver/CUDA pair is rejected"

@@ -131,5 +131,18 @@ assert_rc 66 "implemented values get past the configuration (to the missing data
 run "$PCDINO_BIN" train -c "$W/p.yaml" --cuda-graph --device cpu
 assert_rc 78 "train --cuda-graph on a CPU"
 assert_contains "$ERR" "--cuda-graph: " "the option is named"
+# Gaudi and Trainium: no LibTorch backend, so a pipeline that asks for them stops before any work with
+# the reason, from `pcdino submit` (nothing submitted) as from the trainer, and so does --device hpu.
+for accelerator in habana neuron; do
+  run "$PCDINO_BIN" submit -c "$W/p.yaml" --dry-run --set slurm.accelerator=$accelerator
+  assert_rc 78 "submit with slurm.accelerator: $accelerator"
+  assert_contains "$ERR" "slurm.accelerator: pcdino does not train or extract on" "the key and the reason"
+done
+run "$PCDINO_BIN" train -c "$W/p.yaml" --set slurm.accelerator=habana
+assert_rc 78 "train with slurm.accelerator: habana"
+assert_contains "$ERR" "habana_frameworks" "what to use instead"
+run "$PCDINO_BIN" train -c "$W/p.yaml" --device hpu
+assert_rc 78 "train --device hpu"
+assert_contains "$ERR" "--device hpu: pcdino does not train or extract on Intel Gaudi" "the option and the reason"
 
 finish

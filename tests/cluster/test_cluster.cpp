@@ -7,6 +7,7 @@
 #include <functional>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "pcdino/cluster/catalogue.hpp"
 #include "pcdino/cluster/cost.hpp"
@@ -289,6 +290,16 @@ TEST(ClusterGenerate, SpankSectionGivesTheHeadNodeItsAction) {
   SiteSpec gpu = site;
   for (auto& q : gpu.queues) q.efa = false;
   EXPECT_NE(generate_cluster(gpu).head_node_script.find("DEFAULT_PROFILE=nvidia\n"), std::string::npos);
+  // Gaudi and Trainium queues take their vendor's profile, EFA or not.
+  SiteSpec vendor = site;
+  for (const auto& [type, profile] :
+       {std::pair{"dl1.24xlarge", "habana"}, std::pair{"trn1.32xlarge", "neuron"}}) {
+    vendor.queues[0].instance_type = type;
+    EXPECT_NE(
+        generate_cluster(vendor).head_node_script.find(std::string("DEFAULT_PROFILE=") + profile + "\n"),
+        std::string::npos)
+        << type;
+  }
   gpu.spank.default_profile = "cpu";
   EXPECT_NE(generate_cluster(gpu).head_node_script.find("DEFAULT_PROFILE=cpu\n"), std::string::npos);
   // Without the section there is no script and no head-node action.

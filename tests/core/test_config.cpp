@@ -318,3 +318,32 @@ TEST(Config, MissingFileIsNoInput) {
 
 }  // namespace
 }  // namespace pcdino
+
+namespace pcdino {
+namespace {
+
+// Training on Gaudi or Trainium is refused before anything starts: exit 78 with the reason and what to
+// use instead.
+TEST(Config, AGaudiOrTrainiumPipelineIsRefusedWithTheReason) {
+  for (const char* accelerator : {"habana", "neuron"}) {
+    try {
+      parse_config(std::string("slurm:\n  accelerator: ") + accelerator + "\n", "pipeline.yaml");
+      ADD_FAILURE() << accelerator << " must be refused";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.code(), ExitCode::kConfig);
+      const std::string m = e.what();
+      EXPECT_NE(m.find("pipeline.yaml:2:16: slurm.accelerator: pcdino does not train or extract on"),
+                std::string::npos)
+          << m;
+      EXPECT_NE(m.find(std::string(accelerator) == "habana" ? "habana_frameworks" : "torch-neuronx"),
+                std::string::npos)
+          << m;
+    }
+  }
+  EXPECT_EQ(parse_config("slurm:\n  accelerator: nvidia\n", "p.yaml").slurm.accelerator, "nvidia");
+  EXPECT_NE(error_of("slurm:\n  accelerator: tpu\n").find("expected one of auto, nvidia, cpu"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace pcdino

@@ -117,7 +117,9 @@ assert_not_contains "$OUT" "drain:" "no drain line"
 assert_eq "$(json "r['healthy'], len(r['nodes']), len(r['allreduce']['points']) > 0, r['allreduce']['points'][-1]['busbw_gb_s'] > 0")" \
   "True 2 True True" "doctor.json: healthy, two nodes, bus bandwidth measured"
 assert_eq "$(json "[c['name'] for c in r['nodes'][1]['checks']]")" \
-  "['shared_fs', 'scratch', 'slurm_view', 'environment', 'libfabric', 'spank_plugin', 'image', 'speed']" "every check ran on node2"
+  "['shared_fs', 'scratch', 'slurm_view', 'environment', 'libfabric', 'gaudi', 'neuron', 'spank_plugin', 'image', 'speed']" "every check ran on node2"
+assert_eq "$(json "[(c['ok'], c['detail']) for c in r['nodes'][1]['checks'] if c['name'] in ('gaudi', 'neuron')]")" \
+  "[(True, 'not present'), (True, 'not present')]" "no Gaudi or Neuron device here: not present, healthy"
 assert_contains "$OUT" "test-image: libfabric" "the versions matched the image manifest"
 assert_eq "$(json "r['nodes'][0]['instance_type'], r['nodes'][1]['instance_type'], r['nccl']['ok'], r['nccl']['points']")" \
   "p4d.24xlarge p4d.24xlarge True []" "doctor.json: the instance type from Slurm's features; no NCCL sweep"

@@ -15,6 +15,7 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/mpi_world.hpp"
 #include "pcdino/core/version.hpp"
+#include "pcdino/doctor/accelerators.hpp"
 #include "pcdino/doctor/doctor.hpp"
 #include "pcdino/doctor/probes.hpp"
 
@@ -445,6 +446,164 @@ TEST(Trainer, ACpuLibTorchFailsOnlyOnAGpuNode) {
   EXPECT_NE(broken.detail.find("LibTorch 1.13.0 without CUDA on a node with 8 GPU(s)"), std::string::npos)
       << broken.detail;
   EXPECT_TRUE(judge_trainer(gpu, 8).ok);
+}
+
+}  // namespace
+}  // namespace pcdino::doctor
+
+namespace pcdino::doctor {
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(PCDINO_SOURCE_DIR) + "/tests/doctor/fixtures/" + name);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+// A node with the stack installed and the tool's output given.
+VendorNode installed(const std::string& output, int device_files) {
+  VendorNode n;
+  n.device_files = device_files;
+  n.module_loaded = true;
+  n.tool_found = true;
+  n.tool_output = output;
+  return n;
+}
+
+TEST(DoctorAccelerators, HlSmiAndNeuronLsOutputsParse) {
+  const auto cards = parse_hl_smi(fixture("hl-smi-dl1.csv"));
+  ASSERT_EQ(cards.size(), 8u);
+  EXPECT_EQ(cards[2].index, 2);
+  EXPECT_EQ(cards[2].name, "HL-205");
+  EXPECT_EQ(cards[2].driver, "1.21.0-ee698fb");
+  EXPECT_EQ(cards[2].temperature_c, 35);
+  EXPECT_THROW(parse_hl_smi("0, HL-205, 1.21.0-ee698fb\n"), DataError);
+  try {
+    parse_hl_smi("0, HL-205, 1.21.0-ee698fb, 33 C\nN/A, HL-205, 1.21.0-ee698fb, hot\n");
+    ADD_FAILURE() << "a card without an index must be refused";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("hl-smi output line 2"), std::string::npos) << e.what();
+  }
+  const auto devices = parse_neuron_ls(fixture("neuron-ls-trn2.json"));
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].cores, 4);
+  EXPECT_EQ(devices[0].memory_bytes, 103079215104ULL);
+  EXPECT_THROW(parse_neuron_ls("+--------+ NEURON DEVICE"), DataError) << "the table, not the JSON";
+  EXPECT_THROW(parse_neuron_ls(R"([{"bdf": "cc:00.0"}])"), DataError);
+}
+
+TEST(DoctorAccelerators, NotPresentIsHealthyAndEachFaultIsNamed) {
+  // An NVIDIA or CPU node: neither stack, healthy.
+  const VendorNode none;
+  EXPECT_EQ(judge_gaudi(none, "p5.48xlarge", "").detail, "not present");
+  EXPECT_TRUE(judge_gaudi(none, "", "").ok);
+  EXPECT_TRUE(judge_neuron(none, "").ok);
+  EXPECT_EQ(judge_neuron(none, "").detail, "not present");
+
+  // A DL1 without its driver, without hl-smi, with a card short, cold, or another release.
+  Check c = judge_gaudi(none, "dl1.24xlarge", "1.21.0-555");
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.detail,
+            "dl1.24xlarge has 8 Gaudi cards; the habanalabs kernel module is not loaded (0 device files)");
+  VendorNode no_tool = installed("", 8);
+  no_tool.tool_found = false;
+  no_tool.tool_error = "cannot start hl-smi";
+  EXPECT_NE(judge_gaudi(no_tool, "dl1.24xlarge", "").detail.find("hl-smi is not installed"),
+            std::string::npos);
+  const std::string csv = fixture("hl-smi-dl1.csv");
+  c = judge_gaudi(installed(csv, 8), "dl1.24xlarge", "1.21.0-555");
+  EXPECT_TRUE(c.ok) << c.detail;
+  EXPECT_EQ(c.detail, "8 HL-205 card(s), driver 1.21.0-ee698fb, 29-35 C");
+  const std::string seven = csv.substr(0, csv.rfind("7, HL-205"));
+  EXPECT_EQ(judge_gaudi(installed(seven, 7), "dl1.24xlarge", "").detail,
+            "hl-smi shows 7 of dl1.24xlarge's 8 cards");
+  std::string cold = csv;
+  cold.replace(cold.find("31 C"), 4, "0 C");
+  EXPECT_EQ(judge_gaudi(installed(cold, 8), "dl1.24xlarge", "").detail,
+            "card 1 reports 0 C: it did not initialise");
+  EXPECT_EQ(judge_gaudi(installed(csv, 8), "dl1.24xlarge", "1.19.0-561")
+                .detail.rfind("card 0 driver 1.21.0-ee698fb, image 1.19.0-561, card 1", 0),
+            0u);
+
+  // A trn2.48xlarge whose neuron-ls shows one of its 16 devices; all 16 are healthy.
+  const std::string one = fixture("neuron-ls-trn2.json");
+  c = judge_neuron(installed(one, 16), "trn2.48xlarge");
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.detail, "neuron-ls shows 1 of trn2.48xlarge's 16 devices");
+  auto all = nlohmann::json::parse(one);
+  for (int i = 1; i < 16; ++i) {
+    auto d = all[0];
+    d["neuron_device"] = i;
+    all.push_back(d);
+  }
+  c = judge_neuron(installed(all.dump(), 16), "trn2.48xlarge");
+  EXPECT_TRUE(c.ok) << c.detail;
+  EXPECT_EQ(c.detail, "16 device(s), 64 NeuronCores");
+  all[3]["nc_count"] = 2;
+  EXPECT_EQ(judge_neuron(installed(all.dump(), 16), "trn2.48xlarge").detail,
+            "device 3 shows 2 of 4 NeuronCores");
+  VendorNode failing = installed("", 16);
+  failing.tool_exit = 1;
+  failing.tool_error = "neuron-ls: failed to open /dev/neuron0\n";
+  EXPECT_EQ(judge_neuron(failing, "trn1.32xlarge").detail,
+            "neuron-ls failed with exit code 1: neuron-ls: failed to open /dev/neuron0");
+
+  // On this machine (no Gaudi, no Neuron): both say "not present".
+  EXPECT_EQ(judge_gaudi(probe_gaudi(30), "", "").detail, "not present");
+  EXPECT_EQ(judge_neuron(probe_neuron(30), "").detail, "not present");
+}
+
+TEST(DoctorAccelerators, AFaultyGaudiNodeIsDrainedByName) {
+  DoctorReport report;
+  NodeReport good, bad;
+  good.node = "dl1-st-1", good.answered = true;
+  good.checks = {judge_gaudi(installed(fixture("hl-smi-dl1.csv"), 8), "dl1.24xlarge", "1.21.0-555")};
+  std::string cold = fixture("hl-smi-dl1.csv");
+  cold.replace(cold.find("30 C"), 4, "0 C");
+  bad.node = "dl1-st-2", bad.rank = 1, bad.answered = true;
+  bad.checks = {judge_gaudi(installed(cold, 8), "dl1.24xlarge", "1.21.0-555")};
+  report.nodes = {good, bad};
+  const auto drains = drain_commands(report);
+  ASSERT_EQ(drains.size(), 1u);
+  EXPECT_EQ(drains[0],
+            (std::vector<std::string>{"scontrol", "update", "NodeName=dl1-st-2", "State=DRAIN",
+                                      "Reason=pcdino doctor: gaudi: card 4 reports 0 C: it did not "
+                                      "initialise"}));
+}
+
+// NCCL's sweep asked for on Gaudi or Neuron nodes does not start; the note says why and what tests those.
+TEST(DoctorAccelerators, NcclIsNotRunOnGaudiOrNeuronNodes) {
+  NodeReport gpu, gaudi, neuron;
+  gpu.node = "p5-st-1", gpu.cuda_gpus = 8;
+  gpu.checks = {{"gaudi", true, "not present"}, {"neuron", true, "not present"}};
+  EXPECT_EQ(nccl_blocker({gpu}), "");
+  gaudi.node = "dl1-st-1";
+  gaudi.checks = {judge_gaudi(installed(fixture("hl-smi-dl1.csv"), 8), "dl1.24xlarge", ""),
+                  {"neuron", true, "not present"}};
+  EXPECT_EQ(
+      nccl_blocker({gaudi}),
+      "not measured: NCCL runs on NVIDIA GPUs; dl1-st-1 has Intel Gaudi cards (HCCL's test: hccl_demo)");
+  neuron.node = "trn1-st-1";
+  neuron.checks = {{"neuron", false, "neuron-ls shows 3 of trn1.32xlarge's 16 devices"}};
+  EXPECT_NE(nccl_blocker({gpu, neuron})
+                .find("trn1-st-1 has AWS Neuron devices (their collectives' test: nccom-test)"),
+            std::string::npos);
+  NodeReport cpu;
+  cpu.node = "c6i-st-1";
+  EXPECT_EQ(nccl_blocker({gpu, cpu}), "not measured: the CUDA runtime shows no GPU on c6i-st-1");
+}
+
+TEST(DoctorAccelerators, DeviceFilesAndModules) {
+  test::TempDir dev;
+  std::filesystem::create_directories(dev.path() / "accel");
+  for (const char* f : {"accel/accel0", "accel/accel1", "hl2", "neuron0", "neuron1", "neuron12", "nvidia0"})
+    test::write_text(dev.path() / f, "");
+  EXPECT_EQ(gaudi_device_files(dev.path().string()), 3);
+  EXPECT_EQ(neuron_device_files(dev.path().string()), 3);
+  const auto modules = dev.path() / "modules";
+  test::write_text(modules, "habanalabs_en 61440 8 - Live 0x0\nhabanalabs 1572864 0 - Live 0x0\n");
+  EXPECT_TRUE(module_loaded("habanalabs", modules.string()));
+  EXPECT_FALSE(module_loaded("neuron", modules.string()));
+  EXPECT_FALSE(module_loaded("habanalabs_cn", modules.string()));
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ inline const std::map<std::string, std::vector<std::string>>& candidate_values()
       {"number", {"0.37", "0.5", "2.5"}},
       {"bool", {"true", "false"}},
       {"bool or null", {"true", "false"}},
-      {"string", {"vit_tiny", "student", "cosine", "mpirun", "x7", "64G", "/tmp/elsewhere"}},
+      {"string", {"vit_tiny", "student", "cosine", "mpirun", "nvidia", "x7", "64G", "/tmp/elsewhere"}},
       {"[low, high]", {"[0.3, 0.6]"}},
       {"list of integers", {"[3, 7]"}},
       {"list of channel combinations", {"[\"01\", \"2\"]"}},

@@ -82,6 +82,27 @@ TEST(Environment, ProfileVariablesAndPerTaskDevices) {
   p.devices = DeviceKind::kHabana;
   t.visible_devices = "4,5";
   EXPECT_EQ(as_map(task_environment(t, &p, v, true, {})).at("HABANA_VISIBLE_MODULES"), "5");
+  EXPECT_EQ(as_map(task_environment(t, &p, v, true, {})).count("HCCL_COMM_ID"), 0u)
+      << "no address resolved: left to the job";
+  // Gaudi's and Neuron's collectives find rank 0 at the first node's address, on the port after
+  // MASTER_PORT (wrapping inside the range).
+  t.master_ip = "10.0.1.7";
+  t.job_id = 41;
+  PortRange ports{29500, 29509};
+  env = as_map(task_environment(t, &p, v, true, ports));
+  EXPECT_EQ(env.at("MASTER_PORT"), "29501");
+  EXPECT_EQ(env.at("HCCL_COMM_ID"), "10.0.1.7:29502");
+  t.job_id = 49;
+  p.devices = DeviceKind::kNeuron;
+  t.visible_devices = "0-1,2";
+  env = as_map(task_environment(t, &p, v, true, ports));
+  EXPECT_EQ(env.at("MASTER_PORT"), "29509");
+  EXPECT_EQ(env.at("NEURON_RT_ROOT_COMM_ID"), "10.0.1.7:29500");
+  EXPECT_EQ(env.count("HCCL_COMM_ID"), 0u);
+  EXPECT_EQ(env.at("NEURON_RT_VISIBLE_CORES"), "2") << "local rank 5 of the list's 2 entries";
+  p.devices = DeviceKind::kCuda;
+  EXPECT_EQ(as_map(task_environment(t, &p, v, true, ports)).count("NEURON_RT_ROOT_COMM_ID"), 0u);
+  p.devices = DeviceKind::kHabana;
   t.batch_step = true;  // the batch script: profile only, no ranks, no binding
   env = as_map(task_environment(t, &p, v, true, {}));
   EXPECT_EQ(env.size(), 1u);

@@ -63,11 +63,18 @@ TEST(Profiles, ExampleFileParsesWithEveryVariableSourced) {
   std::ifstream in(std::string(PCDINO_SOURCE_DIR) + "/spank/examples/accel-profiles.yaml");
   std::string text((std::istreambuf_iterator<char>(in)), {});
   const ProfileConfig c = parse_profiles(text, "accel-profiles.yaml");
-  for (const char* name : {"nvidia-efa", "nvidia-efa-fork", "nvidia", "habana", "cpu"}) {
+  for (const char* name : {"nvidia-efa", "nvidia-efa-fork", "nvidia", "habana", "neuron", "cpu"}) {
     ASSERT_EQ(c.profiles.count(name), 1u) << name;
     for (const auto& e : c.profiles.at(name).env) EXPECT_FALSE(e.source.empty()) << name << " " << e.name;
   }
   EXPECT_EQ(c.profiles.at("habana").devices, DeviceKind::kHabana);
+  EXPECT_EQ(c.profiles.at("neuron").devices, DeviceKind::kNeuron);
+  // The fuzzer's seed is this file.
+  std::ifstream seed(std::string(PCDINO_SOURCE_DIR) + "/spank/fuzz/corpus/profiles-example.yaml");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(seed)), {}), text);
+  // The rank-0 addresses of HCCL and the Neuron runtime are the plugin's, never a profile's.
+  for (const char* managed : {"HCCL_COMM_ID", "NEURON_RT_ROOT_COMM_ID", "NEURON_RT_VISIBLE_CORES"})
+    EXPECT_NE(forbidden_variable(managed), "") << managed;
   // EFA guidance by version: old stack gets FI_PROVIDER and NCCL_PROTO, a new one does not.
   const Profile& efa = c.profiles.at("nvidia-efa");
   auto applied = [&](const std::map<std::string, Version>& v) {

@@ -51,6 +51,25 @@ TEST(Process, BlasThreadsFollowTheThreadsOption) {
   ::unsetenv("OPENBLAS_NUM_THREADS");
 }
 
+// Gaudi and NeuronCores have no LibTorch backend: asking for them is refused with the reason; the
+// pipeline's slurm.accelerator fills in --device auto.
+TEST(Device, GaudiAndNeuronAreRefusedAndTheAcceleratorKeyChoosesAuto) {
+  for (const char* spec : {"hpu", "habana", "neuron"}) {
+    try {
+      select_device(spec, 0);
+      ADD_FAILURE() << spec << " must be refused";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.code(), ExitCode::kConfig);
+      EXPECT_NE(std::string(e.what()).find("pcdino does not train or extract on"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(device_option("auto", "nvidia"), "cuda");
+  EXPECT_EQ(device_option("auto", "cpu"), "cpu");
+  EXPECT_EQ(device_option("auto", "auto"), "auto");
+  EXPECT_EQ(device_option("cuda:1", "cpu"), "cuda:1") << "an explicit --device wins";
+}
+
 TEST(Device, AutocastTypes) {
   // On a CPU: bfloat16 where it has AMX (this machine's /proc/cpuinfo decides which is checked), forced
   // by "bfloat16" anywhere, never float16.

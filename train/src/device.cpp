@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "pcdino/core/accelerator.hpp"
 #include "pcdino/core/error.hpp"
 
 #ifdef PCDINO_WITH_CUDART
@@ -63,11 +64,22 @@ bool cpu_has_flag(const std::string& flag) {
   return false;
 }
 
+std::string device_option(const std::string& option, const std::string& accelerator) {
+  if (option != "auto") return option;
+  if (accelerator == "nvidia") return "cuda";
+  if (accelerator == "cpu") return "cpu";
+  return option;
+}
+
 torch::Device select_device(const std::string& spec, int local_rank) {
+  if (const std::string refused = unsupported_accelerator(spec); !refused.empty()) {
+    throw ConfigError("--device " + spec + ": " + refused);
+  }
   const bool have_cuda = torch::cuda::is_available();
   if (spec == "cpu" || (spec == "auto" && !have_cuda)) return torch::Device(torch::kCPU);
   if (spec != "auto" && spec != "cuda" && spec.rfind("cuda:", 0) != 0) {
-    throw ConfigError("--device '" + spec + "': expected auto, cpu, cuda or cuda:N");
+    throw ConfigError("--device '" + spec +
+                      "': expected auto, cpu, cuda or cuda:N (hpu and neuron: no LibTorch backend)");
   }
   if (!have_cuda) {
     throw ConfigError("--device " + spec +

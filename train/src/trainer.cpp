@@ -411,7 +411,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     spdlog::info("OpenBLAS threads per rank: {} ({} rank(s) on this machine)", blas, world->local_size());
   }
   const bool writer = rank == 0;  // one rank writes checkpoints and logs
-  const torch::Device device = select_device(rt.device, world ? world->local_rank() : rt.local_rank);
+  const torch::Device device = select_device(device_option(rt.device, c.slurm.accelerator),
+                                             world ? world->local_rank() : rt.local_rank);
   const auto amp = h.use_fp16 ? autocast_dtype(device, rt.amp_dtype) : std::nullopt;
   // --cuda-graph's conditions, before anything is written.
   std::unique_ptr<StepGraph> graph;

@@ -4,7 +4,7 @@
 //   region: us-west-2
 //   base: {parallelcluster_version: "3.8.0", os: alinux2}   # or ami: ami-0123... to start elsewhere
 //   build: {instance_type: c6i.4xlarge, root_volume_gb: 100, pcdino: source}  # no GPU needed to build
-//   accelerator: nvidia                                      # nvidia | habana | none
+//   accelerator: nvidia                                      # nvidia | habana | neuron | none
 //   versions: {nvidia_driver: "510.47.03", cuda: "11.6.2", cudnn: "8.4.1.50", nccl: "2.12.7-1",
 //              efa_installer: "1.15.1", aws_ofi_nccl: "1.3.0", enroot: "3.4.0", pyxis: "0.12.0",
 //              nccl_tests: "2.11.0", pcdino: "0.1.0", libtorch: "2.5.1+cu124"}
@@ -32,7 +32,8 @@ struct ImageSpec {
   /// and the pinned versions.libtorch; "package" installs a prebuilt `scripts/package` tarball made
   /// elsewhere.
   std::string pcdino_from = "source";
-  std::string accelerator = "nvidia";  ///< nvidia, habana, none
+  /// nvidia, habana (Intel Gaudi), neuron (AWS Trainium/Inferentia), none (accelerators.hpp)
+  std::string accelerator = "nvidia";
   /// Pinned versions by component: nvidia_driver, cuda, cudnn, nccl, efa_installer, aws_ofi_nccl, enroot,
   /// pyxis, nccl_tests, pcdino, libtorch (which ones are required depends on the accelerator and on
   /// pcdino_from).
@@ -47,6 +48,11 @@ struct ImageSpec {
 inline const char* const kCommonComponents[] = {"efa_installer", "enroot", "pyxis", "pcdino"};
 inline const char* const kNvidiaComponents[] = {"nvidia_driver", "cuda",         "cudnn",
                                                 "nccl",          "aws_ofi_nccl", "nccl_tests"};
+/// What a Gaudi image pins: the Intel Gaudi software release with its build ("1.21.0-555"), the version of
+/// every habanalabs package. A Neuron image pins the Neuron SDK release ("2.22.0"), whose four packages'
+/// versions come from accelerators.hpp.
+inline const char* const kHabanaComponents[] = {"gaudi_software"};
+inline const char* const kNeuronComponents[] = {"neuron_sdk"};
 /// Pinned when pcdino is built from source: the LibTorch download ("2.5.1+cu124", source_build.hpp).
 inline const char* const kSourceBuildComponents[] = {"libtorch"};
 /// Pinned only where needed: Fabric Manager, which NVSwitch systems (p4d, p5) need at the driver's

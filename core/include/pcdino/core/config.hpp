@@ -137,7 +137,11 @@ struct SlurmConfig {
   /// Ask for num_gpus GPUs per node (--gpus-per-node) for training and CLS features. false on CPU-only
   /// clusters, where num_gpus is the number of tasks (ranks) per node.
   bool gpus = true;
-  bool exclusive = true;          ///< --exclusive for training and CLS features, as the workshop's scripts
+  bool exclusive = true;  ///< --exclusive for training and CLS features, as the workshop's scripts
+  /// The device training and CLS features run on: auto (CUDA where a GPU is visible, else the CPU), nvidia
+  /// (--device cuda) or cpu (--device cpu). habana and neuron are refused: pcdino has no LibTorch backend
+  /// for them (accelerator.hpp).
+  std::string accelerator = "auto";
   int cpus_per_task = 0;          ///< --cpus-per-task, also each rank's --threads; 0 = Slurm's default
   std::string mem;                ///< --mem per node ("" = Slurm's default, "0" = all of the node's memory)
   int cpu_tasks = 1;              ///< MPI ranks of the mean/std stage

@@ -167,4 +167,10 @@ std::string summary(const DoctorReport& report);
 /// node, as argument vectors (run with run_process) in rank order.
 std::vector<std::vector<std::string>> drain_commands(const DoctorReport& report);
 
+/// Rank 0, from the nodes' reports: why NCCL's sweep cannot run ("" when it can): a node with Intel
+/// Gaudi or AWS Neuron devices (the checks "gaudi"/"neuron" found them; NCCL is NVIDIA's, their vendors'
+/// tests are hccl_demo and nccom-test), or a node whose CUDA runtime shows no GPU. One GPU in all runs it
+/// too (no bus bandwidth, nothing judged).
+std::string nccl_blocker(const std::vector<NodeReport>& nodes);
+
 }  // namespace pcdino::doctor

@@ -25,6 +25,9 @@ struct TaskInfo {
   int cpus_per_task = 0;               ///< SLURM_CPUS_PER_TASK when the user asked for it, else 0
   bool omp_num_threads_set = false;    ///< the job already sets OMP_NUM_THREADS (then it is left alone)
   std::string visible_devices;         ///< the step's device list as Slurm set it ("0,1,2,3"), or ""
+  /// IPv4 address of the step's first node as this node resolves it (the plugin fills it for profiles
+  /// with a root_comm_variable()), or "".
+  std::string master_ip;
   /// The batch script (or extern/interactive) step: one process that is no rank of anything; it gets
   /// the profile's variables (for an mpirun inside the script) but no rank variables and no binding,
   /// which its srun steps would otherwise inherit.

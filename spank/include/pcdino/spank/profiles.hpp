@@ -64,11 +64,17 @@ struct EnvEntry {
 };
 
 /// Which device-visibility variable `--accel-device-bind=per-task` narrows to one device per task.
-enum class DeviceKind { kNone, kCuda, kHabana };
+enum class DeviceKind { kNone, kCuda, kHabana, kNeuron };
 
-/// The variable that lists a step's devices of `kind` ("CUDA_VISIBLE_DEVICES", "HABANA_VISIBLE_MODULES"),
-/// or "" for kNone.
+/// The variable that lists a step's devices of `kind` ("CUDA_VISIBLE_DEVICES", "HABANA_VISIBLE_MODULES"
+/// (Gaudi module ids), "NEURON_RT_VISIBLE_CORES" (NeuronCore ids)), or "" for kNone.
 const char* device_variable(DeviceKind kind);
+
+/// The variable through which the collectives library of `kind` finds rank 0, as "IP:port":
+/// HCCL_COMM_ID (Intel HCL, hcl_global_conf.cpp: "the IP:port string to create the communicator"),
+/// NEURON_RT_ROOT_COMM_ID (Neuron runtime: "IP address and ... port for the rank 0 worker", mandatory for
+/// collectives); "" for CUDA (NCCL and PyTorch take MASTER_ADDR/MASTER_PORT) and kNone.
+const char* root_comm_variable(DeviceKind kind);
 
 struct Profile {
   std::string name;
