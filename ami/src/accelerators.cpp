@@ -5,7 +5,9 @@ namespace pcdino::ami {
 const std::vector<GaudiRelease>& gaudi_releases() {
   // Each matrix page lists the devices it covers and the OSes. Amazon Linux 2 is last listed in 1.13,
   // first-generation Gaudi in 1.21 (1.22's page covers "Gaudi 2 ... and Gaudi 3" only); Amazon Linux 2023
-  // never. Ubuntu 20.04 and 24.04 are not base.os values and are left out.
+  // never. Ubuntu 20.04 and 24.04 are not base.os values and are left out. Not confirmed: the 1.20 page
+  // itself (not retrieved; 1.19's and 1.21's rows agree), and for 1.16-1.21 whether the OS list read is the
+  // first-generation table's or the combined one's (both list Ubuntu 22.04).
   static const std::vector<GaudiRelease> table = {
       {"1.13", true, {"ubuntu2204", "alinux2"}, "docs.habana.ai Support_Matrix_v1.13.0"},
       {"1.14",
@@ -90,18 +92,18 @@ const std::vector<AcceleratorInstance>& accelerator_instances() {
       "no EFA on the smaller sizes)";
   static const char* const kTrn2 =
       "aws-neuron-sdk trn2-arch.rst (16 Trainium2 chips of 8 NeuronCore-v3), logical-neuroncore-config.rst "
-      "(LNC=2 by default: 4 logical cores per chip); EFA interfaces not stated there";
+      "(LNC=2 by default: 4 logical cores per chip)";
   static const char* const kInf2 = "aws-neuron-sdk inf2-arch.rst (Inferentia2 chips of 2 NeuronCore-v2)";
   static const std::vector<AcceleratorInstance> table = {
-      {"dl1.24xlarge", "habana", "HL-205", 8, 1, 4, kDl1},
-      {"trn1.2xlarge", "neuron", "Trainium", 1, 2, 0, kTrn1},
-      {"trn1.32xlarge", "neuron", "Trainium", 16, 2, 8, kTrn1},
-      {"trn1n.32xlarge", "neuron", "Trainium", 16, 2, 16, kTrn1},
-      {"trn2.48xlarge", "neuron", "Trainium2", 16, 4, 0, kTrn2},
-      {"inf2.xlarge", "neuron", "Inferentia2", 1, 2, 0, kInf2},
-      {"inf2.8xlarge", "neuron", "Inferentia2", 1, 2, 0, kInf2},
-      {"inf2.24xlarge", "neuron", "Inferentia2", 6, 2, 0, kInf2},
-      {"inf2.48xlarge", "neuron", "Inferentia2", 12, 2, 0, kInf2},
+      {"dl1.24xlarge", "habana", "HL-205", 8, 1, kDl1},
+      {"trn1.2xlarge", "neuron", "Trainium", 1, 2, kTrn1},
+      {"trn1.32xlarge", "neuron", "Trainium", 16, 2, kTrn1},
+      {"trn1n.32xlarge", "neuron", "Trainium", 16, 2, kTrn1},
+      {"trn2.48xlarge", "neuron", "Trainium2", 16, 4, kTrn2},
+      {"inf2.xlarge", "neuron", "Inferentia2", 1, 2, kInf2},
+      {"inf2.8xlarge", "neuron", "Inferentia2", 1, 2, kInf2},
+      {"inf2.24xlarge", "neuron", "Inferentia2", 6, 2, kInf2},
+      {"inf2.48xlarge", "neuron", "Inferentia2", 12, 2, kInf2},
   };
   return table;
 }

@@ -268,7 +268,7 @@ void check_habana(const ImageSpec& spec, std::vector<Incompatibility>* found) {
     found->push_back({"versions.gaudi_software " + version, "base.os " + spec.os,
                       "Intel Gaudi software " + line + " supports " +
                           joined(release->os, [](const char* os) { return os; }) +
-                          " among ParallelCluster's OSes",
+                          " among pcdino's base.os values",
                       release->source});
   } else if (spec.os != "ubuntu2204") {
     found->push_back(

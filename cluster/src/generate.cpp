@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "pcdino/cluster/catalogue.hpp"
 #include "pcdino/core/error.hpp"
@@ -99,6 +100,15 @@ YAML::Node slurm_line(const SlurmLine& line) {
   return n;
 }
 
+// The SPANK profile of an instance type whose accelerator has no NVIDIA stack: "habana" (Gaudi), "neuron"
+// (Trainium), "" otherwise (the catalogue's accelerator model).
+std::string vendor_profile(const std::string& instance_type) {
+  static const std::map<std::string, std::string> profiles = {{"Gaudi", "habana"}, {"Trainium", "neuron"}};
+  const InstanceType* t = find_instance(instance_type);
+  const auto it = t != nullptr ? profiles.find(t->gpu_model) : profiles.end();
+  return it != profiles.end() ? it->second : "";
+}
+
 std::string cluster_config(const SiteSpec& s) {
   const bool own_network = s.head_subnet_id.empty();
   const std::string head_subnet = own_network ? "${PUBLIC_SUBNET_ID}" : s.head_subnet_id;
@@ -147,6 +157,9 @@ std::string cluster_config(const SiteSpec& s) {
           q.capacity_reservation_resource_group_arn;
     if (q.efa) cr["Efa"]["Enabled"] = true;
     queue["ComputeResources"].push_back(cr);
+    // Slurm has no GRES for Gaudi cards or Neuron devices (ParallelCluster generates gres.conf for NVIDIA
+    // GPUs only), so two jobs on one node would both see all of them: one job per node.
+    if (!vendor_profile(q.instance_type).empty()) queue["JobExclusiveAllocation"] = true;
     queue["Networking"]["SubnetIds"] = seq({YAML::Node(compute_subnet)});
     if (q.efa && own_network) {
       queue["Networking"]["AdditionalSecurityGroups"] = seq({YAML::Node("${EFA_SECURITY_GROUP_ID}")});
@@ -332,14 +345,22 @@ std::string network_stack(const SiteSpec& s) {
 // spank/examples/accel-profiles.yaml).
 std::string default_profile(const SiteSpec& s) {
   if (!s.spank.default_profile.empty()) return s.spank.default_profile;
-  // Gaudi and Trainium queues take their vendor's profile (the catalogue's accelerator model), even
-  // with EFA; then an EFA queue means NVIDIA GPUs over EFA.
-  static const std::map<std::string, std::string> vendor = {{"Gaudi", "habana"}, {"Trainium", "neuron"}};
-  bool gpus = false;
+  // A site whose accelerator queues are all Gaudi (or all Trainium) takes that vendor's profile, EFA or not;
+  // with NVIDIA queues beside them the NVIDIA profile stays the default (jobs on the others choose theirs
+  // with --accel-profile).
+  std::set<std::string> vendors;
+  bool nvidia = false;
   for (const auto& q : s.queues) {
+    const std::string profile = vendor_profile(q.instance_type);
     const InstanceType* t = find_instance(q.instance_type);
-    if (t != nullptr && vendor.count(t->gpu_model) != 0) return vendor.at(t->gpu_model);
+    if (!profile.empty()) {
+      vendors.insert(profile);
+    } else if (t != nullptr && t->gpus > 0) {
+      nvidia = true;
+    }
   }
+  if (vendors.size() == 1 && !nvidia) return *vendors.begin();
+  bool gpus = false;
   for (const auto& q : s.queues) {
     if (q.efa) return "nvidia-efa";
     const InstanceType* t = find_instance(q.instance_type);

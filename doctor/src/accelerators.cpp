@@ -1,8 +1,10 @@
 #include "pcdino/doctor/accelerators.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -95,34 +97,63 @@ VendorNode probe(const std::vector<std::string>& argv, int device_files, const c
 }  // namespace
 
 std::vector<std::string> hl_smi_query() {
-  return {"hl-smi", "-Q", "index,name,driver_version,temperature.aip", "-f", "csv,noheader"};
+  return {"hl-smi", "-Q", "index,name,driver_version,temperature.aip", "-f", "csv"};
 }
 
 std::vector<GaudiCard> parse_hl_smi(const std::string& csv) {
-  std::vector<GaudiCard> cards;
-  std::istringstream in(csv);
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (trim(line).empty()) continue;
+  const auto split = [](const std::string& line) {
     std::vector<std::string> fields;
     std::istringstream parts(line);
     for (std::string f; std::getline(parts, f, ',');) fields.push_back(trim(f));
+    return fields;
+  };
+  std::istringstream in(csv);
+  std::string line;
+  int number = 0;
+  // The header names the columns; "temperature.aip [C]" (csv,nounits) is the field temperature.aip.
+  std::map<std::string, std::size_t> column;
+  while (column.empty() && std::getline(in, line)) {
+    ++number;
+    if (trim(line).empty()) continue;
+    const auto names = split(line);
+    for (std::size_t i = 0; i < names.size(); ++i) column[names[i].substr(0, names[i].find(" ["))] = i;
+  }
+  for (const char* required : {"name", "temperature.aip"}) {
+    if (column.count(required) == 0) {
+      throw DataError("hl-smi output: no '" + std::string(required) + "' column in its header '" +
+                      trim(line) + "' (query index, name, driver_version, temperature.aip with -f csv)");
+    }
+  }
+  const auto field = [&](const std::vector<std::string>& f, const char* name) {
+    const auto it = column.find(name);
+    return it == column.end() || it->second >= f.size() ? std::string() : f[it->second];
+  };
+  std::vector<GaudiCard> cards;
+  while (std::getline(in, line)) {
+    ++number;
+    if (trim(line).empty()) continue;
+    const auto f = split(line);
     const auto bad = [&](const std::string& why) {
-      return DataError("hl-smi output line " + std::to_string(number) + " '" + trim(line) + "': " + why +
-                       " (expected index, name, driver_version, temperature.aip)");
+      return DataError("hl-smi output line " + std::to_string(number) + " '" + trim(line) + "': " + why);
     };
-    if (fields.size() != 4) throw bad(std::to_string(fields.size()) + " fields");
+    if (f.size() != column.size()) {
+      throw bad(std::to_string(f.size()) + " fields under a header of " + std::to_string(column.size()));
+    }
     GaudiCard c;
+    c.index = static_cast<int>(cards.size());
     try {
-      std::size_t used = 0;
-      c.index = std::stoi(fields[0], &used);
-      if (used != fields[0].size()) throw std::invalid_argument(fields[0]);
-      c.temperature_c = leading_number(fields[3]);
+      if (column.count("index") != 0) {
+        std::size_t used = 0;
+        const std::string index = field(f, "index");
+        c.index = std::stoi(index, &used);
+        if (used != index.size()) throw std::invalid_argument(index);
+      }
+      c.temperature_c = leading_number(field(f, "temperature.aip"));
     } catch (const std::exception&) {
       throw bad("the index or the temperature is not a number");
     }
-    c.name = fields[1];
-    c.driver = fields[2];
+    c.name = field(f, "name");
+    c.driver = field(f, "driver_version");
     cards.push_back(c);
   }
   return cards;
@@ -153,9 +184,19 @@ std::vector<NeuronDevice> parse_neuron_ls(const std::string& json) {
   return devices;
 }
 
-int gaudi_device_files(const std::string& dev) {
+int gaudi_device_files(const std::string& dev, const std::string& sys_accel) {
+  // /dev/accel is the kernel's accelerator subsystem, shared by other vendors' drivers: an entry counts
+  // when sysfs names habanalabs as its driver. /dev/hl<N> is the driver's own name before it.
   static const std::regex accel("accel[0-9]+"), hl("hl[0-9]+");
-  return count_matching(dev + "/accel", accel) + count_matching(dev, hl);
+  int n = count_matching(dev, hl);
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dev + "/accel", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, accel)) continue;
+    const auto driver = std::filesystem::read_symlink(sys_accel + "/" + name + "/device/driver", ec);
+    if (!ec && driver.filename() == "habanalabs") ++n;
+  }
+  return n;
 }
 
 int neuron_device_files(const std::string& dev) {
@@ -201,7 +242,7 @@ Check judge_gaudi(const VendorNode& node, const std::string& instance_type,
       problems.push_back("card " + std::to_string(c.index) + " at " +
                          std::to_string(static_cast<int>(c.temperature_c)) + " C");
     }
-    if (!gaudi_software.empty() && release_of(c.driver) != release_of(gaudi_software)) {
+    if (!gaudi_software.empty() && !c.driver.empty() && release_of(c.driver) != release_of(gaudi_software)) {
       problems.push_back("card " + std::to_string(c.index) + " driver " + c.driver + ", image " +
                          gaudi_software);
     }
@@ -227,7 +268,16 @@ Check judge_neuron(const VendorNode& node, const std::string& instance_type) {
   try {
     devices = parse_neuron_ls(node.tool_output);
   } catch (const DataError& e) {
-    return {"neuron", false, e.what()};
+    // neuron-ls --json-output is documented from Neuron 2.22; an older tool prints its table or usage.
+    // The device files then stand for the devices (their cores are not known).
+    if (expected != nullptr && node.device_files < expected->devices) {
+      return {"neuron", false,
+              std::to_string(node.device_files) + " of " + instance_type + "'s " +
+                  std::to_string(expected->devices) + " Neuron device files (neuron-ls gave no JSON)"};
+    }
+    return {"neuron", true,
+            std::to_string(node.device_files) + " Neuron device file(s) (neuron-ls gave no JSON: " +
+                "--json-output is documented from Neuron 2.22)"};
   }
   std::vector<std::string> problems;
   if (expected != nullptr && static_cast<int>(devices.size()) < expected->devices) {
@@ -250,6 +300,58 @@ Check judge_neuron(const VendorNode& node, const std::string& instance_type) {
   }
   return {"neuron", true,
           std::to_string(devices.size()) + " device(s), " + std::to_string(cores) + " NeuronCores"};
+}
+
+double parse_nccom_busbw(const std::string& output) {
+  static const std::regex average(R"(Avg bus bandwidth:\s*([0-9.]+)\s*GB/s)");
+  std::smatch m;
+  if (std::regex_search(output, m, average)) return std::stod(m[1]);
+  // The table: size(B) count(elems) type time(us) algbw(GB/s) busbw(GB/s) [algorithm].
+  std::istringstream in(output);
+  std::string line;
+  double last = -1;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string x; words >> x;) w.push_back(x);
+    if (w.size() < 6 || !std::isdigit(static_cast<unsigned char>(w[0][0]))) continue;
+    try {
+      last = std::stod(w[5]);
+    } catch (const std::exception&) {
+    }
+  }
+  if (last < 0) throw DataError("nccom-test printed no bus bandwidth: " + trim(output.substr(0, 200)));
+  return last;
+}
+
+std::optional<Check> check_nccom(int cores, double seconds) {
+  const std::string tool = std::filesystem::exists("/opt/aws/neuron/bin/nccom-test")
+                               ? "/opt/aws/neuron/bin/nccom-test"
+                               : "nccom-test";
+  if (neuron_device_files() == 0 || cores <= 0) return std::nullopt;
+  std::optional<ProcessResult> run;
+  try {
+    const std::vector<std::string> argv = {tool, "-r", std::to_string(cores), "allr"};
+    run = within<ProcessResult>(seconds, [argv] { return run_process(argv); });
+  } catch (const std::exception&) {
+    return std::nullopt;  // not installed: the check is optional
+  }
+  if (!run)
+    return Check{"nccom", false,
+                 "nccom-test did not finish within " + std::to_string(static_cast<int>(seconds)) + " s"};
+  if (run->exit_code != 0) {
+    return Check{"nccom", false,
+                 "nccom-test -r " + std::to_string(cores) + " allr failed with exit code " +
+                     std::to_string(run->exit_code) + ": " + trim(run->err.substr(0, 200))};
+  }
+  try {
+    const double busbw = parse_nccom_busbw(run->out);
+    std::ostringstream detail;
+    detail << "all-reduce over " << cores << " NeuronCores: bus bandwidth " << busbw << " GiB/s (not judged)";
+    return Check{"nccom", true, detail.str()};
+  } catch (const DataError& e) {
+    return Check{"nccom", false, e.what()};
+  }
 }
 
 VendorNode probe_gaudi(double seconds) {

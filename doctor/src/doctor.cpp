@@ -171,7 +171,16 @@ void check_vendor_accelerators(const DoctorOptions& o, NodeReport& r) {
     }
   }
   r.checks.push_back(judge_gaudi(probe_gaudi(o.probe_seconds), r.instance_type, gaudi_software));
-  r.checks.push_back(judge_neuron(probe_neuron(o.probe_seconds), r.instance_type));
+  const VendorNode neuron = probe_neuron(o.probe_seconds);
+  const Check neuron_check = judge_neuron(neuron, r.instance_type);
+  r.checks.push_back(neuron_check);
+  // Neuron's own collectives test, where installed, in place of NCCL's (o.nccl: the collectives are
+  // checked): across the NeuronCores neuron-ls shows.
+  if (o.nccl && neuron_check.ok && neuron_check.detail != "not present") {
+    int cores = 0;
+    for (const auto& d : parse_neuron_ls(neuron.tool_output)) cores += d.cores;
+    if (auto nccom = check_nccom(cores, o.probe_seconds)) r.checks.push_back(*nccom);
+  }
 }
 
 json to_json(const NodeReport& r) {

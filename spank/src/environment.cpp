@@ -36,6 +36,34 @@ int master_port(std::uint32_t job_id, std::uint32_t step_id, const PortRange& ra
   return range.low + static_cast<int>((job_id + 7919ULL * step_id) % span);
 }
 
+std::vector<std::string> device_list(const std::string& visible) {
+  std::vector<std::string> devices;
+  std::string item;
+  for (char c : visible + ",") {
+    if (c != ',') {
+      item.push_back(c);
+      continue;
+    }
+    const auto dash = item.find('-');
+    int first = 0, last = -1;
+    // "a-b" of two numbers (NEURON_RT_VISIBLE_CORES' form) is each number in it; anything else (a UUID
+    // such as "GPU-8f0e...") is one device.
+    if (dash != std::string::npos && dash > 0 && dash <= 6 && dash + 1 < item.size() &&
+        item.size() - dash <= 7 && item.find_first_not_of("0123456789-") == std::string::npos &&
+        item.find('-', dash + 1) == std::string::npos) {
+      first = std::stoi(item.substr(0, dash));
+      last = std::stoi(item.substr(dash + 1));
+    }
+    if (last >= first && last - first < 4096) {
+      for (int d = first; d <= last; ++d) devices.push_back(std::to_string(d));
+    } else if (!item.empty()) {
+      devices.push_back(item);
+    }
+    item.clear();
+  }
+  return devices;
+}
+
 std::vector<std::pair<std::string, std::string>> task_environment(
     const TaskInfo& task, const Profile* profile, const std::map<std::string, Version>& versions,
     bool bind_per_task, const PortRange& ports) {
@@ -76,22 +104,16 @@ std::vector<std::pair<std::string, std::string>> task_environment(
   }
   // Gaudi's and Neuron's collectives find rank 0 by IP:port; the port after MASTER_PORT (in the range),
   // so that a PyTorch store on MASTER_PORT and the library's bootstrap never share one.
+  // Half the range away from MASTER_PORT: neither this step's MASTER_PORT nor a neighbouring job's
+  // (master_port() gives job J+1 the port after job J's).
   const std::string root_comm = root_comm_variable(profile->devices);
-  if (!root_comm.empty() && !task.master_ip.empty()) {
-    const int next = ports.low + (port - ports.low + 1) % (ports.high - ports.low + 1);
-    env.emplace_back(root_comm, task.master_ip + ":" + std::to_string(next));
+  const int span = ports.high - ports.low + 1;
+  if (!root_comm.empty() && !task.master_ip.empty() && span >= 2) {
+    const int other = ports.low + (port - ports.low + span / 2) % span;
+    env.emplace_back(root_comm, task.master_ip + ":" + std::to_string(other));
   }
   if (bind_per_task && profile->devices != DeviceKind::kNone && !task.visible_devices.empty()) {
-    std::vector<std::string> devices;
-    std::string current;
-    for (char c : task.visible_devices + ",") {
-      if (c == ',') {
-        if (!current.empty()) devices.push_back(current);
-        current.clear();
-      } else {
-        current.push_back(c);
-      }
-    }
+    std::vector<std::string> devices = device_list(task.visible_devices);
     if (!devices.empty())
       env.emplace_back(device_variable(profile->devices), devices[task.local_rank % devices.size()]);
   }

@@ -166,11 +166,20 @@ std::string ipv4_of_first_host(const std::string& nodelist) {
     slurm_info("pcdino: cannot resolve %s: rank-0 address not set", host.c_str());
     return "";
   }
-  char text[INET_ADDRSTRLEN] = {};
-  const auto* in = reinterpret_cast<const sockaddr_in*>(found->ai_addr);
-  const bool ok = inet_ntop(AF_INET, &in->sin_addr, text, sizeof text) != nullptr;
+  // The first address outside 127.0.0.0/8: Debian and Ubuntu map a host's own name to 127.0.1.1 in
+  // /etc/hosts, which the first node would otherwise hand its own tasks.
+  std::string address;
+  for (const addrinfo* a = found; a != nullptr && address.empty(); a = a->ai_next) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+    char text[INET_ADDRSTRLEN] = {};
+    if ((ntohl(in->sin_addr.s_addr) >> 24) != 127 &&
+        inet_ntop(AF_INET, &in->sin_addr, text, sizeof text) != nullptr)
+      address = text;
+  }
   freeaddrinfo(found);
-  return ok ? text : "";
+  if (address.empty())
+    slurm_info("pcdino: %s resolves to loopback only: rank-0 address not set", host.c_str());
+  return address;
 }
 
 int task_init(spank_t sp) {
@@ -216,8 +225,12 @@ int task_init(spank_t sp) {
   }
   task.step_id = step_id;
   const auto env = task_environment(task, profile, versions, s.bind == BindMode::kPerTask, s.args.ports);
+  // A rank-0 address the job exported itself stays; everything else is the plugin's or the admin's.
+  const std::string own_root_comm = profile != nullptr ? root_comm_variable(profile->devices) : "";
   for (const auto& [name, value] : env) {
-    if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {
+    const int overwrite = name == own_root_comm ? 0 : 1;
+    const spank_err_t rc = spank_setenv(sp, name.c_str(), value.c_str(), overwrite);
+    if (rc != ESPANK_SUCCESS && !(overwrite == 0 && rc == ESPANK_ENV_EXISTS)) {
       slurm_error("pcdino: task %u: cannot set %s", task.global_rank, name.c_str());
     }
   }

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <utility>
 
@@ -394,7 +395,7 @@ TEST(AmiCompat, GaudiAndTrainiumRefuseWhatTheVendorsDoNotSupport) {
        "Intel Gaudi software 1.9 is not in the table"},
       {"dl1.yaml", "parallelcluster_version: \"3.11.1\"\n  os: ubuntu2204",
        "parallelcluster_version: \"3.11.1\"\n  os: alinux2023",
-       "Intel Gaudi software 1.21 supports ubuntu2204 among ParallelCluster's OSes"},
+       "Intel Gaudi software 1.21 supports ubuntu2204 among pcdino's base.os values"},
       {"dl1.yaml", "parallelcluster_version: \"3.11.1\"\n  os: ubuntu2204",
        "parallelcluster_version: \"3.11.1\"\n  os: alinux2", "supports ubuntu2204"},
       {"dl1.yaml", "instance_type: dl1.24xlarge", "instance_type: trn1.32xlarge",
@@ -477,6 +478,17 @@ TEST(AmiGenerate, GaudiAndNeuronScriptsPinEveryPackage) {
   EXPECT_EQ(nlohmann::json::parse(dl1.at("files/manifest.json"))["components"]["gaudi_software"],
             "1.21.0-555");
   EXPECT_NE(dl1.at("image.pkr.hcl").find("Intel Gaudi software 1.21.0-555"), std::string::npos);
+  // Each verify.sh checks its own accelerator only, and no generated file keeps a placeholder.
+  EXPECT_EQ(dl1.at("verify.sh").find("neuron"), std::string::npos);
+  EXPECT_EQ(trn1.at("verify.sh").find("hl-smi"), std::string::npos);
+  const std::regex placeholder("@[A-Z_]+@");
+  for (const char* name : {"workshop.yaml", "current.yaml", "dl1.yaml", "trn1.yaml"}) {
+    for (const auto& f : generate_image(example(name))) {
+      EXPECT_FALSE(std::regex_search(f.content, placeholder)) << name << " " << f.path;
+      if (f.path == "verify.sh" && std::string(name) != "dl1.yaml")
+        EXPECT_EQ(f.content.find("Gaudi cards"), std::string::npos) << name;
+    }
+  }
 }
 
 }  // namespace

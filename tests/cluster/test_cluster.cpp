@@ -294,12 +294,22 @@ TEST(ClusterGenerate, SpankSectionGivesTheHeadNodeItsAction) {
   SiteSpec vendor = site;
   for (const auto& [type, profile] :
        {std::pair{"dl1.24xlarge", "habana"}, std::pair{"trn1.32xlarge", "neuron"}}) {
-    vendor.queues[0].instance_type = type;
-    EXPECT_NE(
-        generate_cluster(vendor).head_node_script.find(std::string("DEFAULT_PROFILE=") + profile + "\n"),
-        std::string::npos)
+    for (auto& q : vendor.queues) q.instance_type = type;
+    const ClusterFiles f = generate_cluster(vendor);
+    EXPECT_NE(f.head_node_script.find(std::string("DEFAULT_PROFILE=") + profile + "\n"), std::string::npos)
         << type;
+    // No GRES for their devices: one job per node, a key ParallelCluster's schema knows.
+    EXPECT_TRUE(
+        YAML::Load(f.cluster_config)["Scheduling"]["SlurmQueues"][0]["JobExclusiveAllocation"].as<bool>());
+    for (const auto& finding : validate_cluster_config(f.cluster_config, "c.yaml"))
+      EXPECT_EQ(finding.path.find("JobExclusiveAllocation"), std::string::npos) << finding.message;
   }
+  // Beside an NVIDIA queue, the NVIDIA profile stays the default.
+  SiteSpec mixed = site;
+  mixed.queues.push_back(mixed.queues[0]);
+  mixed.queues.back().name = "gaudi";
+  mixed.queues.back().instance_type = "dl1.24xlarge";
+  EXPECT_NE(generate_cluster(mixed).head_node_script.find("DEFAULT_PROFILE=nvidia-efa\n"), std::string::npos);
   gpu.spank.default_profile = "cpu";
   EXPECT_NE(generate_cluster(gpu).head_node_script.find("DEFAULT_PROFILE=cpu\n"), std::string::npos);
   // Without the section there is no script and no head-node action.

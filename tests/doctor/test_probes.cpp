@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "../lib/temp_dir.hpp"
 #include "pcdino/core/config.hpp"
@@ -476,12 +477,28 @@ TEST(DoctorAccelerators, HlSmiAndNeuronLsOutputsParse) {
   EXPECT_EQ(cards[2].name, "HL-205");
   EXPECT_EQ(cards[2].driver, "1.21.0-ee698fb");
   EXPECT_EQ(cards[2].temperature_c, 35);
-  EXPECT_THROW(parse_hl_smi("0, HL-205, 1.21.0-ee698fb\n"), DataError);
+  const std::string header = "index, name, driver_version, temperature.aip\n";
+  EXPECT_THROW(parse_hl_smi(header + "0, HL-205, 1.21.0-ee698fb\n"), DataError);
   try {
-    parse_hl_smi("0, HL-205, 1.21.0-ee698fb, 33 C\nN/A, HL-205, 1.21.0-ee698fb, hot\n");
+    parse_hl_smi(header + "0, HL-205, 1.21.0-ee698fb, 33 C\nN/A, HL-205, 1.21.0-ee698fb, hot\n");
     ADD_FAILURE() << "a card without an index must be refused";
   } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("hl-smi output line 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("hl-smi output line 3"), std::string::npos) << e.what();
+  }
+  // Recorded outputs of other queries: the columns are found by the header, units in brackets dropped;
+  // Intel's own sample has no name or temperature and says so.
+  const auto recorded = parse_hl_smi(fixture("hl-smi-dl1-nounits.csv"));
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_EQ(recorded[0].name, "HL-205");
+  EXPECT_EQ(recorded[0].temperature_c, 29);
+  EXPECT_EQ(recorded[0].driver, "") << "not queried";
+  try {
+    parse_hl_smi(fixture("hl-smi-index-module.csv"));
+    ADD_FAILURE() << "no name column";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("no 'name' column in its header 'index, module_id'"),
+              std::string::npos)
+        << e.what();
   }
   const auto devices = parse_neuron_ls(fixture("neuron-ls-trn2.json"));
   ASSERT_EQ(devices.size(), 1u);
@@ -514,6 +531,9 @@ TEST(DoctorAccelerators, NotPresentIsHealthyAndEachFaultIsNamed) {
   EXPECT_TRUE(c.ok) << c.detail;
   EXPECT_EQ(c.detail, "8 HL-205 card(s), driver 1.21.0-ee698fb, 29-35 C");
   const std::string seven = csv.substr(0, csv.rfind("7, HL-205"));
+  EXPECT_EQ(judge_gaudi(installed(fixture("hl-smi-dl1-nounits.csv"), 8), "dl1.24xlarge", "1.21.0-555").detail,
+            "hl-smi shows 1 of dl1.24xlarge's 8 cards")
+      << "a recorded DL1 output of one card";
   EXPECT_EQ(judge_gaudi(installed(seven, 7), "dl1.24xlarge", "").detail,
             "hl-smi shows 7 of dl1.24xlarge's 8 cards");
   std::string cold = csv;
@@ -541,6 +561,12 @@ TEST(DoctorAccelerators, NotPresentIsHealthyAndEachFaultIsNamed) {
   all[3]["nc_count"] = 2;
   EXPECT_EQ(judge_neuron(installed(all.dump(), 16), "trn2.48xlarge").detail,
             "device 3 shows 2 of 4 NeuronCores");
+  // A neuron-ls before 2.22 prints its table: the device files stand for the devices.
+  const std::string table = "+--------+--------+\n| NEURON | NEURON |\n";
+  EXPECT_EQ(
+      judge_neuron(installed(table, 16), "trn1.32xlarge").detail,
+      "16 Neuron device file(s) (neuron-ls gave no JSON: --json-output is documented from Neuron 2.22)");
+  EXPECT_FALSE(judge_neuron(installed(table, 15), "trn1.32xlarge").ok);
   VendorNode failing = installed("", 16);
   failing.tool_exit = 1;
   failing.tool_error = "neuron-ls: failed to open /dev/neuron0\n";
@@ -570,6 +596,23 @@ TEST(DoctorAccelerators, AFaultyGaudiNodeIsDrainedByName) {
                                       "initialise"}));
 }
 
+TEST(DoctorAccelerators, AFaultyNeuronNodeIsDrainedByName) {
+  DoctorReport report;
+  NodeReport bad;
+  bad.node = "trn1-st-3", bad.answered = true;
+  VendorNode unloaded = installed("", 16);
+  unloaded.module_loaded = false;
+  bad.checks = {judge_neuron(unloaded, "trn1.32xlarge")};
+  report.nodes = {bad};
+  const auto drains = drain_commands(report);
+  ASSERT_EQ(drains.size(), 1u);
+  EXPECT_EQ(drains[0][2], "NodeName=trn1-st-3");
+  EXPECT_EQ(drains[0][4],
+            "Reason=pcdino doctor: neuron: trn1.32xlarge has 16 Neuron devices; the neuron kernel module is "
+            "not loaded "
+            "(16 device files)");
+}
+
 // NCCL's sweep asked for on Gaudi or Neuron nodes does not start; the note says why and what tests those.
 TEST(DoctorAccelerators, NcclIsNotRunOnGaudiOrNeuronNodes) {
   NodeReport gpu, gaudi, neuron;
@@ -592,12 +635,34 @@ TEST(DoctorAccelerators, NcclIsNotRunOnGaudiOrNeuronNodes) {
   EXPECT_EQ(nccl_blocker({gpu, cpu}), "not measured: the CUDA runtime shows no GPU on c6i-st-1");
 }
 
+// nccom-test's documented output (aws-neuron-sdk nccom-test.rst, the example of `nccom-test -r 2 allr`).
+TEST(DoctorAccelerators, NccomTestBusBandwidth) {
+  const std::string documented =
+      "     size(B)    count(elems)     type    time(us)    algbw(GB/s)    busbw(GB/s)\n"
+      "    33554432        33554432    uint8         768          40.69          40.69\n"
+      "Avg bus bandwidth:      40.6901GB/s\n";
+  EXPECT_DOUBLE_EQ(parse_nccom_busbw(documented), 40.6901);
+  EXPECT_DOUBLE_EQ(parse_nccom_busbw(documented.substr(0, documented.find("Avg"))), 40.69)
+      << "the table alone";
+  EXPECT_THROW(parse_nccom_busbw("nccom-test: error: -r is required\n"), DataError);
+  EXPECT_FALSE(check_nccom(32, 10).has_value()) << "no Neuron device here: optional, not a failure";
+}
+
 TEST(DoctorAccelerators, DeviceFilesAndModules) {
   test::TempDir dev;
   std::filesystem::create_directories(dev.path() / "accel");
-  for (const char* f : {"accel/accel0", "accel/accel1", "hl2", "neuron0", "neuron1", "neuron12", "nvidia0"})
+  for (const char* f :
+       {"accel/accel0", "accel/accel1", "accel/accel2", "hl2", "neuron0", "neuron1", "neuron12", "nvidia0"})
     test::write_text(dev.path() / f, "");
-  EXPECT_EQ(gaudi_device_files(dev.path().string()), 3);
+  // sysfs: accel0 and accel1 are habanalabs', accel2 another vendor's.
+  const auto sys = dev.path() / "sys";
+  for (const auto& [accel, driver] :
+       {std::pair{"accel0", "habanalabs"}, std::pair{"accel1", "habanalabs"}, std::pair{"accel2", "ivpu"}}) {
+    std::filesystem::create_directories(sys / accel / "device");
+    std::filesystem::create_symlink(std::string("../../../bus/pci/drivers/") + driver,
+                                    sys / accel / "device" / "driver");
+  }
+  EXPECT_EQ(gaudi_device_files(dev.path().string(), sys.string()), 3) << "accel0, accel1 and hl2";
   EXPECT_EQ(neuron_device_files(dev.path().string()), 3);
   const auto modules = dev.path() / "modules";
   test::write_text(modules, "habanalabs_en 61440 8 - Live 0x0\nhabanalabs 1572864 0 - Live 0x0\n");

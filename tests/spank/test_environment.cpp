@@ -91,17 +91,23 @@ TEST(Environment, ProfileVariablesAndPerTaskDevices) {
   PortRange ports{29500, 29509};
   env = as_map(task_environment(t, &p, v, true, ports));
   EXPECT_EQ(env.at("MASTER_PORT"), "29501");
-  EXPECT_EQ(env.at("HCCL_COMM_ID"), "10.0.1.7:29502");
+  EXPECT_EQ(env.at("HCCL_COMM_ID"), "10.0.1.7:29506")
+      << "half the range away: not the next job's MASTER_PORT";
   t.job_id = 49;
   p.devices = DeviceKind::kNeuron;
-  t.visible_devices = "0-1,2";
+  t.visible_devices = "0-3";
   env = as_map(task_environment(t, &p, v, true, ports));
   EXPECT_EQ(env.at("MASTER_PORT"), "29509");
-  EXPECT_EQ(env.at("NEURON_RT_ROOT_COMM_ID"), "10.0.1.7:29500");
+  EXPECT_EQ(env.at("NEURON_RT_ROOT_COMM_ID"), "10.0.1.7:29504") << "wrapping inside the range";
   EXPECT_EQ(env.count("HCCL_COMM_ID"), 0u);
-  EXPECT_EQ(env.at("NEURON_RT_VISIBLE_CORES"), "2") << "local rank 5 of the list's 2 entries";
+  EXPECT_EQ(env.at("NEURON_RT_VISIBLE_CORES"), "1") << "local rank 5 of the range's 4 cores";
+  EXPECT_EQ(as_map(task_environment(t, &p, v, true, {29500, 29500})).count("NEURON_RT_ROOT_COMM_ID"), 0u)
+      << "a one-port range has no second port";
   p.devices = DeviceKind::kCuda;
   EXPECT_EQ(as_map(task_environment(t, &p, v, true, ports)).count("NEURON_RT_ROOT_COMM_ID"), 0u);
+  EXPECT_EQ(device_list("0-2,7"), (std::vector<std::string>{"0", "1", "2", "7"}));
+  EXPECT_EQ(device_list("GPU-8f0e1c2a,3"), (std::vector<std::string>{"GPU-8f0e1c2a", "3"}));
+  EXPECT_EQ(device_list("99999999999-1,,5"), (std::vector<std::string>{"99999999999-1", "5"}));
   p.devices = DeviceKind::kHabana;
   t.batch_step = true;  // the batch script: profile only, no ranks, no binding
   env = as_map(task_environment(t, &p, v, true, {}));

@@ -23,19 +23,6 @@ if [ "$(want accelerator)" = nvidia ]; then
   check nccl "${nccl%-*}" "$(awk '/#define NCCL_(MAJOR|MINOR|PATCH) / {printf "%s%s", sep, $3; sep="."}' /opt/nccl/include/nccl.h 2>/dev/null)"
   check aws_ofi_nccl present "$([ -f /opt/aws-ofi-nccl/lib/libnccl-net.so ] && echo present || echo absent)"
 fi
-if [ "$(want accelerator)" = habana ]; then
-  # hl-smi prints the driver as X.Y.Z-<git hash>; the packages' build number is not in it.
-  gaudi=$(want gaudi_software)
-  driver=$(hl-smi -Q driver_version -f csv,noheader 2>/dev/null | head -n 1 | tr -d ' ')
-  check gaudi_software "${gaudi%%-*}" "${driver%%-*}"
-  check "Gaudi cards (g4dn.12xlarge)" 0 "$(hl-smi -Q index -f csv,noheader 2>/dev/null | grep -c .)"
-fi
-if [ "$(want accelerator)" = neuron ]; then
-  # Neuron SDK @NEURON_SDK@: aws-neuronx-dkms @NEURON_DKMS@ (the module prints X.Y.Z.W-<git hash>).
-  module=$(modinfo -F version neuron 2>/dev/null)
-  check neuron_driver @NEURON_DKMS@ "${module%%-*}"
-  check "Neuron devices (g4dn.12xlarge)" 0 "$(find /dev -maxdepth 1 -name 'neuron[0-9]*' 2>/dev/null | grep -c .)"
-fi
 efa=$(want efa_installer)
 check efa_installer "$efa" "$(sed -n 's/^# EFA installer version: //p' /opt/amazon/efa_installed_packages 2>/dev/null)"
 if /opt/amazon/efa/bin/fi_info -p efa >/dev/null 2>&1; then echo "ok      fi_info -p efa"; else

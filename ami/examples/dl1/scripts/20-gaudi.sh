@@ -20,10 +20,10 @@ echo "deb [signed-by=/usr/share/keyrings/habana.gpg] https://vault.habana.ai/art
   >/etc/apt/sources.list.d/habana.list
 apt-get update -q
 packages=(habanalabs-firmware habanalabs-dkms habanalabs-thunk habanalabs-graph habanalabs-rdma-core habanalabs-firmware-tools)
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${packages[@]/%/=$VERSION}"
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${packages[@]/%/=$VERSION*}"
 for p in "${packages[@]}"; do
   got=$(dpkg-query -W -f='${Version}' "$p" 2>/dev/null || true)
-  [ "$got" = "$VERSION" ] || fail "$p is '$got'"
+  case "$got" in "$VERSION"*) ;; *) fail "$p is '$got'" ;; esac
 done
 modinfo habanalabs >/dev/null 2>&1 || fail "DKMS did not build the habanalabs module for $(uname -r)"
 command -v hl-smi >/dev/null || fail "hl-smi (habanalabs-firmware-tools) missing"

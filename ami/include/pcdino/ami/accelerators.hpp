@@ -51,7 +51,6 @@ struct AcceleratorInstance {
   const char* device;       ///< "HL-205" (Gaudi), "Trainium", "Trainium2", "Inferentia2"
   int devices;              ///< cards (Gaudi) or Neuron devices (chips)
   int cores_per_device;     ///< NeuronCores per device as neuron-ls shows them by default (1 for Gaudi)
-  int efa_interfaces;       ///< 0: no EFA (no multi-node collectives)
   const char* source;
 };
 

@@ -48,9 +48,9 @@ struct ImageSpec {
 inline const char* const kCommonComponents[] = {"efa_installer", "enroot", "pyxis", "pcdino"};
 inline const char* const kNvidiaComponents[] = {"nvidia_driver", "cuda",         "cudnn",
                                                 "nccl",          "aws_ofi_nccl", "nccl_tests"};
-/// What a Gaudi image pins: the Intel Gaudi software release with its build ("1.21.0-555"), the version of
-/// every habanalabs package. A Neuron image pins the Neuron SDK release ("2.22.0"), whose four packages'
-/// versions come from accelerators.hpp.
+/// What a Gaudi image pins: the Intel Gaudi software release with its build ("1.21.0-555", as HabanaAI's
+/// release tags write it), the prefix of every habanalabs package's version. A Neuron image pins the Neuron
+/// SDK release ("2.22.0"), whose four packages' versions come from accelerators.hpp.
 inline const char* const kHabanaComponents[] = {"gaudi_software"};
 inline const char* const kNeuronComponents[] = {"neuron_sdk"};
 /// Pinned when pcdino is built from source: the LibTorch download ("2.5.1+cu124", source_build.hpp).

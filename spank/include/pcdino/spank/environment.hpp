@@ -44,6 +44,10 @@ struct PortRange {
 /// std::invalid_argument for an empty or malformed list.
 std::string first_host(const std::string& nodelist);
 
+/// The devices of a visibility list: "0,1,2" and "0-2" (NEURON_RT_VISIBLE_CORES' ranges) are 0, 1, 2;
+/// an item that is not a range of two numbers ("GPU-8f0e...") is one device.
+std::vector<std::string> device_list(const std::string& visible);
+
 /// low + (job_id + 7919 step_id) mod (high - low + 1): every task of a step agrees; neighbouring jobs,
 /// and steps of one job running side by side, differ.
 int master_port(std::uint32_t job_id, std::uint32_t step_id, const PortRange& range);
