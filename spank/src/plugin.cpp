@@ -219,7 +219,7 @@ int task_init(spank_t sp) {
       versions = detect_versions(s.args.manifest, config->pinned_versions, &notes);
       for (const auto& note : notes) slurm_info("pcdino: %s", note.c_str());
       task.visible_devices = getenv_of(sp, device_variable(profile->devices));
-      if (*root_comm_variable(profile->devices) != '\0')
+      if (!task.batch_step && *root_comm_variable(profile->devices) != '\0')
         task.master_ip = ipv4_of_first_host(task.step_nodelist);
     }
   }

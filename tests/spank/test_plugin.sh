@@ -34,6 +34,11 @@ profiles:
     env:
       - name: PCDINO_PROFILE_VAR
         value: "from-gpu-test"
+  neuron-test:
+    devices: neuron
+    env:
+      - name: PCDINO_PROFILE_VAR
+        value: "from-neuron-test"
 YAML
 chmod 0644 "$W/accel.yaml"
 # Slurm re-reads plugstack.conf at every launch: replace it by rename, never in place.
@@ -62,7 +67,7 @@ assert_eq "$out" "$expected" "srun -N2 -n4: rank variables and the default profi
 # 2. An unknown profile fails at submission, naming the choices.
 run sbatch --accel-profile=bogus --wrap true
 assert_rc 255 "unknown profile refused by sbatch"
-assert_contains "$ERR" "--accel-profile=bogus: no such profile; choose one of: cpu-test, gpu-test, none" \
+assert_contains "$ERR" "--accel-profile=bogus: no such profile; choose one of: cpu-test, gpu-test, neuron-test, none" \
   "message names the option and the allowed values"
 run sbatch --accel-profile='../x' --wrap true
 assert_rc 255 "malformed profile name refused by sbatch"
@@ -78,6 +83,21 @@ wait_job "$job"
 assert_eq "$(grep -o 'local=[01] .*cvd=[0-9,]*' "$W/jobs/bind_$job.out" | sed 's/ world.*cvd=/ cvd=/' | sort -u)" \
   $'local=0 cvd=0\nlocal=1 cvd=1' "--accel-device-bind=per-task: device [local rank] per task"
 assert_contains "$(cat "$W/jobs/bind_$job.out")" "var=from-gpu-test" "chosen profile applied"
+# NeuronCores come as ranges ("0-3"): one core per task; the rank-0 address of Neuron's collectives is the
+# first node's address, never a loopback one (the local cluster's nodes may resolve to nothing else:
+# then it is left unset), on a port other than MASTER_PORT.
+neuron_report='echo local=$LOCAL_RANK cores=$NEURON_RT_VISIBLE_CORES root=$NEURON_RT_ROOT_COMM_ID port=$MASTER_PORT'
+job=$(NEURON_RT_VISIBLE_CORES=0-3 sbatch --parsable --accel-profile=neuron-test --accel-device-bind=per-task -N2 \
+  -n4 -o "$W/jobs/neuron_%j.out" --wrap "srun bash -c '$neuron_report'")
+wait_job "$job"
+assert_eq "$(grep -o 'local=[0-3] cores=[0-9-]*' "$W/jobs/neuron_$job.out" | sort -u | tr '\n' ' ')" \
+  "local=0 cores=0 local=1 cores=1 " "--accel-device-bind=per-task: core [local rank] of 0-3"
+assert_not_contains "$(cat "$W/jobs/neuron_$job.out")" "root=127." "no loopback rank-0 address"
+while read -r line; do
+  root=$(sed -n 's/.*root=\([^ ]*\).*/\1/p' <<<"$line")
+  port=$(sed -n 's/.*port=\([0-9]*\).*/\1/p' <<<"$line")
+  [ -z "$root" ] || [ "${root##*:}" != "$port" ] || fail "NEURON_RT_ROOT_COMM_ID shares MASTER_PORT: $line"
+done <"$W/jobs/neuron_$job.out"
 
 # 5. An MPI stage under the plugin needs no exports: --export=NONE, srun --mpi=pmix, two nodes.
 /usr/bin/python3 "$PCDINO_SOURCE_DIR/tests/pipelines/make_synthetic.py" "$W/data" u8x1 2 10 >"$W/expected.json"
