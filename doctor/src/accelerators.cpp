@@ -1,7 +1,10 @@
 #include "pcdino/doctor/accelerators.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -73,10 +76,26 @@ std::string presence(const VendorNode& node, const ami::AcceleratorInstance* exp
   return "";
 }
 
+// Whether `program` (a path, or a name searched in PATH) is an executable file: a node without the vendor's
+// tool costs no process (a starved node must still answer the doctor in time).
+bool executable(const std::string& program) {
+  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path != nullptr ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (!dir.empty() && ::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
 VendorNode probe(const std::vector<std::string>& argv, int device_files, const char* module, double seconds) {
   VendorNode n;
   n.device_files = device_files;
   n.module_loaded = module_loaded(module);
+  if (!executable(argv.front())) {
+    n.tool_error = argv.front() + " not found";
+    return n;
+  }
   try {
     const auto result = within<ProcessResult>(seconds, [argv] { return run_process(argv); });
     n.tool_found = true;
@@ -329,6 +348,7 @@ std::optional<Check> check_nccom(int cores, double seconds) {
                                ? "/opt/aws/neuron/bin/nccom-test"
                                : "nccom-test";
   if (neuron_device_files() == 0 || cores <= 0) return std::nullopt;
+  if (!executable(tool)) return std::nullopt;  // not installed: the check is optional
   std::optional<ProcessResult> run;
   try {
     const std::vector<std::string> argv = {tool, "-r", std::to_string(cores), "allr"};
