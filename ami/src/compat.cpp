@@ -1,5 +1,6 @@
 #include "pcdino/ami/compat.hpp"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <vector>
@@ -262,9 +263,7 @@ void check_habana(const ImageSpec& spec, std::vector<Incompatibility>* found) {
                       "docs.habana.ai Support Matrix, per release"});
     return;
   }
-  bool os_listed = false;
-  for (const char* os : release->os) os_listed = os_listed || spec.os == os;
-  if (!os_listed) {
+  if (std::find(release->os.begin(), release->os.end(), spec.os) == release->os.end()) {
     found->push_back({"versions.gaudi_software " + version, "base.os " + spec.os,
                       "Intel Gaudi software " + line + " supports " +
                           joined(release->os, [](const char* os) { return os; }) +
@@ -299,9 +298,7 @@ void check_neuron(const ImageSpec& spec, std::vector<Incompatibility>* found) {
                       "aws-neuron-sdk src/helperscripts/n2-manifest.json, per release"});
     return;
   }
-  bool os_listed = false;
-  for (const char* os : release->os) os_listed = os_listed || spec.os == os;
-  if (!os_listed) {
+  if (std::find(release->os.begin(), release->os.end(), spec.os) == release->os.end()) {
     found->push_back({"versions.neuron_sdk " + version, "base.os " + spec.os,
                       "the Neuron runtime of " + version + " supports " +
                           joined(release->os, [](const char* os) { return os; }),

@@ -76,6 +76,18 @@ std::string presence(const VendorNode& node, const ami::AcceleratorInstance* exp
   return "";
 }
 
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// The Neuron packages install their tools in /opt/aws/neuron/bin, which is not in PATH by default.
+std::string neuron_tool(const std::string& name) {
+  const std::string installed = "/opt/aws/neuron/bin/" + name;
+  return std::filesystem::exists(installed) ? installed : name;
+}
+
 // Whether `program` (a path, or a name searched in PATH) is an executable file: a node without the vendor's
 // tool costs no process (a starved node must still answer the doctor in time).
 bool executable(const std::string& program) {
@@ -267,8 +279,7 @@ Check judge_gaudi(const VendorNode& node, const std::string& instance_type,
     }
   }
   if (!problems.empty()) {
-    std::string detail;
-    for (const auto& p : problems) detail += (detail.empty() ? "" : ", ") + p;
+    const std::string detail = joined(problems);
     return {"gaudi", false, detail};
   }
   std::ostringstream ok;
@@ -313,8 +324,7 @@ Check judge_neuron(const VendorNode& node, const std::string& instance_type) {
     }
   }
   if (!problems.empty()) {
-    std::string detail;
-    for (const auto& p : problems) detail += (detail.empty() ? "" : ", ") + p;
+    const std::string detail = joined(problems);
     return {"neuron", false, detail};
   }
   return {"neuron", true,
@@ -344,9 +354,7 @@ double parse_nccom_busbw(const std::string& output) {
 }
 
 std::optional<Check> check_nccom(int cores, double seconds) {
-  const std::string tool = std::filesystem::exists("/opt/aws/neuron/bin/nccom-test")
-                               ? "/opt/aws/neuron/bin/nccom-test"
-                               : "nccom-test";
+  const std::string tool = neuron_tool("nccom-test");
   if (neuron_device_files() == 0 || cores <= 0) return std::nullopt;
   if (!executable(tool)) return std::nullopt;  // not installed: the check is optional
   std::optional<ProcessResult> run;
@@ -379,10 +387,7 @@ VendorNode probe_gaudi(double seconds) {
 }
 
 VendorNode probe_neuron(double seconds) {
-  // The Neuron packages install their tools in /opt/aws/neuron/bin, which is not in PATH by default.
-  const std::string tool = std::filesystem::exists("/opt/aws/neuron/bin/neuron-ls")
-                               ? "/opt/aws/neuron/bin/neuron-ls"
-                               : "neuron-ls";
+  const std::string tool = neuron_tool("neuron-ls");
   return probe({tool, "--json-output"}, neuron_device_files(), "neuron", seconds);
 }
 
