@@ -24,6 +24,9 @@ std::string in(const std::string& dir, const std::string& name) {
 std::string ModelFiles::checkpoint() const {
   return in(dir, "checkpoint.pth");
 }
+std::string ModelFiles::previous_checkpoint() const {
+  return in(dir, "checkpoint.prev.pth");
+}
 std::string ModelFiles::epoch_checkpoint(int epoch) const {
   return in(dir, fmt::format("checkpoint{:04}.pth", epoch));
 }
@@ -57,6 +60,9 @@ std::string RunLayout::stage_script(const std::string& stage) const {
 }
 std::string RunLayout::stage_marker(const std::string& stage) const {
   return in(logs_dir, stage + ".complete");
+}
+std::string RunLayout::stage_restarts(const std::string& stage) const {
+  return in(logs_dir, stage + "_restarts.jsonl");
 }
 std::string RunLayout::stage_output(const std::string& stage, const std::string& job, bool error) const {
   return in(logs_dir, stage + (error ? "_err_" : "_out_") + job + (error ? ".err" : ".out"));

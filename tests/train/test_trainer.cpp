@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -93,6 +94,95 @@ TEST(Trainer, InterruptedAndResumedEqualsUninterrupted) {
   EXPECT_TRUE(std::filesystem::exists(whole.output_dir + "/checkpoint0001.pth"));
   // Training moved the weights away from the initial teacher (which equalled the student).
   EXPECT_FALSE(torch::equal(ta.at("cls_token"), sa.at("cls_token")));
+}
+
+// checkpoint.pth keeps the one before it as checkpoint.prev.pth; a torn checkpoint.pth (a write cut short
+// on a filesystem without atomic rename, a disk error) is refused on resume with the reason and the run
+// resumes from the one before it, ending with the uninterrupted run's weights.
+TEST(Trainer, ATornCheckpointFallsBackToTheOneBeforeIt) {
+  test::TempDir d;
+  test::write_synthetic_dataset(d / "data", 2, 6, 12, PixelType::kUint8, {{false, 20}}, 5);
+  const PipelineConfig c = tiny_config(d);
+  write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
+  TrainRuntime whole;
+  whole.threads = 1;
+  whole.output_dir = d / "whole";
+  run_training(c, whole);
+
+  TrainRuntime part = whole;
+  part.output_dir = d / "parts";
+  part.stop_after_iterations = 4;  // the end of epoch 1 (checkpoint.prev.pth), then 1 iteration of epoch 2
+  ASSERT_TRUE(run_training(c, part).interrupted);
+  const ModelFiles files{part.output_dir};
+  EXPECT_EQ(read_checkpoint_state(files.checkpoint()).iteration, 1);
+  EXPECT_EQ(read_checkpoint_state(files.previous_checkpoint()).epoch, 1);
+  EXPECT_EQ(read_checkpoint_state(files.previous_checkpoint()).iteration, 0);
+  std::filesystem::resize_file(files.checkpoint(), std::filesystem::file_size(files.checkpoint()) / 2);
+  EXPECT_THROW(read_checkpoint_state(files.checkpoint()), Error);
+
+  part.stop_after_iterations = 0;
+  EXPECT_EQ(run_training(c, part).epochs_done, 2);
+  const auto ta = teacher_of(whole.output_dir), tb = teacher_of(part.output_dir);
+  for (const auto& [name, value] : ta) EXPECT_TRUE(torch::equal(value, tb.at(name))) << name;
+}
+
+// A process killed after keeping checkpoint.prev.pth and before writing the new checkpoint.pth leaves both
+// names on one file; the next run's saves keep going and leave no temporary link behind (found on the
+// local cluster, where the second save of such a run failed with "File exists").
+TEST(Trainer, AWriteCutShortAfterKeepingThePreviousCheckpointIsNoObstacle) {
+  test::TempDir d;
+  test::write_synthetic_dataset(d / "data", 2, 6, 12, PixelType::kUint8, {{false, 20}}, 5);
+  const PipelineConfig c = tiny_config(d);
+  write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
+  TrainRuntime rt;
+  rt.threads = 1;
+  rt.output_dir = d / "model";
+  rt.stop_after_iterations = 2;
+  run_training(c, rt);
+  const ModelFiles files{rt.output_dir};
+  std::filesystem::create_hard_link(files.checkpoint(), files.previous_checkpoint());
+  run_training(c, rt);  // two saves: the end of epoch 1, then the stop in epoch 2
+  EXPECT_EQ(read_checkpoint_state(files.checkpoint()).iteration, 1);
+  EXPECT_EQ(read_checkpoint_state(files.previous_checkpoint()).epoch, 1);
+  for (const auto& entry : std::filesystem::directory_iterator(rt.output_dir))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
+}
+
+// A process of an earlier start of a Slurm job (stopped with its node, resumed after the requeue) does not
+// replace the checkpoint a later start wrote: checkpoints are tagged with the job, its restart count and
+// the writer.
+TEST(Trainer, AStaleStartDoesNotReplaceALaterStartsCheckpoint) {
+  test::TempDir d;
+  test::write_synthetic_dataset(d / "data", 2, 6, 12, PixelType::kUint8, {{false, 20}}, 5);
+  const PipelineConfig c = tiny_config(d);
+  write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
+  TrainRuntime rt;
+  rt.threads = 1;
+  rt.output_dir = d / "model";
+  rt.stop_after_iterations = 2;
+  const ModelFiles files{rt.output_dir};
+  ::setenv("SLURM_JOB_ID", "4242", 1);
+  ::setenv("SLURM_RESTART_COUNT", "1", 1);  // the second start writes first
+  run_training(c, rt);
+  const auto later = read_checkpoint_state(files.checkpoint());
+  EXPECT_EQ(later.args.at("slurm_job_id"), "4242");
+  EXPECT_EQ(later.args.at("slurm_restart_count"), "1");
+  EXPECT_NE(later.args.at("writer").find(" pid "), std::string::npos);
+  ::setenv("SLURM_RESTART_COUNT", "0", 1);  // then a process of the first start
+  try {
+    run_training(c, rt);
+    ADD_FAILURE() << "a stale start replaced the checkpoint";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("is stale"), std::string::npos) << e.what();
+  }
+  ::setenv("SLURM_RESTART_COUNT", "2", 1);  // a later start replaces it
+  run_training(c, rt);
+  ::unsetenv("SLURM_JOB_ID");
+  ::unsetenv("SLURM_RESTART_COUNT");
+  EXPECT_EQ(read_checkpoint_state(files.checkpoint()).args.at("slurm_restart_count"), "2");
+  // It resumed from the second start's checkpoint (epoch 0, iteration 2 of 3) and did two iterations.
+  EXPECT_EQ(read_checkpoint_state(files.checkpoint()).epoch, 1);
+  EXPECT_EQ(read_checkpoint_state(files.checkpoint()).iteration, 1);
 }
 
 // --cuda-graph's step (static crops, lr, weight decay and momentum read from device scalars, AdamW's step

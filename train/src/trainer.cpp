@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -38,6 +39,11 @@ namespace fs = std::filesystem;
 namespace {
 
 std::atomic<bool> stop_requested{false};
+
+// How long ranks asked to stop wait for the others to agree before they take a peer for lost (Watchdog):
+// longer than rank 0's work at an epoch's end (checkpoint, online kNN) that the others wait for, and half
+// of the 120 s that a time limit's SIGUSR1 comes early by default (slurm.signal_seconds).
+constexpr double kStopAgreementSeconds = 60;
 
 extern "C" void on_stop_signal(int) {
   stop_requested.store(true);
@@ -395,6 +401,99 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
   return stats;
 }
 
+// The start of the Slurm job this process belongs to, as a checkpoint's tags name it ("" outside Slurm).
+struct JobStart {
+  std::string job_id;
+  long restart = 0;  // SLURM_RESTART_COUNT: 0 for the first start, +1 for each requeue
+};
+
+JobStart this_job_start() {
+  JobStart start;
+  if (const char* id = std::getenv("SLURM_JOB_ID")) start.job_id = id;
+  if (const char* count = std::getenv("SLURM_RESTART_COUNT")) start.restart = std::strtol(count, nullptr, 10);
+  return start;
+}
+
+// Writes `path` keeping the checkpoint it replaces as `previous` (a hard link first, so that `path` never
+// goes missing), unless `path` was written by a later start of the same Slurm job: a rank of an earlier
+// start that was stopped (SIGSTOP, a hung node) and resumed after the requeue is stale, and throws
+// DataError instead of replacing the newer run's checkpoint.
+void save_latest_checkpoint(const std::string& path, const std::string& previous, MultiCropWrapper& student,
+                            MultiCropWrapper& teacher, torch::optim::Optimizer& optimizer,
+                            const DinoLoss& loss, const CheckpointState& state) {
+  if (fs::exists(path)) {
+    const JobStart ours = this_job_start();
+    if (!ours.job_id.empty()) {
+      std::map<std::string, std::string> theirs;
+      try {
+        theirs = read_checkpoint_state(path).args;
+      } catch (const Error&) {
+        // A torn checkpoint is replaced.
+      }
+      const auto job = theirs.find("slurm_job_id"), restart = theirs.find("slurm_restart_count");
+      if (job != theirs.end() && restart != theirs.end() && job->second == ours.job_id &&
+          std::strtol(restart->second.c_str(), nullptr, 10) > ours.restart) {
+        throw DataError(path + " was written by start " + std::to_string(std::stol(restart->second) + 1) +
+                        " of job " + ours.job_id + " (" + theirs["writer"] + "); this process of start " +
+                        std::to_string(ours.restart + 1) + " is stale and does not replace it");
+      }
+    }
+    // Already the same file when a write was cut short after this step (rename() of two links to one
+    // file does nothing and would leave the temporary link behind).
+    if (!fs::exists(previous) || !fs::equivalent(path, previous)) {
+      const std::string link = temporary_name(previous);
+      fs::remove(link);  // a link left by a killed process of the same pid
+      fs::create_hard_link(path, link);
+      rename_into_place(link, previous);
+    }
+  }
+  save_checkpoint(path, student, teacher, optimizer, loss, state);
+}
+
+// Loads the newest readable checkpoint of `candidates` (checkpoint.pth, then the one before it): a torn or
+// unreadable one is skipped with the reason. All ranks load the same file. Returns its path, "" when none
+// exists; throws the first one's error when none can be loaded.
+std::string load_newest_checkpoint(const std::vector<std::string>& candidates, MultiCropWrapper& student,
+                                   MultiCropWrapper& teacher, torch::optim::Optimizer& optimizer,
+                                   DinoLoss& loss, const MpiWorld* world, int rank, int ranks,
+                                   CheckpointState& state) {
+  const auto try_load = [&](std::size_t i, std::string& error) {
+    try {
+      state = load_checkpoint(candidates[i], student, teacher, optimizer, loss, rank, ranks);
+      return true;
+    } catch (const Error& e) {
+      error = e.what();
+      return false;
+    }
+  };
+  long long chosen = -1;
+  std::string first_error;
+  for (std::size_t i = 0; i < candidates.size() && chosen < 0; ++i) {
+    if (!fs::exists(candidates[i])) continue;
+    std::string error;
+    if (try_load(i, error)) {
+      chosen = static_cast<long long>(i);
+    } else {
+      spdlog::warn("not resuming from {}: {}", candidates[i], error);
+      if (first_error.empty()) first_error = error;
+    }
+  }
+  // A rank that could read a newer file than another takes the other's (the one every rank can read).
+  constexpr long long kNoneLoads = 1000;  // every file there refused: the largest, so that all ranks stop
+  const long long mine = chosen < 0 && !first_error.empty() ? kNoneLoads : chosen;
+  const long long agreed = world && ranks > 1 ? world->allreduce_max(mine) : mine;
+  if (agreed == kNoneLoads) {
+    throw DataError(first_error.empty() ? "another rank could not load any checkpoint" : first_error);
+  }
+  if (agreed < 0) return "";
+  const auto index = static_cast<std::size_t>(agreed);
+  if (agreed != chosen) {
+    std::string error;
+    if (!try_load(index, error)) throw DataError(error);
+  }
+  return candidates[index];
+}
+
 }  // namespace
 
 void install_stop_signal_handlers() {
@@ -503,6 +602,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   const ModelFiles model_files{report.output_dir};
   make_directories(report.output_dir);
   const std::string checkpoint = model_files.checkpoint();
+  const std::string previous_checkpoint = model_files.previous_checkpoint();
   CheckpointState state;
   state.args = {{"arch", h.arch},
                 {"patch_size", std::to_string(h.patch_size)},
@@ -515,16 +615,30 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
                 {"global_crops_size", std::to_string(h.global_crops_size)},
                 {"local_crops_size", std::to_string(h.local_crops_size)},
                 {"local_crops_number", std::to_string(h.local_crops_number)}};
-  if (rt.resume && fs::exists(checkpoint)) {
+  // Tagged with the Slurm job's start and the writer, so that a stale process of an earlier start is
+  // found (save_latest_checkpoint).
+  const JobStart job_start = this_job_start();
+  if (!job_start.job_id.empty()) {
+    state.args["slurm_job_id"] = job_start.job_id;
+    state.args["slurm_restart_count"] = std::to_string(job_start.restart);
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    state.args["writer"] = std::string(host) + " pid " + std::to_string(::getpid());
+  }
+  if (rt.resume) {
     const auto args = state.args;
-    state = load_checkpoint(checkpoint, student, teacher, optimizer, loss, rank, ranks);
-    state.args = args;
-    spdlog::info("resuming from {} at epoch {} iteration {}", checkpoint, state.epoch, state.iteration);
+    const std::string loaded = load_newest_checkpoint({checkpoint, previous_checkpoint}, student, teacher,
+                                                      optimizer, loss, world, rank, ranks, state);
+    if (!loaded.empty()) {
+      state.args = args;
+      spdlog::info("resuming from {} at epoch {} iteration {}", loaded, state.epoch, state.iteration);
+    }
   }
   std::unique_ptr<GradientFusion> fusion;
   std::unique_ptr<Watchdog> watchdog;
   if (comm) {
-    watchdog = std::make_unique<Watchdog>(rt.comm_timeout_seconds, rank, ranks);
+    watchdog = std::make_unique<Watchdog>(rt.comm_timeout_seconds, rank, ranks, &stop_requested,
+                                          std::min(rt.comm_timeout_seconds, kStopAgreementSeconds));
     fusion = start_data_parallel(*comm, student, teacher, loss, rt.fusion_threshold_mb);
     spdlog::info("{} ranks ({}), {} gradient buffer(s) of at most {} MiB, global batch {}", ranks,
                  comm->backend(), fusion->buckets().size(), rt.fusion_threshold_mb, global_batch);
@@ -616,7 +730,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
       state.iteration = static_cast<int>(done);
       if (state.iteration == static_cast<int>(niter)) state.epoch = epoch + 1, state.iteration = 0;
       gather_generator_states(world, device, state);
-      if (writer) save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
+      if (writer)
+        save_latest_checkpoint(checkpoint, previous_checkpoint, student, teacher, optimizer, loss, state);
       spdlog::warn("stopped at epoch {} iteration {}: checkpoint written to {}; resubmit to resume", epoch,
                    done, checkpoint);
       report.epochs_done = state.epoch;
@@ -632,7 +747,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
       entropy_epoch = world->allreduce_sum(entropy_epoch) / ranks;
     }
     gather_generator_states(world, device, state);
-    if (writer) save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
+    if (writer)
+      save_latest_checkpoint(checkpoint, previous_checkpoint, student, teacher, optimizer, loss, state);
     if (watchdog) watchdog->progress("the end of epoch " + std::to_string(epoch + 1));  // after the write
     if (writer && c.train.saveckp_freq > 0 && epoch % c.train.saveckp_freq == 0) {
       save_checkpoint(model_files.epoch_checkpoint(epoch), student, teacher, optimizer, loss, state);

@@ -4,13 +4,15 @@
 // The names are the workshop's and scDINO's, so that its users and their scripts find what they expect:
 //
 //   mean_and_std_of_dataset.txt  run_config_dump.yaml  skipped_images.txt        (meanstd)
-//   scDINO_ViTs/{dino_vit_name}/ checkpoint.pth checkpoint{epoch:04}.pth log.txt metrics.jsonl  (train)
+//   scDINO_ViTs/{dino_vit_name}/ checkpoint.pth checkpoint.prev.pth checkpoint{epoch:04}.pth log.txt
+//                                metrics.jsonl                                    (train)
 //   CLS_features/                features.h5, channel{_names}_model_{model}_features.csv,
 //                                class_labels.csv, image_paths.csv                (extract, labels)
 //   kNN/                         global_kNN.txt knn.json                          (knn)
 //   plots/                       index.html and the figures                       (plots)
 //   logs/                        submitted_pipeline.yaml pipeline_jobs.json {stage}.sbatch
 //                                {stage}.complete {stage}_out_{job}.out {stage}_err_{job}.err  (submit)
+//                                {stage}_restarts.jsonl                           (a requeued stage's starts)
 #pragma once
 
 #include <optional>
@@ -25,6 +27,7 @@ namespace pcdino {
 struct ModelFiles {
   std::string dir;
   std::string checkpoint() const;                 ///< checkpoint.pth: the latest, resumed from
+  std::string previous_checkpoint() const;        ///< checkpoint.prev.pth: the one before it (a fallback)
   std::string epoch_checkpoint(int epoch) const;  ///< checkpoint{epoch:04}.pth (saveckp_freq)
   std::string training_log() const;               ///< log.txt: one JSON line per epoch (DINO's)
   std::string metrics() const;                    ///< metrics.jsonl: pcdino's per-iteration records
@@ -53,6 +56,8 @@ struct RunLayout {
 
   std::string stage_script(const std::string& stage) const;  ///< logs/{stage}.sbatch
   std::string stage_marker(const std::string& stage) const;  ///< logs/{stage}.complete
+  /// logs/{stage}_restarts.jsonl: one line per start of a requeued job after its first (the batch script's)
+  std::string stage_restarts(const std::string& stage) const;
   /// logs/{stage}_out_{job}.out (or _err_ .err with `error`); job "%j" gives sbatch's pattern.
   std::string stage_output(const std::string& stage, const std::string& job, bool error) const;
 };
