@@ -729,6 +729,8 @@ std::vector<Entry> make_schema() {
           "pcdino: training checkpoints and requeues itself on preemption or its time limit"),
       key("slurm.signal_seconds", PCDINO_MEMBER(slurm.signal_seconds), at_least(0),
           "pcdino: SIGUSR1 this many seconds before the time limit (--signal=USR1@N)"),
+      key("slurm.max_restarts", PCDINO_MEMBER(slurm.max_restarts), at_least(0),
+          "pcdino: restarts of the training job after a node or rank fault (requeue) before it fails for good"),
       key("slurm.time_limit", PCDINO_MEMBER(slurm.time_limit),
           {"stage: Slurm time",
            [](const std::map<std::string, std::string>& v) {

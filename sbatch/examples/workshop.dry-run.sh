@@ -52,6 +52,14 @@ set -uo pipefail
 rm -f /fsx/output/workshop/logs/train.complete  # this stage is complete again only when this job succeeds
 started=$(date +%s)
 echo "pcdino: stage train, job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1))) on ${SLURM_JOB_NODELIST} at $(date -Is)" >&2
+restarts=/fsx/output/workshop/logs/train_restarts.jsonl  # why this script requeued its job
+restart=${SLURM_RESTART_COUNT:-0}
+agreed=$(grep -F "\"job_id\": \"${SLURM_JOB_ID}\"," "$restarts" 2>/dev/null | grep -c '"fault": false')
+faults=$((restart - agreed))
+if [ "$faults" -gt 3 ]; then
+  echo "error: pcdino: stage train failed for good: started again after $faults fault(s), more than slurm.max_restarts (3); \`pcdino status\` lists each restart and why" >&2
+  exit 69
+fi
 
 # The accelerator environment: spank_pcdino.so sets it in every task when the cluster loads it;
 # otherwise these exports, which srun hands on to the tasks.
@@ -65,12 +73,25 @@ fi
 
 srun --mpi=pmix --kill-on-bad-exit=1 /opt/pcdino/bin/pcdino train --config /fsx/output/workshop/logs/submitted_pipeline.yaml --threads 8
 rc=$?
-if [ "$rc" -eq 75 ]; then
-  # The trainer checkpointed on SIGUSR1 (time limit) or SIGTERM (preemption): back into the queue;
-  # the next start resumes from checkpoint.pth.
-  echo "pcdino: training stopped after a checkpoint; requeueing job ${SLURM_JOB_ID}" >&2
+# The trainer checkpointed on SIGUSR1 (time limit) or SIGTERM (preemption): back into the queue. A
+# fault (a rank lost or silent) within the budget: back too. Either start resumes from checkpoint.pth.
+why="" fault=false
+case "$rc" in
+  75) why='checkpointed on SIGUSR1 or SIGTERM (time limit, preemption or scontrol requeue)' fault=false ;;
+  74) why='a rank heard nothing from its peers for --comm-timeout (a node hung or lost)' fault=true ;;
+  129|1[3-9][0-9]|2[0-5][0-9]) why='a task ended by a signal (its node lost, the OOM killer or a kill)' fault=true ;;
+esac
+if [ -n "$why" ] && { [ "$fault" = false ] || [ "$faults" -lt 3 ]; }; then
+  printf '{"job_id": "%s", "start": %d, "time": "%s", "nodes": "%s", "exit_code": %d, "fault": %s, "why": "%s"}\n' \
+    "${SLURM_JOB_ID}" "$((restart + 1))" "$(date -Is)" "${SLURM_JOB_NODELIST}" "$rc" "$fault" "$why" >>"$restarts"
+  echo "pcdino: exit $rc ($why); requeueing job ${SLURM_JOB_ID}" >&2
   scontrol requeue "${SLURM_JOB_ID}"
-  exit 75
+  exit "$rc"
+fi
+if [ -n "$why" ]; then
+  echo "error: pcdino: exit $rc ($why); not requeued: the job already started again after $faults fault(s), slurm.max_restarts is 3" >&2
+  # The restarts this script asked for, and why (a requeue Slurm made itself has no line).
+  sed -n "s/^{\"job_id\": \"${SLURM_JOB_ID}\", \"start\": \([0-9]*\),.*\"exit_code\": \([0-9]*\),.*\"why\": \"\(.*\)\"}$/pcdino:   after start \1: exit \2, \3/p" "$restarts" >&2
 fi
 if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage train failed with exit code $rc" >&2

@@ -40,6 +40,16 @@ std::string stage_inputs(const PipelineConfig& config, const StageSpec& stage) {
 
 }  // namespace
 
+const std::vector<RestartExit>& restart_exits() {
+  static const std::vector<RestartExit> exits = {
+      {"75", "checkpointed on SIGUSR1 or SIGTERM (time limit, preemption or scontrol requeue)", false},
+      {"74", "a rank heard nothing from its peers for --comm-timeout (a node hung or lost)", true},
+      {"129|1[3-9][0-9]|2[0-5][0-9]", "a task ended by a signal (its node lost, the OOM killer or a kill)",
+       true},
+  };
+  return exits;
+}
+
 std::vector<Stage> all_stages() {
   std::vector<Stage> names;
   for (const auto& s : pipeline_stages()) names.emplace_back(s.name);
@@ -134,6 +144,23 @@ std::string render_script(const PipelineConfig& config, const Stage& stage, cons
   o << "started=$(date +%s)\n";
   o << "echo \"pcdino: stage " << stage << ", job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1)))"
     << " on ${SLURM_JOB_NODELIST} at $(date -Is)\" >&2\n";
+  if (requeue) {
+    // The restart budget: restarts after faults are this start's count less the requeues after an agreed
+    // checkpoint (recorded below); a requeue Slurm made itself (a node of the job failed) leaves no record
+    // and so counts as a fault.
+    o << "restarts=" << shell_quote(files.stage_restarts(stage)) << "  # why this script requeued its job\n";
+    o << "restart=${SLURM_RESTART_COUNT:-0}\n";
+    o << "agreed=$(grep -F \"\\\"job_id\\\": \\\"${SLURM_JOB_ID}\\\",\" \"$restarts\" 2>/dev/null | "
+         "grep -c '\"fault\": false')\n";
+    o << "faults=$((restart - agreed))\n";
+    o << "if [ \"$faults\" -gt " << s.max_restarts << " ]; then\n"
+      << "  echo \"error: pcdino: stage " << stage
+      << " failed for good: started again after $faults fault(s), more than "
+      << "slurm.max_restarts (" << s.max_restarts
+      << "); \\`pcdino status\\` lists each restart and why\" >&2\n"
+      << "  exit 69\n"
+      << "fi\n";
+  }
 
   if (spec.accelerated && !s.environment.empty()) {
     o << "\n# The accelerator environment: spank_pcdino.so sets it in every task when the cluster loads it;\n"
@@ -159,13 +186,40 @@ std::string render_script(const PipelineConfig& config, const Stage& stage, cons
   o << "\n" << command << "\n";
   o << "rc=$?\n";
   if (requeue) {
-    o << "if [ \"$rc\" -eq 75 ]; then\n"
-         "  # The trainer checkpointed on SIGUSR1 (time limit) or SIGTERM (preemption): back into the "
-         "queue;\n"
-         "  # the next start resumes from checkpoint.pth.\n"
-         "  echo \"pcdino: training stopped after a checkpoint; requeueing job ${SLURM_JOB_ID}\" >&2\n"
+    o << "# The trainer checkpointed on SIGUSR1 (time limit) or SIGTERM (preemption): back into the queue. "
+         "A\n"
+         "# fault (a rank lost or silent) within the budget: back too. Either start resumes from "
+         "checkpoint.pth.\n"
+         "why=\"\" fault=false\n"
+         "case \"$rc\" in\n";
+    for (const auto& f : restart_exits())
+      o << "  " << f.pattern << ") why=" << shell_quote(f.why) << " fault=" << (f.fault ? "true" : "false")
+        << " ;;\n";
+    o << "esac\n"
+         "if [ -n \"$why\" ] && { [ \"$fault\" = false ] || [ \"$faults\" -lt "
+      << s.max_restarts
+      << " ]; }; then\n"
+         "  printf '{\"job_id\": \"%s\", \"start\": %d, \"time\": \"%s\", \"nodes\": \"%s\", "
+         "\"exit_code\": %d, \"fault\": %s, \"why\": \"%s\"}\\n' \\\n"
+         "    \"${SLURM_JOB_ID}\" \"$((restart + 1))\" \"$(date -Is)\" \"${SLURM_JOB_NODELIST}\" \"$rc\" "
+         "\"$fault\" "
+         "\"$why\" "
+         ">>\"$restarts\"\n"
+         "  echo \"pcdino: exit $rc ($why); requeueing job ${SLURM_JOB_ID}\" >&2\n"
          "  scontrol requeue \"${SLURM_JOB_ID}\"\n"
-         "  exit 75\n"
+         "  exit \"$rc\"\n"
+         "fi\n"
+         "if [ -n \"$why\" ]; then\n"
+         "  echo \"error: pcdino: exit $rc ($why); not requeued: the job already started again after $faults "
+         "fault(s), "
+         "slurm.max_restarts is "
+      << s.max_restarts
+      << "\" >&2\n"
+         "  # The restarts this script asked for, and why (a requeue Slurm made itself has no line).\n"
+         "  sed -n \"s/^{\\\"job_id\\\": \\\"${SLURM_JOB_ID}\\\", \\\"start\\\": "
+         "\\([0-9]*\\),.*\\\"exit_code\\\": "
+         "\\([0-9]*\\),.*\\\"why\\\": \\\"\\(.*\\)\\\"}$/pcdino:   after start \\1: exit \\2, \\3/p\" "
+         "\"$restarts\" >&2\n"
          "fi\n";
   }
   o << "if [ \"$rc\" -ne 0 ]; then\n"

@@ -12,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <regex>
 #include <sstream>
 
 #include "pcdino/core/error.hpp"
@@ -131,6 +132,42 @@ std::string last_error_line(const std::string& path) {
   return !pcdino.empty() ? pcdino : !other.empty() ? other : !launcher.empty() ? launcher : last;
 }
 
+// The starts of `job_id` after its first: the batch script's start lines and the trainer's resume lines in
+// its stderr file, with the reason the script recorded for the start before each.
+std::vector<StageRestart> restart_log(const RunLayout& files, const Stage& stage, const std::string& job_id) {
+  static const std::regex start_line(R"(^pcdino: stage \S+, job (\S+) \(start ([0-9]+)\) on (\S+) at (\S+))");
+  static const std::regex resume_line(R"(resuming from .* at epoch ([0-9]+) iteration ([0-9]+))");
+  std::map<int, std::string> why;  // by the start that ended (1 for the first)
+  std::ifstream records(files.stage_restarts(stage));
+  for (std::string line; std::getline(records, line);) {
+    const json r = json::parse(line, nullptr, false);
+    if (!r.is_object() || r.value("job_id", "") != job_id) continue;
+    why[r.value("start", 0)] =
+        fmt::format("exit {} on {}: {}", r.value("exit_code", 0), r.value("nodes", "?"), r.value("why", "?"));
+  }
+  std::vector<StageRestart> log;
+  std::ifstream err(files.stage_output(stage, job_id, true));
+  bool in_restart = false;
+  std::smatch m;
+  for (std::string line; std::getline(err, line);) {
+    if (std::regex_search(line, m, start_line) && m[1] == job_id) {
+      const int start = std::stoi(m[2]);
+      in_restart = start > 1;
+      if (!in_restart) continue;
+      const auto recorded = why.find(start - 1);
+      log.push_back({start, m[4], m[3],
+                     recorded != why.end()
+                         ? recorded->second
+                         : "requeued by Slurm (a node of the job failed, or scontrol requeue)",
+                     ""});
+    } else if (in_restart && log.back().resumed.empty() && std::regex_search(line, m, resume_line)) {
+      const std::string iterations = m[2].str() == "0" ? "" : " and " + m[2].str() + " iterations";
+      log.back().resumed = m[1].str() + " epochs" + iterations;
+    }
+  }
+  return log;
+}
+
 StageStatus query_job(const RunLayout& files, const Stage& stage, const std::string& job_id,
                       const std::set<Stage>& complete) {
   StageStatus st{stage, job_id, "", "", "", "", "", 0, ""};
@@ -171,6 +208,7 @@ StageStatus query_job(const RunLayout& files, const Stage& stage, const std::str
     if (st.state.empty()) st.state = "UNKNOWN";
   }
   if (is_failure(st.state)) st.error = last_error_line(files.stage_output(stage, job_id, true));
+  if (stage_spec(stage).requeues) st.restart_log = restart_log(files, stage, job_id);
   return st;
 }
 
@@ -369,6 +407,12 @@ bool print_status(const PipelineConfig& config, std::ostream& out) {
                        reason);
     if (!s.error.empty()) out << "         " << s.error << "\n";
     if (is_failure(s.state)) ok = false;
+  }
+  for (const auto& s : stages) {
+    for (const auto& r : s.restart_log) {
+      out << fmt::format("{}: start {} at {} on {}, {}; after {}\n", s.stage, r.start, r.time, r.nodes,
+                         r.resumed.empty() ? "not resumed (yet)" : "resumed after " + r.resumed, r.after);
+    }
   }
   for (const auto& s : stages) {
     if (is_failure(s.state) && !s.error.empty() && s.blocked_by.empty()) {

@@ -201,6 +201,31 @@ TEST(Script, TrainingAsksForNodesGpusAndRequeue) {
   EXPECT_NE(s.find("0123456789abcdef"), std::string::npos) << "the marker records the configuration hash";
 }
 
+// The restart budget (issue #39): the script requeues on the trainer's agreed checkpoint (75) and, within
+// slurm.max_restarts, on a fault (74, a task ended by a signal), recording why; a start over the budget
+// fails with 69. tests/train/test_node_failure.sh runs it on a real cluster.
+TEST(Script, TrainingRestartsWithinItsBudget) {
+  const auto c = example("slurm:\n  max_restarts: 2\n");
+  const std::string s = render_script(c, "train", {"/p/pcdino"}, "h");
+  for (const char* line :
+       {"restarts=/fsx/out/run1/logs/train_restarts.jsonl  # why this script requeued its job",
+        "faults=$((restart - agreed))", "if [ \"$faults\" -gt 2 ]; then", "  exit 69",
+        "  75) why='checkpointed on SIGUSR1 or SIGTERM (time limit, preemption or scontrol requeue)' "
+        "fault=false ;;",
+        "  74) why='a rank heard nothing from its peers for --comm-timeout (a node hung or lost)' fault=true "
+        ";;",
+        "if [ -n \"$why\" ] && { [ \"$fault\" = false ] || [ \"$faults\" -lt 2 ]; }; then",
+        "  scontrol requeue \"${SLURM_JOB_ID}\""}) {
+    EXPECT_TRUE(has_line(s, line)) << "missing: " << line << "\n" << s;
+  }
+  EXPECT_NE(s.find("129|1[3-9][0-9]|2[0-5][0-9]) why="), std::string::npos) << "a signal's exit codes";
+  const std::string none = render_script(example("slurm:\n  requeue: false\n"), "train", {"/p/pcdino"}, "h");
+  EXPECT_EQ(none.find("scontrol requeue"), std::string::npos);
+  EXPECT_EQ(none.find("restarts="), std::string::npos);
+  EXPECT_EQ(render_script(c, "extract", {"/p/pcdino"}, "h").find("restarts="), std::string::npos)
+      << "only the training stage requeues";
+}
+
 TEST(Script, CpuClusterAndCpuStages) {
   const auto c = example(
       "train_scDINO:\n  nnodes: 2\n  num_gpus: 1\nslurm:\n  gpus: false\n  exclusive: false\n"

@@ -149,6 +149,10 @@ struct SlurmConfig {
   std::string mpi = "pmix";       ///< srun's --mpi plugin
   bool requeue = true;            ///< the training job requeues itself on preemption or time limit
   int signal_seconds = 120;       ///< SIGUSR1 this many seconds before the time limit: checkpoint, requeue
+  /// Restart budget of a requeueing stage: how often its job may start again after a fault (a node lost or
+  /// hung, the watchdog's exit 74, a rank killed by a signal) before it fails for good. Requeues after an
+  /// agreed checkpoint (time limit, preemption) do not count. 0: a fault ends the job.
+  int max_restarts = 3;
   std::map<std::string, std::string> time_limit;   ///< stage name -> --time ("2-00:00:00", "30:00")
   std::map<std::string, std::string> environment;  ///< exported by the scripts when spank_pcdino.so is not
                                                    ///< loaded (NCCL, libfabric, EFA variables)

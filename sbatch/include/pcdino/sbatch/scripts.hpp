@@ -37,6 +37,19 @@ std::vector<Stage> parse_stages(const std::string& list, const std::string& orig
 /// re-runs the stages that read it and everything after them. The `slurm` section decides none.
 std::map<Stage, std::string> stage_config_hashes(const PipelineConfig& config);
 
+/// An exit of the training step that a requeueing stage's script answers with `scontrol requeue`.
+struct RestartExit {
+  const char* pattern;  ///< the step's exit codes, as a shell `case` pattern
+  const char* why;      ///< recorded in logs/{stage}_restarts.jsonl and shown by `pcdino status`
+  bool fault;           ///< counts against slurm.max_restarts (a time limit or preemption does not)
+};
+
+/// The exits a requeueing stage restarts on, in the order the script tests them: 75 (the trainer's agreed
+/// checkpoint on SIGUSR1/SIGTERM), 74 (its watchdog: a peer silent for --comm-timeout) and 129-255 (srun's
+/// code for a task ended by signal N is 128 + N: a rank killed with its node, by the OOM killer or by hand).
+/// Any other exit (bad input, a bug) ends the job.
+const std::vector<RestartExit>& restart_exits();
+
 /// The programs a script runs.
 struct ScriptOptions {
   std::string pcdino;  ///< absolute path of the pcdino program on the compute nodes
@@ -48,7 +61,9 @@ struct ScriptOptions {
 /// CPU-only cluster) launched with `srun --mpi=...` or `mpirun` (a stage that launches itself, the doctor,
 /// runs in the script and starts its step); `slurm.environment` exported (training and
 /// CLS features) unless spank_pcdino.so is in the cluster's plugstack; the training stage with --requeue and
-/// --signal=USR1@signal_seconds, requeueing itself when the trainer exits 75 after checkpointing; on
+/// --signal=USR1@signal_seconds, requeueing itself when the trainer exits 75 after checkpointing or after a
+/// fault (restart_exits()) while it has started again after fewer than slurm.max_restarts faults (each
+/// requeue recorded in logs/{stage}_restarts.jsonl; a start over the budget fails with exit 69); on
 /// success the completion marker with `config_hash`, written to a temporary name and renamed. `config`
 /// must hold absolute paths (the script runs in the run folder).
 std::string render_script(const PipelineConfig& config, const Stage& stage, const ScriptOptions& options,

@@ -46,6 +46,18 @@ struct SubmitReport {
 /// already submitted are cancelled), CantCreateError when the logs folder cannot be written.
 SubmitReport submit_pipeline(const PipelineConfig& config, const SubmitOptions& options, std::ostream& out);
 
+/// One start of a requeued job after its first (pcdino's own records: the batch script's start line and the
+/// trainer's "resuming from" line in the stage's stderr file, and logs/{stage}_restarts.jsonl).
+struct StageRestart {
+  int start = 0;        ///< 2 for the first restart (the script's "(start N)")
+  std::string time;     ///< when it started (ISO 8601)
+  std::string nodes;    ///< where (SLURM_JOB_NODELIST)
+  std::string after;    ///< why the start before it ended: its exit, nodes and reason as the script
+                        ///< recorded them, or "requeued by Slurm" where the script recorded none
+  std::string resumed;  ///< the checkpoint it resumed from: "E epochs" or "E epochs and I iterations", or ""
+                        ///< (not yet, or there was none)
+};
+
 /// What Slurm (or, after it forgot the job, the completion marker) says about one stage.
 struct StageStatus {
   Stage stage;
@@ -59,6 +71,7 @@ struct StageStatus {
                           ///< started because a stage it waits for failed: "not started: stage X FAILED: ..."
   int restarts = 0;       ///< times the job was requeued
   Stage blocked_by;       ///< the failed stage that kept it from starting (the first up the chain), or ""
+  std::vector<StageRestart> restart_log;  ///< each start after the first, oldest first
 };
 
 /// The state of every stage of the last submission (and of the pipeline's stages not submitted): `scontrol
@@ -67,7 +80,8 @@ struct StageStatus {
 /// NoInputError when the run was never submitted (no logs/pipeline_jobs.json).
 std::vector<StageStatus> pipeline_status(const PipelineConfig& config);
 
-/// pipeline_status() as a table on `out`. Returns true if no stage failed, timed out or was cancelled.
+/// pipeline_status() as a table on `out`, then each restart of a stage (when, where, why, the epoch it
+/// resumed from). Returns true if no stage failed, timed out or was cancelled.
 bool print_status(const PipelineConfig& config, std::ostream& out);
 
 /// Cancels (scancel) the jobs of the last submission that are still queued or running; returns them as
