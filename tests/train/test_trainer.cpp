@@ -126,6 +126,29 @@ TEST(Trainer, ATornCheckpointFallsBackToTheOneBeforeIt) {
   for (const auto& [name, value] : ta) EXPECT_TRUE(torch::equal(value, tb.at(name))) << name;
 }
 
+// A checkpoint of another run (another seed, another architecture) in the model folder is not resumed from:
+// refused with the reason, and with nothing of this run's to fall back to, the training stops.
+TEST(Trainer, AnotherRunsCheckpointIsRefusedWithTheReason) {
+  test::TempDir d;
+  test::write_synthetic_dataset(d / "data", 2, 6, 12, PixelType::kUint8, {{false, 20}}, 5);
+  PipelineConfig c = tiny_config(d);
+  write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
+  TrainRuntime rt;
+  rt.threads = 1;
+  rt.output_dir = d / "model";
+  rt.stop_after_iterations = 2;
+  run_training(c, rt);
+  c.meta.seed = 8;
+  try {
+    run_training(c, rt);
+    ADD_FAILURE() << "resumed from another run's checkpoint";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("another run's checkpoint (seed 7, this run's 8)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // A process killed after keeping checkpoint.prev.pth and before writing the new checkpoint.pth leaves both
 // names on one file; the next run's saves keep going and leave no temporary link behind (found on the
 // local cluster, where the second save of such a run failed with "File exists").

@@ -450,21 +450,36 @@ void save_latest_checkpoint(const std::string& path, const std::string& previous
   save_checkpoint(path, student, teacher, optimizer, loss, state);
 }
 
-// Loads the newest readable checkpoint of `candidates` (checkpoint.pth, then the one before it): a torn or
-// unreadable one is skipped with the reason. All ranks load the same file. Returns its path, "" when none
-// exists; throws the first one's error when none can be loaded.
-std::string load_newest_checkpoint(const std::vector<std::string>& candidates, MultiCropWrapper& student,
+// The arguments that make a checkpoint this run's: a checkpoint written with other values is another
+// run's (a copied or mixed-up folder), not one to resume. The epochs, the batch and the world size may
+// change between starts.
+constexpr const char* kRunArgs[] = {"arch", "patch_size", "out_dim", "in_chans", "seed"};
+
+// Loads the newest checkpoint of `candidates` (checkpoint.pth, then the one before it) that can be read
+// and is this run's (`args`, kRunArgs): a torn, unreadable or foreign one is skipped with the reason. All
+// ranks load the same file. Returns its path, "" when none exists; throws the first one's error when none
+// can be loaded.
+std::string load_newest_checkpoint(const std::vector<std::string>& candidates,
+                                   const std::map<std::string, std::string>& args, MultiCropWrapper& student,
                                    MultiCropWrapper& teacher, torch::optim::Optimizer& optimizer,
                                    DinoLoss& loss, const MpiWorld* world, int rank, int ranks,
                                    CheckpointState& state) {
   const auto try_load = [&](std::size_t i, std::string& error) {
     try {
       state = load_checkpoint(candidates[i], student, teacher, optimizer, loss, rank, ranks);
-      return true;
     } catch (const Error& e) {
       error = e.what();
       return false;
     }
+    for (const char* key : kRunArgs) {
+      const auto theirs = state.args.find(key);
+      const auto ours = args.find(key);
+      if (theirs == state.args.end() || ours == args.end() || theirs->second == ours->second) continue;
+      error = candidates[i] + ": another run's checkpoint (" + key + " " + theirs->second + ", this run's " +
+              ours->second + ")";
+      return false;
+    }
+    return true;
   };
   long long chosen = -1;
   std::string first_error;
@@ -627,8 +642,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   }
   if (rt.resume) {
     const auto args = state.args;
-    const std::string loaded = load_newest_checkpoint({checkpoint, previous_checkpoint}, student, teacher,
-                                                      optimizer, loss, world, rank, ranks, state);
+    const std::string loaded = load_newest_checkpoint({checkpoint, previous_checkpoint}, args, student,
+                                                      teacher, optimizer, loss, world, rank, ranks, state);
     if (!loaded.empty()) {
       state.args = args;
       spdlog::info("resuming from {} at epoch {} iteration {}", loaded, state.epoch, state.iteration);
