@@ -24,3 +24,13 @@ cluster_down() {
   "$LC" down >/dev/null 2>&1
   trap - EXIT
 }
+
+# wait_for SECONDS COMMAND...: until COMMAND succeeds, looked at every 0.2 s (a failure after SECONDS).
+wait_for() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    [ $SECONDS -lt $deadline ] || return 1
+    sleep 0.2
+  done
+}

@@ -26,14 +26,6 @@ submit() {  # submit NAME: a two-node training job
   sbatch --parsable -N2 -n2 -o "$W/jobs/$1_%j.out" --wrap "srun --kill-on-bad-exit=1 --mpi=pmix \
     '$PCDINO_BIN' train -c '$W/pipeline.yaml' --threads 1 --device cpu --comm-timeout 30"
 }
-wait_for() {  # wait_for SECONDS COMMAND...: until COMMAND succeeds
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    [ $SECONDS -lt $deadline ] || return 1
-    sleep 0.5
-  done
-}
 epochs_logged() { [ -f "$LOG" ] && [ "$(wc -l <"$LOG")" -ge "$1" ]; }
 rank_pid() {  # the pid of the pcdino-train process of Slurm task $1
   local pid

@@ -49,20 +49,14 @@ export LOCAL_CLUSTER_NODES=3 LOCAL_CLUSTER_NODE_FAILURE=10
 cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-19017}"
 cd "$W" || fatal "no $W"
 
-wait_for() {  # wait_for SECONDS COMMAND...: until COMMAND succeeds
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    [ $SECONDS -lt $deadline ] || return 1
-    sleep 0.2
-  done
-}
 epochs_logged() { [ -f "$1/scDINO_ViTs/dino_vit/log.txt" ] && [ "$(wc -l <"$1/scDINO_ViTs/dino_vit/log.txt")" -ge "$2" ]; }
-node_pids() {  # node_pids NODE: the pids of the training ranks running on NODE
+node_pids() {  # node_pids NODE: the pids of the training ranks running on NODE of this test's cluster
   local pid
   for pid in $(pgrep -f "pcdino-train"); do
-    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURMD_NODENAME=$1" && echo "$pid"
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURMD_NODENAME=$1" &&
+      tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$SLURM_CONF" && echo "$pid"
   done
+  return 0
 }
 same_as_uninterrupted() {  # same_as_uninterrupted RUN: its checkpoint against the uninterrupted run's
   run /usr/bin/python3 - "$1/scDINO_ViTs/dino_vit/checkpoint.pth" "$W/uninterrupted/checkpoint.pth" <<'PY'
@@ -82,6 +76,22 @@ node2_processes() {  # NODE2: node2's slurmd, its training step's slurmstepd and
       echo "$p: $(tr '\0' '\n' <"/proc/$p/environ" | grep SLURMD_NODENAME)"; done)"
   NODE2=("$(<"$LOCAL_CLUSTER_DIR/run/slurmd-node2.pid")" "$(ps -o ppid= "$rank" | tr -d ' ')" "$rank")
 }
+# fail_node2 SIGNAL: once the job in $RUN/$err trained two epochs, node2's processes get SIGNAL (KILL: a node
+# lost; STOP: a hung one) at a random point of the third; then the job must start again on node1 and node3
+# and train an epoch from its checkpoint ($resumed_epochs: the epochs it resumed after).
+fail_node2() {
+  wait_for 600 epochs_logged "$RUN" 2 || fatal "the job did not train two epochs: $(cat "$err")"
+  sleep "0.$((RANDOM % 10))"
+  node2_processes
+  kill "-$1" "${NODE2[@]}"
+  local failed=$SECONDS
+  pass "node2's slurmd, slurmstepd and rank (${NODE2[*]}) sent SIG$1 at $(date -Is)"
+  wait_for 900 started_again "$err" 2 || fatal "the job was not requeued and resumed: $(cat "$err"; squeue)"
+  resumed_epochs=$(grep "rank 0/.*resuming from" "$err" | sed -n 's/.* at epoch \([0-9]*\) .*/\1/p')
+  wait_for 600 epochs_logged "$RUN" $((resumed_epochs + 1)) || fatal "the resumed job did not train: $(cat "$err")"
+  pass "from SIG$1 to the resumed job's first epoch: $((SECONDS - failed)) s (SlurmdTimeout and cred_expire 10 s)"
+  assert_contains "$(grep '(start 2)' "$err")" "on node[1,3]" "the requeued job runs on the two healthy nodes"
+}
 # started_again ERR N: the job's Nth start resumed (rank 0's "resuming from" line, once per restart).
 started_again() { grep -q "(start $2)" "$1" 2>/dev/null && grep -c "rank 0/.*resuming from" "$1" | grep -q "^$(($2 - 1))$"; }
 
@@ -93,18 +103,7 @@ assert_rc 0 "submit the training and the stages behind it"
 RUN="$W/out/crash"
 job=$(job_of train)
 err="$RUN/logs/train_err_$job.err"
-wait_for 600 epochs_logged "$RUN" 2 || fatal "the job did not train two epochs: $(cat "$err")"
-sleep "0.$((RANDOM % 10))"  # somewhere in the third epoch
-node2_processes  # its slurmd, the step's slurmstepd and rank
-kill -KILL "${NODE2[@]}"
-killed=$SECONDS
-pass "node2's slurmd, slurmstepd and rank (${NODE2[*]}) killed with SIGKILL at $(date -Is)"
-wait_for 900 started_again "$err" 2 || fatal "the job was not requeued and resumed: $(cat "$err"; squeue)"
-# The first iteration of the resumed start: its first progress line or the next epoch's record.
-resumed_epochs=$(grep "rank 0/.*resuming from" "$err" | sed -n 's/.* at epoch \([0-9]*\) .*/\1/p')
-wait_for 600 epochs_logged "$RUN" $((resumed_epochs + 1)) || fatal "the resumed job did not train: $(cat "$err")"
-pass "from the kill to the resumed job's first epoch: $((SECONDS - killed)) s (SlurmdTimeout and cred_expire 10 s)"
-assert_contains "$(grep '(start 2)' "$err")" "on node[1,3]" "the requeued job runs on the two healthy nodes"
+fail_node2 KILL
 wait_all 900
 run "$P" status crash.yaml
 assert_rc 0 "status: every stage completed after the restart"
@@ -140,17 +139,7 @@ assert_rc 0 "submit the training"
 RUN="$W/out/hang"
 job=$(job_of train)
 err="$RUN/logs/train_err_$job.err"
-wait_for 600 epochs_logged "$RUN" 2 || fatal "the job did not train two epochs: $(cat "$err")"
-sleep "0.$((RANDOM % 10))"
-node2_processes
-kill -STOP "${NODE2[@]}"
-stopped_at=$SECONDS
-pass "node2's slurmd, slurmstepd and rank (${NODE2[*]}) stopped (SIGSTOP)"
-wait_for 900 started_again "$err" 2 || fatal "the job was not requeued and resumed: $(cat "$err"; squeue)"
-resumed_epochs=$(grep "rank 0/.*resuming from" "$err" | sed -n 's/.* at epoch \([0-9]*\) .*/\1/p')
-wait_for 600 epochs_logged "$RUN" $((resumed_epochs + 1)) || fatal "the resumed job did not train: $(cat "$err")"
-pass "from the stop to the resumed job's first epoch: $((SECONDS - stopped_at)) s"
-assert_contains "$(grep '(start 2)' "$err")" "on node[1,3]" "the requeued job runs on the two healthy nodes"
+fail_node2 STOP
 kill -CONT "${NODE2[@]}"
 old_rank=${NODE2[-1]}
 if wait_for 60 sh -c "! kill -0 $old_rank 2>/dev/null"; then pass "node2's old rank ended once it woke up"; else

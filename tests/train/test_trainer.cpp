@@ -45,19 +45,30 @@ train_scDINO:
   return c;
 }
 
+// tiny_config() with its dataset (2 classes of 6 12-px images) and mean/std file written in `d`.
+PipelineConfig tiny_run(const test::TempDir& d) {
+  test::write_synthetic_dataset(d / "data", 2, 6, 12, PixelType::kUint8, {{false, 20}}, 5);
+  write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
+  return tiny_config(d);
+}
+
+// One thread, the model written to `dir`.
+TrainRuntime one_thread(const std::string& dir) {
+  TrainRuntime rt;
+  rt.threads = 1;
+  rt.output_dir = dir;
+  return rt;
+}
+
 std::map<std::string, torch::Tensor> teacher_of(const std::string& dir) {
   return read_state_dict(dir + "/checkpoint.pth", "teacher");
 }
 
 TEST(Trainer, InterruptedAndResumedEqualsUninterrupted) {
   test::TempDir d;
-  test::write_synthetic_dataset(d / "data", 2, 6, 12, PixelType::kUint8, {{false, 20}}, 5);
-  const PipelineConfig c = tiny_config(d);
-  write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
+  const PipelineConfig c = tiny_run(d);
 
-  TrainRuntime whole;
-  whole.threads = 1;
-  whole.output_dir = d / "whole";
+  TrainRuntime whole = one_thread(d / "whole");
   const TrainReport a = run_training(c, whole);
   EXPECT_EQ(a.epochs_done, 2);
   EXPECT_FALSE(a.interrupted);
@@ -101,12 +112,8 @@ TEST(Trainer, InterruptedAndResumedEqualsUninterrupted) {
 // resumes from the one before it, ending with the uninterrupted run's weights.
 TEST(Trainer, ATornCheckpointFallsBackToTheOneBeforeIt) {
   test::TempDir d;
-  test::write_synthetic_dataset(d / "data", 2, 6, 12, PixelType::kUint8, {{false, 20}}, 5);
-  const PipelineConfig c = tiny_config(d);
-  write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
-  TrainRuntime whole;
-  whole.threads = 1;
-  whole.output_dir = d / "whole";
+  const PipelineConfig c = tiny_run(d);
+  TrainRuntime whole = one_thread(d / "whole");
   run_training(c, whole);
 
   TrainRuntime part = whole;
@@ -130,12 +137,8 @@ TEST(Trainer, ATornCheckpointFallsBackToTheOneBeforeIt) {
 // refused with the reason, and with nothing of this run's to fall back to, the training stops.
 TEST(Trainer, AnotherRunsCheckpointIsRefusedWithTheReason) {
   test::TempDir d;
-  test::write_synthetic_dataset(d / "data", 2, 6, 12, PixelType::kUint8, {{false, 20}}, 5);
-  PipelineConfig c = tiny_config(d);
-  write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
-  TrainRuntime rt;
-  rt.threads = 1;
-  rt.output_dir = d / "model";
+  PipelineConfig c = tiny_run(d);
+  TrainRuntime rt = one_thread(d / "model");
   rt.stop_after_iterations = 2;
   run_training(c, rt);
   c.meta.seed = 8;
@@ -154,12 +157,8 @@ TEST(Trainer, AnotherRunsCheckpointIsRefusedWithTheReason) {
 // local cluster, where the second save of such a run failed with "File exists").
 TEST(Trainer, AWriteCutShortAfterKeepingThePreviousCheckpointIsNoObstacle) {
   test::TempDir d;
-  test::write_synthetic_dataset(d / "data", 2, 6, 12, PixelType::kUint8, {{false, 20}}, 5);
-  const PipelineConfig c = tiny_config(d);
-  write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
-  TrainRuntime rt;
-  rt.threads = 1;
-  rt.output_dir = d / "model";
+  const PipelineConfig c = tiny_run(d);
+  TrainRuntime rt = one_thread(d / "model");
   rt.stop_after_iterations = 2;
   run_training(c, rt);
   const ModelFiles files{rt.output_dir};
@@ -176,12 +175,8 @@ TEST(Trainer, AWriteCutShortAfterKeepingThePreviousCheckpointIsNoObstacle) {
 // the writer.
 TEST(Trainer, AStaleStartDoesNotReplaceALaterStartsCheckpoint) {
   test::TempDir d;
-  test::write_synthetic_dataset(d / "data", 2, 6, 12, PixelType::kUint8, {{false, 20}}, 5);
-  const PipelineConfig c = tiny_config(d);
-  write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
-  TrainRuntime rt;
-  rt.threads = 1;
-  rt.output_dir = d / "model";
+  const PipelineConfig c = tiny_run(d);
+  TrainRuntime rt = one_thread(d / "model");
   rt.stop_after_iterations = 2;
   const ModelFiles files{rt.output_dir};
   ::setenv("SLURM_JOB_ID", "4242", 1);
@@ -220,9 +215,7 @@ TEST(Trainer, TheGraphsStepTrainsAsTheOrdinaryStep) {
   // which bfloat16 autocast (use_fp16 on a CPU with AMX) would magnify beyond the tolerance.
   c.train.hyperparameters.use_fp16 = false;
   write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
-  TrainRuntime ordinary;
-  ordinary.threads = 1;
-  ordinary.output_dir = d / "ordinary";
+  TrainRuntime ordinary = one_thread(d / "ordinary");
   TrainRuntime graph_step = ordinary;
   graph_step.output_dir = d / "graph_step";
   graph_step.graph_step_without_graph = true;
@@ -284,12 +277,8 @@ TEST(Trainer, MissingMeanStdAndTooLargeBatchAreNamed) {
 // weights and checkpoints) and acts (another loss than float32's from the same seed and data).
 TEST(Trainer, BfloatAutocastOnTheCpuTrainsAndActs) {
   test::TempDir d;
-  test::write_synthetic_dataset(d / "data", 2, 6, 12, PixelType::kUint8, {{false, 20}}, 5);
-  PipelineConfig c = tiny_config(d);
-  write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
-  TrainRuntime bf16;
-  bf16.threads = 1;
-  bf16.output_dir = d / "bf16";
+  PipelineConfig c = tiny_run(d);
+  TrainRuntime bf16 = one_thread(d / "bf16");
   bf16.amp_dtype = "bfloat16";
   const TrainReport a = run_training(c, bf16);
   EXPECT_TRUE(std::isfinite(a.last_epoch_loss));
