@@ -20,15 +20,6 @@ sed -e "s|^  output_dir: \"\"|  output_dir: \"$W/out\"|" -e "s|^  dataset_dir: \
 export LOCAL_CLUSTER_NODES=3 LOCAL_CLUSTER_NODE_FAILURE=10
 cluster_up "$W/cluster" 19317
 cd "$W" || exit 1
-epochs_logged() { [ -f "$1/scDINO_ViTs/dino_vit/log.txt" ] && [ "$(wc -l <"$1/scDINO_ViTs/dino_vit/log.txt")" -ge "$2" ]; }
-node_pids() {  # node_pids NODE: the training ranks on NODE of this cluster (not another's node of that name)
-  local pid
-  for pid in $(pgrep -f "pcdino-train"); do
-    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURMD_NODENAME=$1" &&
-      tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$SLURM_CONF" && echo "$pid"
-  done
-  return 0
-}
 run "$P" meanstd -c demo.yaml --threads 1; assert_rc 0 meanstd
 run "$P" submit demo.yaml --stages train,extract,labels,knn,plots; assert_rc 0 submit
 RUN="$W/out/demo"; job=$(job_of train); err="$RUN/logs/train_err_$job.err"

@@ -34,3 +34,17 @@ wait_for() {
     sleep 0.2
   done
 }
+
+# epochs_logged RUN N: the training in run folder RUN has logged N epochs (log.txt lines).
+epochs_logged() { [ -f "$1/scDINO_ViTs/dino_vit/log.txt" ] && [ "$(wc -l <"$1/scDINO_ViTs/dino_vit/log.txt")" -ge "$2" ]; }
+
+# node_pids NODE: the pids of the training ranks on NODE of this cluster (SLURM_CONF), not of another test
+# cluster's node of that name.
+node_pids() {
+  local pid
+  for pid in $(pgrep -f "pcdino-train"); do
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURMD_NODENAME=$1" &&
+      tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$SLURM_CONF" && echo "$pid"
+  done
+  return 0
+}

@@ -26,7 +26,6 @@ submit() {  # submit NAME: a two-node training job
   sbatch --parsable -N2 -n2 -o "$W/jobs/$1_%j.out" --wrap "srun --kill-on-bad-exit=1 --mpi=pmix \
     '$PCDINO_BIN' train -c '$W/pipeline.yaml' --threads 1 --device cpu --comm-timeout 30"
 }
-epochs_logged() { [ -f "$LOG" ] && [ "$(wc -l <"$LOG")" -ge "$1" ]; }
 rank_pid() {  # the pid of the pcdino-train process of Slurm task $1
   local pid
   for pid in $(pgrep -f "pcdino-train.*$W/pipeline.yaml"); do
@@ -39,7 +38,7 @@ rank_pid() {  # the pid of the pcdino-train process of Slurm task $1
 
 # 1. SIGKILL.
 job=$(submit kill)
-wait_for 540 epochs_logged 2 || fatal "the job did not train two epochs: $(cat "$W/jobs/kill_$job.out")"
+wait_for 540 epochs_logged "$W/out/ff" 2 || fatal "the job did not train two epochs: $(cat "$W/jobs/kill_$job.out")"
 pid=$(rank_pid 1)
 [ -n "$pid" ] || fatal "no process of rank 1"
 kill -KILL "$pid"

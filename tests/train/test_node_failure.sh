@@ -49,15 +49,6 @@ export LOCAL_CLUSTER_NODES=3 LOCAL_CLUSTER_NODE_FAILURE=10
 cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-19017}"
 cd "$W" || fatal "no $W"
 
-epochs_logged() { [ -f "$1/scDINO_ViTs/dino_vit/log.txt" ] && [ "$(wc -l <"$1/scDINO_ViTs/dino_vit/log.txt")" -ge "$2" ]; }
-node_pids() {  # node_pids NODE: the pids of the training ranks running on NODE of this test's cluster
-  local pid
-  for pid in $(pgrep -f "pcdino-train"); do
-    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURMD_NODENAME=$1" &&
-      tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$SLURM_CONF" && echo "$pid"
-  done
-  return 0
-}
 same_as_uninterrupted() {  # same_as_uninterrupted RUN: its checkpoint against the uninterrupted run's
   run /usr/bin/python3 - "$1/scDINO_ViTs/dino_vit/checkpoint.pth" "$W/uninterrupted/checkpoint.pth" <<'PY'
 import sys, torch
