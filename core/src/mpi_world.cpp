@@ -3,13 +3,20 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <iostream>
+#include <thread>
 
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/launch_env.hpp"
 
 namespace pcdino {
 namespace {
+
+// How long a failing rank waits, its output flushed, before MPI_Abort (see abort()).
+constexpr std::chrono::milliseconds kOutputDrain{1000};
 
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
@@ -136,6 +143,13 @@ void MpiWorld::broadcast(std::string& value) const {
 }
 
 void MpiWorld::abort(int exit_code) const {
+  // Under srun, MPI_Abort cancels the step through PMIx, and slurmstepd stops forwarding a task's output
+  // when it does: the lines written just before (the error saying why) were lost in about one run in three
+  // (tests/doctor/test_doctor.sh's stopped node). A moment for the forwarder to read them first.
+  std::fflush(nullptr);
+  std::cout.flush();
+  std::cerr.flush();
+  std::this_thread::sleep_for(kOutputDrain);
   MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::_Exit(exit_code);
 }

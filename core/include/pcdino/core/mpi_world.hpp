@@ -49,7 +49,8 @@ class MpiWorld {
   void broadcast(int& value) const;
 
   /// Ends every rank of the job with `exit_code` (MPI_Abort): the way out when one rank fails while the
-  /// others may be waiting in a collective.
+  /// others may be waiting in a collective. Flushes stdout and stderr and waits a second first, so that
+  /// srun forwards the lines that say why before the step is cancelled.
   [[noreturn]] void abort(int exit_code) const;
 
  private:
