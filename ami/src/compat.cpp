@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "pcdino/ami/accelerators.hpp"
+#include "pcdino/ami/node_exporter.hpp"
 #include "pcdino/ami/source_build.hpp"
 
 namespace pcdino::ami {
@@ -161,6 +162,28 @@ const char* const kFabricManagerSource =
 const char* const kOneCuda =
     "pcdino's rule: its CUDA code (NCCL, CUDA graphs) is compiled with the image's toolkit and runs in one "
     "process with LibTorch's bundled CUDA runtime, so both are one CUDA major.minor";
+
+// The node exporter comes from the OS's own package, at the version that package has.
+void check_node_exporter(const ImageSpec& spec, std::vector<Incompatibility>* found) {
+  const auto it = spec.versions.find("node_exporter");
+  if (it == spec.versions.end()) return;
+  const NodeExporterPackage* row = node_exporter_package(spec.os);
+  const std::string first = "versions.node_exporter " + it->second;
+  if (row == nullptr) {
+    found->push_back({first, "base.os " + spec.os, "no node exporter table row for " + spec.os,
+                      "ami/src/node_exporter.cpp"});
+  } else if (*row->package == '\0') {
+    found->push_back({first, "base.os " + spec.os,
+                      std::string(row->why) + ": leave versions.node_exporter out on " + spec.os +
+                          " (no unpinned binary is fetched instead)",
+                      row->source});
+  } else if (it->second != row->version) {
+    found->push_back(
+        {first, "base.os " + spec.os,
+         spec.os + "'s own " + row->package + " is " + row->version + ", the only one the image installs",
+         row->source});
+  }
+}
 
 // A source build (build.pcdino: source) needs the OS's packages, the release's Slurm in the table (the SPANK
 // plugin is checked against it) and a known LibTorch download whose CUDA is the image's.
@@ -388,6 +411,7 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
   }
 
   check_source_build(spec, &found);
+  check_node_exporter(spec, &found);
   check_instance_accelerator(spec, &found);
   if (spec.accelerator == "habana") check_habana(spec, &found);
   if (spec.accelerator == "neuron") check_neuron(spec, &found);

@@ -71,7 +71,7 @@ ImageSpec parse_image_spec(const std::string& yaml_text, const std::string& sour
   if (own != by_accelerator.end()) allowed.insert(own->second.begin(), own->second.end());
   if (s.pcdino_from == "source")
     allowed.insert(std::begin(kSourceBuildComponents), std::end(kSourceBuildComponents));
-  std::set<std::string> optional;
+  std::set<std::string> optional(std::begin(kOptionalComponents), std::end(kOptionalComponents));
   if (s.accelerator == "nvidia")
     optional.insert(std::begin(kOptionalNvidiaComponents), std::end(kOptionalNvidiaComponents));
   for (const auto& kv : versions) {

@@ -322,6 +322,7 @@ TEST(AmiSourceBuild, TablesAndRules) {
   EXPECT_NE(m.find("HDF5 (amazonlinux/amazon-linux-2023 issue #296)"), std::string::npos) << m;
   s.pcdino_from = "package";
   s.versions.erase("libtorch");
+  s.versions.erase("node_exporter");  // not an alinux2023 package (AmiNodeExporter)
   EXPECT_EQ(all_messages(s), "") << "a package built elsewhere needs no packages of the image's OS";
   s = example("current.yaml");
   s.parallelcluster_version = "3.15.0";  // not in the Slurm table
@@ -489,6 +490,58 @@ TEST(AmiGenerate, GaudiAndNeuronScriptsPinEveryPackage) {
         EXPECT_EQ(f.content.find("Gaudi cards"), std::string::npos) << name;
     }
   }
+}
+
+}  // namespace
+}  // namespace pcdino::ami
+
+namespace pcdino::ami {
+namespace {
+
+// versions.node_exporter: the OS's own package at its version, refused where the OS has none; the script
+// installs it, points the textfile collector at pcdino's metrics directory and enables it at boot, and
+// verify.sh asks the running exporter.
+TEST(AmiNodeExporter, OsPackageOnlyAndTheTextfileCollector) {
+  ImageSpec s = example("current.yaml");
+  ASSERT_EQ(s.versions.at("node_exporter"), "1.3.1");
+  EXPECT_EQ(all_messages(s), "");
+  s.versions["node_exporter"] = "1.7.0";
+  std::string m = all_messages(s);
+  EXPECT_NE(
+      m.find("versions.node_exporter 1.7.0 and base.os ubuntu2204 do not work together: ubuntu2204's own "
+             "prometheus-node-exporter is 1.3.1"),
+      std::string::npos)
+      << m;
+  for (const char* os : {"alinux2", "alinux2023"}) {
+    ImageSpec w = example("workshop.yaml");
+    w.os = os;
+    w.versions["node_exporter"] = "1.3.1";
+    m = all_messages(w);
+    EXPECT_NE(m.find(std::string("base.os ") + os + " do not work together"), std::string::npos) << m;
+    EXPECT_NE(m.find("leave versions.node_exporter out on " + std::string(os)), std::string::npos) << m;
+    EXPECT_THROW(generate_image(w), ConfigError) << os;
+  }
+  // On any accelerator, as an optional pin.
+  std::string minimal = kMinimal;
+  const std::string pin = "pcdino: \"0.1.0\"";
+  minimal.replace(minimal.find(pin), pin.size(), pin + ", node_exporter: \"1.3.1\"");
+  EXPECT_EQ(spec_error(minimal), "(no error)");
+
+  std::map<std::string, std::string> files;
+  for (const auto& f : generate_image(example("current.yaml"))) files[f.path] = f.content;
+  const std::string& sh = files.at("scripts/75-node-exporter.sh");
+  EXPECT_NE(sh.find("apt-get install -y -q prometheus-node-exporter\n"), std::string::npos) << sh;
+  EXPECT_NE(sh.find("TEXTFILE_DIR=/var/lib/prometheus/node-exporter\n"), std::string::npos);
+  EXPECT_NE(sh.find(R"(ARGS="--collector.textfile.directory=$TEXTFILE_DIR")"), std::string::npos);
+  EXPECT_NE(sh.find("install -d -m 1777"), std::string::npos) << "jobs write their own files there";
+  EXPECT_NE(sh.find("systemctl enable prometheus-node-exporter.service"), std::string::npos);
+  EXPECT_NE(files.at("image.pkr.hcl").find("\"scripts/75-node-exporter.sh\""), std::string::npos);
+  EXPECT_NE(files.at("verify.sh").find("http://localhost:9100/metrics"), std::string::npos);
+  EXPECT_NE(files.at("files/manifest.json").find("\"node_exporter\": \"1.3.1\""), std::string::npos);
+  // Left out, no script.
+  files.clear();
+  for (const auto& f : generate_image(example("workshop.yaml"))) files[f.path] = f.content;
+  EXPECT_EQ(files.count("scripts/75-node-exporter.sh"), 0u);
 }
 
 }  // namespace

@@ -52,6 +52,7 @@ source "amazon-ebs" "node" {
     "pcdino:libtorch" = "2.5.1+cu124"
     "pcdino:nccl" = "2.21.5-1"
     "pcdino:nccl_tests" = "2.13.11"
+    "pcdino:node_exporter" = "1.3.1"
     "pcdino:nvidia_driver" = "550.127.05"
     "pcdino:pcdino" = "0.1.0"
     "pcdino:pyxis" = "0.20.0"
@@ -83,6 +84,7 @@ build {
       "scripts/50-efa.sh",
       "scripts/60-aws-ofi-nccl.sh",
       "scripts/70-enroot-pyxis.sh",
+      "scripts/75-node-exporter.sh",
       "scripts/80-nccl-tests.sh",
       "scripts/85-pcdino.sh",
       "scripts/90-system.sh",

@@ -28,6 +28,15 @@ check efa_installer "$efa" "$(sed -n 's/^# EFA installer version: //p' /opt/amaz
 if /opt/amazon/efa/bin/fi_info -p efa >/dev/null 2>&1; then echo "ok      fi_info -p efa"; else
   echo "MISMATCH fi_info -p efa: no EFA device (expected on EFA instance types only)"; problems=$((problems + 1)); fi
 check enroot "$(want enroot)" "$(enroot version 2>/dev/null)"
+# The node exporter (versions.node_exporter): it answers on :9100, and its textfile collector
+# reads the directory pcdino's stages write to without error.
+if [ -n "$(want node_exporter)" ]; then
+  metrics=$(curl -fsS --max-time 5 http://localhost:9100/metrics 2>/dev/null)
+  exporter=$(sed -n 's/^node_exporter_build_info{.*version="\([^"]*\)".*/\1/p' <<<"$metrics" | head -n 1)
+  check node_exporter "$(want node_exporter)" "${exporter:-not answering on :9100/metrics}"
+  check "textfile directory" "/var/lib/prometheus/node-exporter 1777" "$(stat -c '%n %a' /var/lib/prometheus/node-exporter 2>/dev/null || echo missing)"
+  check node_textfile_scrape_error 0 "$(sed -n 's/^node_textfile_scrape_error \([0-9.e+-]*\)$/\1/p' <<<"$metrics")"
+fi
 check pcdino "$(want pcdino)" "$("$PCDINO_PREFIX/bin/pcdino" --version 2>/dev/null | sed -n '1s/^pcdino \([^ ]*\).*/\1/p')"
 # The system libraries the package was built against (its package.txt), each resolved on this node.
 plugin=$SLURM_PREFIX/lib/slurm/spank_pcdino.so

@@ -26,7 +26,8 @@ struct Incompatibility {
 /// (build.pcdino: source) also needs: the OS's packages for pcdino's dependencies (missing ones named), the
 /// release's Slurm in the table, versions.libtorch in the download table, its CUDA major.minor equal to
 /// versions.cuda (a +cpu variant without an NVIDIA accelerator, never with one), and the driver at or above
-/// its CUDA's floor (source_build.hpp).
+/// its CUDA's floor (source_build.hpp). A pinned versions.node_exporter must be the OS's own package at its
+/// version (node_exporter.hpp); an OS without one refuses it.
 std::vector<Incompatibility> check_compatibility(const ImageSpec& spec);
 
 /// What ParallelCluster's official AMI of a release already holds (its cookbook's attributes), or nullptr

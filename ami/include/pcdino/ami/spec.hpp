@@ -7,7 +7,8 @@
 //   accelerator: nvidia                                      # nvidia | habana | neuron | none
 //   versions: {nvidia_driver: "510.47.03", cuda: "11.6.2", cudnn: "8.4.1.50", nccl: "2.12.7-1",
 //              efa_installer: "1.15.1", aws_ofi_nccl: "1.3.0", enroot: "3.4.0", pyxis: "0.12.0",
-//              nccl_tests: "2.11.0", pcdino: "0.1.0", libtorch: "2.5.1+cu124"}
+//              nccl_tests: "2.11.0", pcdino: "0.1.0", libtorch: "2.5.1+cu124",
+//              node_exporter: "1.3.1"}                     # optional: ubuntu2204's own package
 //   verify: {instance_type: g4dn.12xlarge, nodes: 2, gpus_per_node: 4}
 #pragma once
 
@@ -58,6 +59,10 @@ inline const char* const kSourceBuildComponents[] = {"libtorch"};
 /// Pinned only where needed: Fabric Manager, which NVSwitch systems (p4d, p5) need at the driver's
 /// exact version when the image replaces the base AMI's driver (check_compatibility says when).
 inline const char* const kOptionalNvidiaComponents[] = {"fabric_manager"};
+/// Pinned only where wanted, on any accelerator: the Prometheus node exporter from the OS's own package at
+/// its version (node_exporter.hpp; "1.3.1" on ubuntu2204), with its textfile collector on the directory
+/// pcdino's stages write their metrics to. check_compatibility refuses it on an OS without the package.
+inline const char* const kOptionalComponents[] = {"node_exporter"};
 
 /// Parses a spec. Throws pcdino::ConfigError ("file:line:col: key.path: what") for unknown keys, missing
 /// required keys, bad values (region, instance type, version strings, OS names, build.pcdino), components
