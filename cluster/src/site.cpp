@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "pcdino/cluster/prometheus.hpp"
 #include "pcdino/cluster/validate.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
@@ -219,9 +220,26 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
     for (const auto& kv : tags) s.tags[kv.first.Scalar()] = kv.second.IsScalar() ? kv.second.Scalar() : "";
   }
   const YAML::Node mon = r.map(root, "monitoring", "monitoring", false);
-  r.only(mon, "monitoring", {"dashboards", "logs"});
+  r.only(mon, "monitoring", {"dashboards", "logs", "prometheus"});
   s.dashboards = r.boolean(mon, "dashboards", "monitoring.dashboards", true);
   s.logs = r.boolean(mon, "logs", "monitoring.logs", true);
+  // monitoring.prometheus: true, or a mapping (its presence turns it on, as spank's).
+  const YAML::Node prom = mon["prometheus"];
+  if (prom.IsDefined() && prom.IsMap()) {
+    r.only(prom, "monitoring.prometheus", {"retention", "s3_prefix"});
+    s.prometheus.enabled = true;
+    const std::string retention =
+        r.text(prom, "retention", "monitoring.prometheus.retention", false, "[1-9][0-9]*(h|d|w|y)",
+               "a Prometheus retention like 15d (hours h, days d, weeks w, years y)");
+    if (!retention.empty()) s.prometheus.retention = retention;
+    s.prometheus.s3_prefix =
+        r.text(prom, "s3_prefix", "monitoring.prometheus.s3_prefix", false,
+               R"(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?)", "an s3://bucket/prefix");
+    while (!s.prometheus.s3_prefix.empty() && s.prometheus.s3_prefix.back() == '/')
+      s.prometheus.s3_prefix.pop_back();
+  } else {
+    s.prometheus.enabled = r.boolean(mon, "prometheus", "monitoring.prometheus", false);
+  }
   const YAML::Node actions = r.map(root, "custom_actions", "custom_actions", false);
   r.only(actions, "custom_actions", {"on_node_configured"});
   s.on_node_configured = r.text(actions, "on_node_configured", "custom_actions.on_node_configured", false,
@@ -238,6 +256,35 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
   // The head node installs the plugin from the pcdino image: without one there is nothing to install.
   if (s.spank.enabled && s.custom_ami.empty())
     r.fail(spank, "spank", "needs image.custom_ami, the pcdino image (`pcdino ami`) that holds the plugin");
+
+  if (s.prometheus.enabled) {
+    const YAML::Node at = mon["prometheus"];
+    // The head node installs Prometheus from its OS's own package, and the rules from the pcdino image.
+    const PrometheusPackage* package = prometheus_package(s.os);
+    if (package == nullptr || *package->package == '\0') {
+      std::string offered;
+      for (const auto& row : prometheus_packages())
+        if (*row.package != '\0') offered += (offered.empty() ? "" : ", ") + std::string(row.os);
+      r.fail(at, "monitoring.prometheus",
+             "the head node (image.os " + s.os + ") has no Prometheus package to install: " +
+                 (package != nullptr ? std::string(package->why) + " (" + package->source + ")"
+                                     : "not in pcdino's table") +
+                 "; pcdino installs no unpinned binary instead (OSes with a package: " + offered + ")");
+    }
+    if (s.custom_ami.empty())
+      r.fail(at, "monitoring.prometheus",
+             "needs image.custom_ami, the pcdino image (`pcdino ami`) that holds pcdino's alert rules and "
+             "the compute nodes' node exporter");
+    if (s.prometheus.s3_prefix.empty()) s.prometheus.s3_prefix = s.spank.s3_prefix;
+    if (s.prometheus.s3_prefix.empty())
+      r.fail(at, "monitoring.prometheus.s3_prefix",
+             "missing: where commands.sh uploads head-node.sh (s3://bucket/prefix; spank.s3_prefix serves "
+             "both when given)");
+    if (s.spank.enabled && s.prometheus.s3_prefix != s.spank.s3_prefix)
+      r.fail(at["s3_prefix"], "monitoring.prometheus.s3_prefix",
+             "'" + s.prometheus.s3_prefix + "' is not spank.s3_prefix '" + s.spank.s3_prefix +
+                 "': head-node.sh is one script, uploaded once");
+  }
 
   const YAML::Node net = r.map(root, "network", "network", false);
   r.only(net, "network", {"head_subnet_id", "compute_subnet_id"});

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -317,6 +318,107 @@ TEST(ClusterGenerate, SpankSectionGivesTheHeadNodeItsAction) {
   plain.spank = {};
   EXPECT_EQ(generate_cluster(plain).head_node_script, "");
   EXPECT_FALSE(YAML::Load(generate_cluster(plain).cluster_config)["HeadNode"]["CustomActions"].IsDefined());
+}
+
+// monitoring.prometheus: head-node.sh installs Prometheus, whose prometheus.yml finds the compute nodes by
+// ParallelCluster's own tags and loads pcdino's rules; the configuration stays ParallelCluster's.
+TEST(ClusterGenerate, PrometheusOnTheHeadNode) {
+  SiteSpec site = example("p5-efa.yaml");
+  site.prometheus = {true, "30d", site.spank.s3_prefix};
+  const ClusterFiles files = generate_cluster(site);
+  EXPECT_EQ(findings(files.cluster_config, {false, true}), "") << "schema and validators, as a template";
+  const YAML::Node c = YAML::Load(files.cluster_config);
+  EXPECT_EQ(c["HeadNode"]["CustomActions"]["OnNodeConfigured"]["Script"].as<std::string>(),
+            "s3://research-bucket/pcluster/pcdino/head-node.sh");
+  const std::string& sh = files.head_node_script;
+  EXPECT_NE(sh.find("spank_pcdino.so"), std::string::npos) << "the spank part stays";
+  EXPECT_NE(sh.find("apt-get install -y -q prometheus\n"), std::string::npos);
+  EXPECT_NE(sh.find("--storage.tsdb.retention.time=30d"), std::string::npos);
+  EXPECT_NE(sh.find("/opt/parallelcluster/scripts/imds/imds-access.sh}"), std::string::npos) << sh;
+  EXPECT_NE(sh.find(R"(bash "$IMDS_ACCESS" --allow prometheus)"), std::string::npos) << sh;
+  EXPECT_NE(sh.find(files.prometheus_config.substr(files.prometheus_config.find("scrape_configs:"))),
+            std::string::npos)
+      << "head-node.sh writes the generated prometheus.yml";
+
+  const YAML::Node p = YAML::Load(files.prometheus_config);
+  EXPECT_EQ(p["rule_files"][0].as<std::string>(), "/opt/pcdino/share/pcdino/monitoring/rules/*.yml");
+  const YAML::Node node = p["scrape_configs"][1];
+  EXPECT_EQ(node["job_name"].as<std::string>(), "node");
+  const YAML::Node sd = node["ec2_sd_configs"][0];
+  EXPECT_EQ(sd["region"].as<std::string>(), "us-east-1");
+  EXPECT_EQ(sd["port"].as<int>(), 9100);
+  std::map<std::string, std::string> filters;
+  for (const auto& f : sd["filters"]) filters[f["name"].as<std::string>()] = f["values"][0].as<std::string>();
+  EXPECT_EQ(filters, (std::map<std::string, std::string>{{"tag:parallelcluster:cluster-name", "dino-p5"},
+                                                         {"tag:parallelcluster:node-type", "Compute"},
+                                                         {"instance-state-name", "running"}}));
+  EXPECT_EQ(node["relabel_configs"][0]["source_labels"][0].as<std::string>(), "__meta_ec2_private_dns_name");
+  EXPECT_EQ(node["relabel_configs"][0]["target_label"].as<std::string>(), "instance");
+
+  // Prometheus alone: a script without the plugin's part, uploaded to its own prefix.
+  SiteSpec alone = site;
+  alone.spank = {};
+  alone.prometheus.s3_prefix = "s3://bkt/mon";
+  const ClusterFiles a = generate_cluster(alone);
+  EXPECT_EQ(a.head_node_script.find("spank_pcdino"), std::string::npos);
+  EXPECT_NE(a.head_node_script.find("PCDINO_PREFIX=${PCDINO_PREFIX:-/opt/pcdino}\n"), std::string::npos);
+  EXPECT_NE(a.commands.find("head-node.sh s3://bkt/mon/head-node.sh\n"), std::string::npos) << a.commands;
+  EXPECT_EQ(YAML::Load(a.cluster_config)["HeadNode"]["CustomActions"]["OnNodeConfigured"]["Script"]
+                .as<std::string>(),
+            "s3://bkt/mon/head-node.sh");
+  EXPECT_EQ(findings(a.cluster_config, {false, true}), "");
+  // Off: nothing.
+  EXPECT_EQ(generate_cluster(example("p5-efa.yaml")).prometheus_config, "");
+}
+
+// monitoring.prometheus is refused, with its line and column, where it cannot work.
+TEST(ClusterSite, PrometheusKeyRefusals) {
+  const std::string base =
+      "name: c\nregion: us-east-1\navailability_zone: us-east-1a\nhead_node: {ssh_allowed_cidr: "
+      "203.0.113.0/24}\nqueues: [{name: q, instance_type: c5.xlarge}]\n";
+  const std::string image = "image: {os: ubuntu2204, custom_ami: ami-0123456789abcdef0}\n";
+  const auto error = [](const std::string& yaml) {
+    try {
+      parse_site_spec(yaml, "s.yaml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  const SiteSpec on = parse_site_spec(
+      base + image + "spank: {s3_prefix: s3://bkt/p}\nmonitoring: {prometheus: true}\n", "s.yaml");
+  EXPECT_TRUE(on.prometheus.enabled);
+  EXPECT_EQ(on.prometheus.retention, "15d");
+  EXPECT_EQ(on.prometheus.s3_prefix, "s3://bkt/p") << "spank's prefix serves both";
+  EXPECT_FALSE(parse_site_spec(base, "s.yaml").prometheus.enabled);
+  std::string e =
+      error(base + image + "monitoring: {prometheus: {retention: 15 days, s3_prefix: s3://bkt/p}}\n");
+  EXPECT_NE(e.find("monitoring.prometheus.retention: expected a Prometheus retention like 15d"),
+            std::string::npos)
+      << e;
+  e = error(base + image + "monitoring: {prometheus: {retention: 15d, port: 9090}}\n");
+  EXPECT_NE(e.find("monitoring.prometheus.port"), std::string::npos) << e;
+  e = error(base + image + "monitoring: {prometheus: yes please}\n");
+  EXPECT_NE(e.find("monitoring.prometheus"), std::string::npos) << e;
+  e = error(base + "image: {os: alinux2023, custom_ami: ami-0123456789abcdef0}\n" +
+            "monitoring:\n  prometheus: {s3_prefix: s3://bkt/p}\n");
+  EXPECT_NE(
+      e.find("s.yaml:8:15: monitoring.prometheus: the head node (image.os alinux2023) has no Prometheus "
+             "package to install: Amazon Linux 2023's repositories have no Prometheus server"),
+      std::string::npos)
+      << e;
+  EXPECT_NE(e.find("pcdino installs no unpinned binary instead (OSes with a package: ubuntu2204)"),
+            std::string::npos)
+      << e;
+  e = error(base + "image: {os: ubuntu2204}\nmonitoring: {prometheus: {s3_prefix: s3://bkt/p}}\n");
+  EXPECT_NE(e.find("monitoring.prometheus: needs image.custom_ami"), std::string::npos) << e;
+  e = error(base + image + "monitoring: {prometheus: true}\n");
+  EXPECT_NE(e.find("monitoring.prometheus.s3_prefix: missing"), std::string::npos) << e;
+  e = error(base + image +
+            "spank: {s3_prefix: s3://bkt/p}\nmonitoring: {prometheus: {s3_prefix: s3://bkt/q}}\n");
+  EXPECT_NE(e.find("'s3://bkt/q' is not spank.s3_prefix 's3://bkt/p': head-node.sh is one script"),
+            std::string::npos)
+      << e;
 }
 
 // The plugin comes from the pcdino image: no custom AMI, no spank section; the image's release and OS

@@ -4,7 +4,8 @@
 # even with --strict; the workshop's GPU mismatch (jobs asking --gres=gpu:4 of a 1-GPU g4dn.2xlarge) fails
 # with exit code 78; ParallelCluster's minimal example has policy findings only; commands.sh refuses
 # another pcluster release, uploads head-node.sh and runs `create-cluster --dryrun true` before the real
-# call; an image spec for another OS than the cluster's is refused.
+# call; an image spec for another OS than the cluster's is refused; monitoring.prometheus gives a head-node.sh
+# whose prometheus.yml passes promtool and loads pcdino's rules in a real Prometheus, refused without a package.
 source "$(dirname "$0")/../lib/assert.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 W="$PCDINO_BUILD_DIR/test-work/cluster_examples"
@@ -98,6 +99,60 @@ assert_rc 78 "generate refuses an image built for another OS"
 assert_contains "$ERR" "builds for ParallelCluster 3.11.1 on alinux2023, the cluster is ParallelCluster 3.11.1 on ubuntu2204" \
   "naming both"
 assert_eq "$(ls "$W/other-os" 2>/dev/null)" "" "and writes nothing"
+
+# monitoring.prometheus on the p5 site: the configuration still passes (--strict), head-node.sh passes
+# shellcheck, and the prometheus.yml it writes passes `promtool check config` with pcdino's rules.
+{ sed "s|ami_spec: .*|ami_spec: $PCDINO_SOURCE_DIR/ami/examples/current.yaml|" "$EX/p5-efa.yaml"; printf 'monitoring:\n  prometheus:\n    retention: 30d\n'; } >"$W/p5-prometheus.yaml"
+run "$PCDINO_BIN" cluster generate "$W/p5-prometheus.yaml" --out "$W/prometheus" --strict
+assert_rc 0 "p5 with monitoring.prometheus: generate with no finding (--strict)"
+run shellcheck "$W/prometheus/head-node.sh" "$W/prometheus/commands.sh"
+assert_rc 0 "shellcheck head-node.sh with its Prometheus part"
+run yamllint -s "$W/prometheus/cluster-config.yaml"
+assert_rc 0 "yamllint (strict) on its cluster-config.yaml"
+# Prometheus alone, run for real as far as this machine allows (Debian's prometheus and promtool are here;
+# no systemd unit is touched and no ParallelCluster IMDS script exists): a pcdino prefix holding the
+# repository's rules, /etc/prometheus and /etc/default/prometheus under the test folder.
+grep -v '^spank:\|^  s3_prefix\|^  pyxis' "$W/p5-prometheus.yaml" |
+  sed 's|^    retention: 30d|    retention: 30d\n    s3_prefix: s3://research-bucket/monitoring|' >"$W/prometheus-alone.yaml"
+run "$PCDINO_BIN" cluster generate "$W/prometheus-alone.yaml" --out "$W/alone" --strict
+assert_rc 0 "Prometheus without spank: generate"
+assert_not_contains "$(cat "$W/alone/head-node.sh")" "spank_pcdino" "a script without the plugin's part"
+run shellcheck "$W/alone/head-node.sh"
+assert_rc 0 "shellcheck on it"
+mkdir -p "$W/prefix/share/pcdino/monitoring/rules"
+cp "$PCDINO_SOURCE_DIR"/monitoring/rules/*.yml "$W/prefix/share/pcdino/monitoring/rules/"
+head_node() {
+  run env PCDINO_PREFIX="$W/prefix" PROMETHEUS_ETC="$W/etc/prometheus" PROMETHEUS_DEFAULTS="$W/etc/default/prometheus" \
+    PARALLELCLUSTER_IMDS_ACCESS= PCDINO_NO_SYSTEMD=1 bash "$W/alone/head-node.sh"
+}
+mkdir -p "$W/etc/default"
+head_node
+assert_rc 0 "head-node.sh's Prometheus part runs"
+assert_contains "$OUT" "wrote $W/etc/prometheus/prometheus.yml" "and writes prometheus.yml"
+run promtool check config "$W/etc/prometheus/prometheus.yml"
+assert_rc 0 "promtool check config (rule files included): $OUT"
+assert_contains "$(cat "$W/etc/default/prometheus")" "--storage.tsdb.retention.time=30d" "the retention"
+head_node
+assert_rc 0 "a second run"
+assert_not_contains "$OUT" "wrote" "rewrites nothing"
+run env PCDINO_PREFIX="$W/none" PARALLELCLUSTER_IMDS_ACCESS= PCDINO_NO_SYSTEMD=1 bash "$W/alone/head-node.sh"
+assert_rc 1 "without pcdino's rules on the head node it fails"
+assert_contains "$ERR" "the head node must run the pcdino image" "saying why"
+# A real Prometheus with that configuration loads pcdino's rule groups (EC2 discovery finds nothing here).
+port=$((19090 + RANDOM % 500))
+prometheus --config.file="$W/etc/prometheus/prometheus.yml" --storage.tsdb.path="$W/tsdb" \
+  --web.listen-address="127.0.0.1:$port" >"$W/prometheus.log" 2>&1 &
+prom=$!
+for _ in $(seq 30); do curl -fsS "http://127.0.0.1:$port/-/ready" >/dev/null 2>&1 && break; sleep 1; done
+groups=$(curl -fsS "http://127.0.0.1:$port/api/v1/rules" 2>/dev/null | grep -o '"file":"[^"]*"' | sort -u)
+kill "$prom"
+wait "$prom" 2>/dev/null
+assert_contains "$groups" "$W/prefix/share/pcdino/monitoring/rules/pcdino-alerts.yml" "Prometheus loads pcdino's alert rules"
+# Refused on an OS without a Prometheus package, naming the key.
+sed 's/os: ubuntu2204/os: alinux2023/; s|ami_spec: .*||' "$W/prometheus-alone.yaml" >"$W/prometheus-al2023.yaml"
+run "$PCDINO_BIN" cluster generate "$W/prometheus-al2023.yaml" --out "$W/al2023"
+assert_rc 78 "monitoring.prometheus on Amazon Linux 2023 is refused"
+assert_contains "$ERR" "monitoring.prometheus: the head node (image.os alinux2023) has no Prometheus package" "saying why"
 
 run "$PCDINO_BIN" cluster cost "$EX/workshop.yaml"
 assert_rc 0 "cost report"

@@ -15,12 +15,17 @@ struct ClusterFiles {
                                ///< NAT, EFA security group, S3 gateway endpoint, flow logs)
   std::string commands;        ///< commands.sh: create the stack, fill the placeholders, upload head-node.sh,
                                ///< create the cluster
-  /// head-node.sh, the head node's OnNodeConfigured action ("" without a `spank` section): installs
+  /// head-node.sh, the head node's OnNodeConfigured action ("" without a `spank` section or
+  /// monitoring.prometheus): with `spank`, installs
   /// spank_pcdino.so and its profiles from the pcdino image (/opt/pcdino) into /opt/slurm and makes
   /// /opt/slurm/etc/plugstack.conf include plugstack.conf.d/ with the plugin's line (and Pyxis's, when
-  /// asked). Idempotent: a second run rewrites nothing. SLURM_PREFIX, PCDINO_PREFIX and
+  /// asked); with monitoring.prometheus, installs Prometheus (prometheus.hpp). Idempotent: a second run
+  /// rewrites nothing. SLURM_PREFIX, PCDINO_PREFIX and
   /// PARALLELCLUSTER_EXAMPLES in its environment move it off /opt (the tests' ParallelCluster-shaped tree).
   std::string head_node_script;
+  /// prometheus.yml ("" without monitoring.prometheus): what head-node.sh writes to
+  /// /etc/prometheus/prometheus.yml (prometheus.hpp), written beside it for `promtool check config`.
+  std::string prometheus_config;
 };
 
 /// Builds the three files. Throws ConfigError for a spec that cannot become a configuration at all

@@ -62,6 +62,16 @@ struct SpankSpec {
   bool pyxis = false;
 };
 
+/// Prometheus on the head node (monitoring.prometheus: true, or {retention, s3_prefix}): head-node.sh
+/// installs it from the head node OS's package (prometheus.hpp) with a prometheus.yml that finds the
+/// compute nodes through EC2 and loads pcdino's rules from the pcdino image. Needs image.custom_ami.
+struct PrometheusSpec {
+  bool enabled = false;
+  std::string retention = "15d";  ///< --storage.tsdb.retention.time (Prometheus's own default, 15d)
+  /// s3://bucket/prefix that commands.sh uploads head-node.sh to: spank.s3_prefix where that is given.
+  std::string s3_prefix;
+};
+
 struct SiteSpec {
   std::string name;
   std::string region;
@@ -91,6 +101,7 @@ struct SiteSpec {
   bool logs = true;
   std::string on_node_configured;  ///< s3:// or https:// script of the compute nodes
   SpankSpec spank;
+  PrometheusSpec prometheus;
   // Existing network (else the generated VPC stack's outputs are used).
   std::string head_subnet_id, compute_subnet_id;
   std::string source;
