@@ -19,12 +19,15 @@ const std::vector<PrometheusPackage>& prometheus_packages() {
        "Amazon Linux 2023's repositories have no Prometheus server (its node exporter is only in the "
        "separate SPAL repository)",
        "amazonlinux/amazon-linux-2023 issue #462 (open; 2025-11-25: node exporter in SPAL)"},
-      {"alinux2", "", "", "Amazon Linux 2's repositories have no Prometheus server (EPEL only)",
-       "prometheus/node_exporter issue #2160 (EPEL packages of the Prometheus projects)"},
-      {"rhel8", "", "", "RHEL 8's repositories have no Prometheus server (EPEL only)",
-       "prometheus/node_exporter issue #2160 (EPEL packages of the Prometheus projects)"},
-      {"rhel9", "", "", "RHEL 9's repositories have no Prometheus server (EPEL only)",
-       "prometheus/node_exporter issue #2160 (EPEL packages of the Prometheus projects)"},
+      {"alinux2", "", "", "no Prometheus server package was found in Amazon Linux 2's own repositories",
+       "not found by pcdino (2026-11-26); prometheus/node_exporter issue #2160 names EPEL's node exporter "
+       "only"},
+      {"rhel8", "", "", "no Prometheus server package was found in RHEL 8's own repositories",
+       "not found by pcdino (2026-11-26); prometheus/node_exporter issue #2160 names EPEL's node exporter "
+       "only"},
+      {"rhel9", "", "", "no Prometheus server package was found in RHEL 9's own repositories",
+       "not found by pcdino (2026-11-26); prometheus/node_exporter issue #2160 names EPEL's node exporter "
+       "only"},
   };
   return table;
 }
