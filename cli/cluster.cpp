@@ -81,12 +81,14 @@ void add_cluster_commands(CLI::App& app) {
                                                    load_config(args->pipeline));
       findings.insert(findings.end(), fit.begin(), fit.end());
     }
-    // head-node.sh only for a spank section; the scripts executable.
+    // head-node.sh only for a spank or monitoring section (prometheus.yml, what it installs, for review); the
+    // scripts executable.
     const std::pair<const char*, const std::string*> outputs[] = {
         {"cluster-config.yaml", &files.cluster_config},
         {"network.yaml", &files.network_stack},
         {"commands.sh", &files.commands},
-        {"head-node.sh", &files.head_node_script}};
+        {"head-node.sh", &files.head_node_script},
+        {"prometheus.yml", &files.prometheus_config}};
     std::string written;
     for (const auto& [name, content] : outputs) {
       if (content->empty()) continue;

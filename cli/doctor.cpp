@@ -26,6 +26,7 @@
 #include "pcdino/core/mpi_world.hpp"
 #include "pcdino/core/process.hpp"
 #include "pcdino/core/run_files.hpp"
+#include "pcdino/monitoring/metrics.hpp"
 #include "pcdino/sbatch/submitter.hpp"
 
 namespace pcdino::cli {
@@ -74,6 +75,8 @@ const std::vector<SectionOption> kSectionOptions = {
     {"--min-write-mb-s", "doctor.min_write_mb_s", [](const Options& o) { return number(o.min_write_mb_s); }},
     {"--min-read-mb-s", "doctor.min_read_mb_s", [](const Options& o) { return number(o.min_read_mb_s); }},
     {"--scratch", "doctor.scratch", [](const Options& o) { return std::optional(o.scratch_dir); }},
+    {"--textfile-dir", "monitoring.textfile_dir",
+     [](const Options& o) { return std::optional(o.textfile_dir); }},
     {"--min-scratch-gib", "doctor.min_scratch_gib",
      [](const Options& o) { return number(o.min_scratch_gib); }},
     {"--expect-env", "doctor.expect_env", [](const Options& o) { return list(o.expect_variables); }},
@@ -135,6 +138,26 @@ void publish(const DoctorArgs& a, const doctor::DoctorReport& report) {
   std::cout.flush();
 }
 
+// This rank's node's verdict (rank 0: also the allreduce's and NCCL's bus bandwidth) as Prometheus metrics,
+// replacing the node's earlier ones: a node's last verdict, which the doctor alert rule reads.
+void record_metrics(const doctor::DoctorOptions& o, const MpiWorld& world,
+                    const doctor::DoctorReport& report) {
+  monitoring::MetricsFile metrics({o.textfile_dir, 5, /*replaces_unfinished=*/true},
+                                  monitoring::labels_from_environment("doctor", world.rank()));
+  if (!metrics.enabled() || report.nodes.empty()) return;
+  const doctor::NodeReport& node = world.rank() == 0 ? report.nodes.front() : report.nodes.back();
+  for (const auto& check : node.checks) metrics.set("pcdino_doctor_check_ok", check.ok ? 1 : 0, check.name);
+  metrics.set("pcdino_doctor_node_healthy", node.healthy() ? 1 : 0);
+  if (node.fs_write_mb_s > 0) {
+    metrics.set("pcdino_doctor_shared_fs_write_bytes_per_second", node.fs_write_mb_s * 1e6);
+    metrics.set("pcdino_doctor_shared_fs_read_bytes_per_second", node.fs_read_mb_s * 1e6);
+  }
+  if (world.rank() == 0 && !report.allreduce.empty())
+    metrics.set("pcdino_doctor_allreduce_busbw_bytes_per_second", report.allreduce.back().busbw_gb_s * 1e9);
+  if (world.rank() == 0 && !report.nccl.empty())
+    metrics.set("pcdino_doctor_nccl_busbw_bytes_per_second", report.nccl.back().busbw_gb_s * 1e9);
+}
+
 // The check itself: this process is one rank of `srun --ntasks-per-node=1 --mpi=pmix pcdino doctor`.
 void run_ranks(DoctorArgs& a) {
   // MPI_Init waits for every task of the step: a node stopped before it joins would hang it for good.
@@ -160,6 +183,7 @@ void run_ranks(DoctorArgs& a) {
         publish(a, r);
         std::cerr << "error: pcdino doctor: " << doctor::summary(r) << std::endl;
       });
+  record_metrics(a.options, world, report);
   if (world.rank() != 0) return;
   publish(a, report);
   if (report.healthy()) return;
@@ -268,6 +292,11 @@ void add_doctor_command(CLI::App& app) {
   forward(sub->add_option("--expect-provider", o.expect_providers,
                           "libfabric providers fi_getinfo must report (efa on EFA instance types)")
               ->delimiter(','));
+  forward(
+      sub->add_option("--textfile-dir", o.textfile_dir,
+                      "Each node's verdict as Prometheus metrics in this node-exporter textfile-collector "
+                      "directory (absent on a node: none there; \"\": none)")
+          ->capture_default_str());
   forward(sub->add_option("--manifest", o.manifest,
                           "Image manifest the nodes' versions must match (absent on a node: not checked; "
                           "\"\": never)")

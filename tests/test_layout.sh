@@ -14,7 +14,7 @@ fail() {
   failures=$((failures + 1))
 }
 
-components=(core app cluster ami spank train pipelines sbatch doctor)
+components=(core app cluster ami spank train pipelines sbatch doctor monitoring)
 mapfile -t sources < <(git ls-files '*.cpp' '*.hpp' '*.cpp.in' | grep -E "^($(IFS='|'; echo "${components[*]}")|cli)/")
 [ ${#sources[@]} -ge 50 ] || { echo "expected the project's C++ sources from git ls-files, found ${#sources[@]}" >&2; exit 1; }
 

@@ -791,6 +791,12 @@ std::vector<Entry> make_schema() {
           "without it is not checked; \"\" = never"),
       key("doctor.drain", PCDINO_MEMBER(doctor.drain), any_bool,
           "pcdino: drain each unhealthy node (scontrol update State=DRAIN; needs Slurm operator rights)"),
+
+      key("monitoring.textfile_dir", PCDINO_MEMBER(monitoring.textfile_dir), absolute_path(),
+          "pcdino: the node exporter's textfile-collector directory where every stage's processes write "
+          "their Prometheus metrics (pcdino_JOBID_RANK.prom); no metrics on a node without it; \"\" = none"),
+      key("monitoring.interval_seconds", PCDINO_MEMBER(monitoring.interval_seconds), positive(),
+          "pcdino: seconds between rewrites of each process's metrics file (its heartbeat)"),
   };
   const PipelineConfig defaults;
   for (auto& e : keys) {

@@ -52,6 +52,7 @@ void check_filesystem(const DoctorOptions& o, NodeReport& r) {
     r.checks.push_back({"shared_fs", false, fs->error});
     return;
   }
+  r.fs_write_mb_s = fs->write_mb_s, r.fs_read_mb_s = fs->read_mb_s;
   const bool fast = fs->write_mb_s >= o.min_write_mb_s && fs->read_mb_s >= o.min_read_mb_s;
   r.checks.push_back(
       {"shared_fs", fast,
@@ -407,6 +408,7 @@ DoctorOptions::DoctorOptions() {
 void apply_config(const PipelineConfig& config, DoctorOptions& options) {
   apply_section(config.doctor, options);
   options.shared_dir = config.doctor.shared_dir.empty() ? config.run_dir() : config.doctor.shared_dir;
+  options.textfile_dir = config.monitoring.textfile_dir;
   for (const auto& [name, value] : config.slurm.environment) {
     const auto& v = options.expect_variables;
     if (std::find(v.begin(), v.end(), name) == v.end()) options.expect_variables.push_back(name);

@@ -13,6 +13,7 @@
 #include "pcdino/core/prefetch.hpp"
 #include "pcdino/core/run_files.hpp"
 #include "pcdino/core/split.hpp"
+#include "pcdino/monitoring/metrics.hpp"
 #include "pcdino/pipelines/features.hpp"
 #include "pcdino/pipelines/labels.hpp"
 #include "pcdino/train/checkpoint.hpp"
@@ -103,6 +104,8 @@ Model load_model(const std::string& path, const std::string& key) {
 ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& world,
                                 const ExtractOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  monitoring::MetricsFile metrics({config.monitoring.textfile_dir, config.monitoring.interval_seconds},
+                                  monitoring::labels_from_environment("extract", world.rank()));
   if (options.threads > 0) torch::set_num_threads(options.threads);
   train::share_blas_threads(world.local_size(), options.threads);
   const auto& cls = config.downstream.compute_cls_features;
@@ -170,6 +173,7 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
   int64_t dim = model.vit ? model.vit->options.embed_dim : 0;
   {
     torch::NoGradGuard no_grad;
+    int64_t embedded = 0;
     for (std::size_t b = 0; b < batches; ++b) {
       torch::Tensor x = loader.next()->to(device);
       if (cls.resize && (x.size(2) != cls.resize_length || x.size(3) != cls.resize_length)) {
@@ -185,6 +189,11 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
       if (cls.normalize) f = F::normalize(f, F::NormalizeFuncOptions().dim(1).p(2));
       f = f.to(torch::kCPU).contiguous();
       local.insert(local.end(), f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+      embedded += f.size(0);
+      metrics.add("pcdino_extract_images_total", static_cast<double>(f.size(0)));
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      metrics.set("pcdino_extract_images_per_second",
+                  static_cast<double>(embedded) / std::max(seconds, 1e-9));
     }
   }
 

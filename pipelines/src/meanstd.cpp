@@ -11,6 +11,7 @@
 #include "pcdino/core/prefetch.hpp"
 #include "pcdino/core/run_files.hpp"
 #include "pcdino/core/split.hpp"
+#include "pcdino/monitoring/metrics.hpp"
 
 namespace pcdino::pipelines {
 
@@ -46,7 +47,8 @@ double Moments::variance() const {
 
 std::vector<Moments> accumulate_moments(const Dataset& dataset, const std::vector<std::size_t>& indices,
                                         const ImageTransform& transform, int threads, bool skip_corrupt,
-                                        std::vector<std::string>* skipped) {
+                                        std::vector<std::string>* skipped,
+                                        const std::function<void()>& on_image) {
   struct Item {
     std::size_t k = 0;
     std::optional<Image> image;  // nullopt: skipped
@@ -84,6 +86,7 @@ std::vector<Moments> accumulate_moments(const Dataset& dataset, const std::vecto
     }
     const std::size_t plane = static_cast<std::size_t>(img.height) * static_cast<std::size_t>(img.width);
     for (std::size_t c = 0; c < moments.size(); ++c) moments[c].add(img.data.data() + c * plane, plane);
+    if (on_image) on_image();
   }
   if (skipped != nullptr) skipped->insert(skipped->end(), local_skipped.begin(), local_skipped.end());
   return moments;
@@ -103,9 +106,17 @@ MeanStdReport run_meanstd_stage(const PipelineConfig& config, const MpiWorld& wo
   const ImageTransform transform{config.selected_channels(), config.meta.center_crop};
 
   const auto start = std::chrono::steady_clock::now();
+  monitoring::MetricsFile metrics({config.monitoring.textfile_dir, config.monitoring.interval_seconds},
+                                  monitoring::labels_from_environment("meanstd", world.rank()));
+  std::size_t counted = 0;
+  const auto on_image = [&] {
+    metrics.add("pcdino_meanstd_images_total", 1);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    metrics.set("pcdino_meanstd_images_per_second", static_cast<double>(++counted) / std::max(seconds, 1e-9));
+  };
   std::vector<std::string> skipped;
   const auto moments =
-      accumulate_moments(dataset, mine, transform, threads, config.meta.skip_corrupt, &skipped);
+      accumulate_moments(dataset, mine, transform, threads, config.meta.skip_corrupt, &skipped, on_image);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   report.images = mine.size() - skipped.size();
 

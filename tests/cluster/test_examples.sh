@@ -101,7 +101,7 @@ assert_contains "$ERR" "builds for ParallelCluster 3.11.1 on alinux2023, the clu
 assert_eq "$(ls "$W/other-os" 2>/dev/null)" "" "and writes nothing"
 
 # monitoring.prometheus on the p5 site: the configuration still passes (--strict), head-node.sh passes
-# shellcheck, and the prometheus.yml it writes passes `promtool check config` with pcdino's rules.
+# ShellCheck, and the prometheus.yml it writes passes `promtool check config` with pcdino's rules.
 { sed "s|ami_spec: .*|ami_spec: $PCDINO_SOURCE_DIR/ami/examples/current.yaml|" "$EX/p5-efa.yaml"; printf 'monitoring:\n  prometheus:\n    retention: 30d\n'; } >"$W/p5-prometheus.yaml"
 run "$PCDINO_BIN" cluster generate "$W/p5-prometheus.yaml" --out "$W/prometheus" --strict
 assert_rc 0 "p5 with monitoring.prometheus: generate with no finding (--strict)"

@@ -439,8 +439,8 @@ TEST(SpankPluginVersion, ANonPluginFileIsNamed) {
 
 // A CPU-only trainer on a node with GPUs is a broken image; on a CPU node it is what the node needs.
 TEST(Trainer, ACpuLibTorchFailsOnlyOnAGpuNode) {
-  const BuildFacts cpu{"1.13.0", false, "none", "none", "22.05.8"};
-  const BuildFacts gpu{"2.5.1", true, "12.4.131", "2.21.5", "23.11.10"};
+  const BuildFacts cpu{"1.13.0", false, "none", "none", "22.05.8", "4.1.4"};
+  const BuildFacts gpu{"2.5.1", true, "12.4.131", "2.21.5", "23.11.10", "4.1.6"};
   EXPECT_TRUE(judge_trainer(cpu, 0).ok);
   const Check broken = judge_trainer(cpu, 8);
   EXPECT_FALSE(broken.ok);

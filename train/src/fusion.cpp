@@ -1,6 +1,7 @@
 #include "pcdino/train/fusion.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 namespace pcdino::train {
@@ -96,7 +97,9 @@ void GradientFusion::finish() {
 }
 
 void GradientFusion::write_back() {
+  const auto start = std::chrono::steady_clock::now();
   comm_.wait_pending();
+  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (auto& b : buckets_) {
     for (std::size_t s = 0; s < b.params.size(); ++s) {
       auto& p = params_[b.params[s]];

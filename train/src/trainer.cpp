@@ -19,6 +19,7 @@
 #include "pcdino/core/prefetch.hpp"
 #include "pcdino/core/run_files.hpp"
 #include "pcdino/core/split.hpp"
+#include "pcdino/monitoring/metrics.hpp"
 #include "pcdino/train/augment.hpp"
 #include "pcdino/train/checkpoint.hpp"
 #include "pcdino/train/comm.hpp"
@@ -214,7 +215,9 @@ struct EpochContext {
   std::size_t global_batch = 0;  // images per iteration over all ranks
   long long stop_after_iterations = 0;
   std::string metrics_file;
-  long long iterations_this_run = 0;  // over all epochs of this run
+  long long iterations_this_run = 0;              // over all epochs of this run
+  monitoring::MetricsFile* prometheus = nullptr;  // this rank's Prometheus metrics
+  double comm_wait_seconds = 0;                   // host time in the centre's and the stop's collectives
 };
 
 // What train_one_epoch gathered (MetricLogger's meters) for the end of the epoch.
@@ -281,6 +284,34 @@ void dino_step(EpochContext& ctx, const Batch& crops, int epoch, double momentum
   lap(Phase::kUpdate);
 }
 
+// The Prometheus metrics of one finished step: `images` of this rank, its learning rate, its host seconds.
+void record_step(EpochContext& ctx, int64_t images, double lr, double seconds) {
+  monitoring::MetricsFile& m = *ctx.prometheus;
+  m.add("pcdino_train_steps_total", 1);
+  m.add("pcdino_train_samples_total", static_cast<double>(images));
+  m.observe("pcdino_train_step_duration_seconds", seconds);
+  m.set("pcdino_train_learning_rate", lr);
+  m.set_to_now("pcdino_train_last_step_timestamp_seconds");
+  if (ctx.fusion) {
+    double bytes = 0;
+    for (const auto& b : ctx.fusion->buckets()) bytes += static_cast<double>(b.flat.nbytes());
+    m.add("pcdino_train_allreduce_bytes_total", bytes);
+  }
+}
+
+// The phases' seconds since the last reading (`before` to `after`, PhaseClock::collect's sums) and the time
+// waited in collectives since then, into the Prometheus counters.
+void record_window(EpochContext& ctx, const PhaseSeconds& before, const PhaseSeconds& after) {
+  static constexpr const char* kNames[kPhaseCount] = {"data", "forward", "backward", "update"};
+  monitoring::MetricsFile& m = *ctx.prometheus;
+  for (std::size_t p = 0; p < kPhaseCount; ++p)
+    m.add("pcdino_train_phase_seconds_total", std::max(0.0, after[p] - before[p]), kNames[p]);
+  double waited = ctx.comm_wait_seconds;
+  ctx.comm_wait_seconds = 0;
+  if (ctx.fusion) waited += ctx.fusion->take_wait_seconds();
+  m.add("pcdino_train_allreduce_wait_seconds_total", waited);
+}
+
 // One epoch from iteration `first_iter` on (main_dino.py's train_one_epoch): per iteration the schedules'
 // lr, weight decay and momentum, teacher and student forward, DINO loss, backward (averaged over ranks),
 // clipping, the frozen last layer, AdamW step, EMA of the teacher, and a metrics record every 10
@@ -311,6 +342,7 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
     static_cast<torch::optim::AdamWOptions&>(g[1].options()).lr(lr).weight_decay(0.0);
 
     PhaseClock& clock = *ctx.clock;
+    const auto step_start = std::chrono::steady_clock::now();
     clock.start();
     Batch crops_batch = *loader.next();
     if (graphed_step(ctx, epoch, crops_batch)) {
@@ -351,13 +383,20 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
                 (ctx.stop_after_iterations > 0 && ctx.iterations_this_run >= ctx.stop_after_iterations);
     // Slurm signals every task, not at the same instant: all ranks stop after the same iteration.
     if (ctx.ranks > 1) {
+      const auto agreement = std::chrono::steady_clock::now();
       stop = ctx.world->allreduce_max(stop ? 1 : 0) > 0;
+      ctx.comm_wait_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - agreement).count();
       ctx.watchdog->progress("epoch " + std::to_string(epoch + 1) + " iteration " + std::to_string(it + 1));
     }
+    record_step(ctx, crops_batch.front().size(0), lr,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count());
     // One reading every 10 iterations (DINO's MetricLogger print_freq), at the epoch's end and on a stop.
     if ((it + 1) % 10 == 0 || it + 1 == ctx.niter || stop) {
       const double window_loss = window_loss_sum.item<double>();
+      const PhaseSeconds phases_before = stats.phases;
       clock.collect(stats.phases);
+      record_window(ctx, phases_before, stats.phases);
       if (!std::isfinite(window_loss)) {
         throw DataError("loss is " + std::to_string(window_loss) + " in epoch " + std::to_string(epoch) +
                         " iterations " + std::to_string(window_first) + "-" + std::to_string(it) +
@@ -366,7 +405,18 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
       window_loss_sum.zero_();
       stats.loss_sum += window_loss;
       // A stop's part-window is read (the non-finite check) but not recorded.
-      if (ctx.writer && ((it + 1) % 10 == 0 || it + 1 == ctx.niter)) {
+      const bool full_window = (it + 1) % 10 == 0 || it + 1 == ctx.niter;
+      if (full_window && ctx.prometheus->enabled()) {
+        const double entropy_total = stats.entropy_sum.item<double>();
+        const double mean_loss = window_loss / static_cast<double>(window_count);
+        const double window_entropy =
+            (entropy_total - window_entropy_start) / static_cast<double>(window_count);
+        ctx.prometheus->set("pcdino_train_loss", mean_loss);
+        ctx.prometheus->set("pcdino_train_teacher_entropy", window_entropy);
+        ctx.prometheus->set("pcdino_train_kl_divergence", mean_loss - window_entropy);
+        if (!ctx.writer) window_entropy_start = entropy_total;
+      }
+      if (ctx.writer && full_window) {
         const double entropy_total = stats.entropy_sum.item<double>();
         const double window_entropy =
             (entropy_total - window_entropy_start) / static_cast<double>(window_count);
@@ -525,6 +575,11 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     spdlog::info("OpenBLAS threads per rank: {} ({} rank(s) on this machine)", blas, world->local_size());
   }
   const bool writer = rank == 0;  // one rank writes checkpoints and logs
+  // From the start: a job that never reaches its first step looks hung to the alert rules.
+  monitoring::MetricsFile prometheus({c.monitoring.textfile_dir, c.monitoring.interval_seconds},
+                                     monitoring::labels_from_environment("train", rank));
+  prometheus.set_to_now("pcdino_train_last_step_timestamp_seconds");
+  if (writer) prometheus.set_to_now("pcdino_train_last_checkpoint_timestamp_seconds");
   const torch::Device device = select_device(device_option(rt.device, c.slurm.accelerator),
                                              world ? world->local_rank() : rt.local_rank);
   const auto amp = h.use_fp16 ? autocast_dtype(device, rt.amp_dtype) : std::nullopt;
@@ -648,6 +703,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
       state.args = args;
       spdlog::info("resuming from {} at epoch {} iteration {}", loaded, state.epoch, state.iteration);
     }
+    prometheus.set("pcdino_train_epoch", state.epoch);
   }
   std::unique_ptr<GradientFusion> fusion;
   std::unique_ptr<Watchdog> watchdog;
@@ -685,9 +741,12 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   ctx.fusion = fusion.get();
   ctx.watchdog = watchdog.get();
   if (comm) {
-    ctx.allreduce_sum = [&comm](torch::Tensor& t) {
+    ctx.allreduce_sum = [&comm, &ctx](torch::Tensor& t) {
+      const auto start = std::chrono::steady_clock::now();
       std::vector<torch::Tensor> one{t};
       comm->allreduce(one, ReduceOp::kSum);
+      ctx.comm_wait_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
   }
   ctx.lr_schedule = cosine_schedule(scaled_learning_rate(h.lr, static_cast<int>(global_batch)), h.min_lr,
@@ -710,6 +769,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   ctx.epochs = epochs, ctx.niter = niter, ctx.global_batch = global_batch;
   ctx.stop_after_iterations = rt.stop_after_iterations;
   ctx.metrics_file = metrics_file;
+  ctx.prometheus = &prometheus;
 
   Batch synthetic;  // --synthetic-crops: drawn from a generator of their own (the default one is the model's)
   if (rt.synthetic_crops) {
@@ -762,8 +822,11 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
       entropy_epoch = world->allreduce_sum(entropy_epoch) / ranks;
     }
     gather_generator_states(world, device, state);
-    if (writer)
+    if (writer) {
       save_latest_checkpoint(checkpoint, previous_checkpoint, student, teacher, optimizer, loss, state);
+      prometheus.set_to_now("pcdino_train_last_checkpoint_timestamp_seconds");
+    }
+    prometheus.set("pcdino_train_epoch", state.epoch);
     if (watchdog) watchdog->progress("the end of epoch " + std::to_string(epoch + 1));  // after the write
     if (writer && c.train.saveckp_freq > 0 && epoch % c.train.saveckp_freq == 0) {
       save_checkpoint(model_files.epoch_checkpoint(epoch), student, teacher, optimizer, loss, state);

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "pcdino/core/error.hpp"
+#include "pcdino/monitoring/metrics.hpp"
 
 namespace pcdino::train {
 
@@ -68,6 +69,7 @@ struct Watchdog::State {
             rank, size, timeout, where);
       }
       spdlog::default_logger()->flush();
+      monitoring::remove_files_now();  // the job ended: its metrics must not look like a killed one's
       std::_Exit(to_int(ExitCode::kIoError));
     }
   }

@@ -177,6 +177,15 @@ struct DoctorConfig {
   bool drain = false;                                  ///< run the scontrol drain line of each unhealthy node
 };
 
+/// `monitoring:` Prometheus metrics of every stage (a pcdino section, issue #40), as node-exporter
+/// textfile-collector files: one per process, `{textfile_dir}/pcdino_{SLURM_JOB_ID}_{rank}.prom`.
+struct MonitoringConfig {
+  /// The node exporter's --collector.textfile.directory (Debian's and Ubuntu's default); "" = no metrics.
+  /// A directory that does not exist on a node means no metrics there (logged), not an error.
+  std::string textfile_dir = "/var/lib/prometheus/node-exporter";
+  double interval_seconds = 5;  ///< how often each process rewrites its file (its heartbeat)
+};
+
 /// The whole pipeline file.
 struct PipelineConfig {
   MetaConfig meta;
@@ -184,6 +193,7 @@ struct PipelineConfig {
   DownstreamConfig downstream;
   SlurmConfig slurm;
   DoctorConfig doctor;
+  MonitoringConfig monitoring;
   std::string source;  ///< the file it was read from ("" for defaults only)
 
   /// `{output_dir}/{name_of_run}`: where every stage of this run writes.

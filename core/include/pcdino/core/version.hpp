@@ -19,6 +19,7 @@ struct BuildFacts {
   const char* cuda;      ///< the CUDA toolkit found ("12.4.131") or "none"
   const char* nccl;      ///< NCCL's version from nccl.h ("2.21.5") or "none"
   const char* slurm;     ///< SLURM_VERSION_STRING of the headers spank_pcdino.so was built with, or "none"
+  const char* mpi;       ///< the MPI library's release and standard ("4.1.4 (MPI standard 3.1)")
 };
 const BuildFacts& build_facts() noexcept;
 

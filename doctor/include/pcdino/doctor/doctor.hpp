@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "pcdino/core/config.hpp"
 #include "pcdino/core/version.hpp"
 #include "pcdino/doctor/bandwidth.hpp"
 #include "pcdino/doctor/nccl.hpp"
@@ -50,6 +51,9 @@ struct DoctorOptions {
   double probe_seconds = 60;       ///< time limit of each probe on a node
   double answer_seconds = 120;     ///< how long rank 0 waits for a node's report
   double allreduce_seconds = 120;  ///< time limit of the whole allreduce sweep
+  /// Where each rank writes its node's verdict as Prometheus metrics (the node exporter's textfile
+  /// collector, monitoring.textfile_dir; "" = none); the file stays after the check, marked ended.
+  std::string textfile_dir = MonitoringConfig{}.textfile_dir;
 };
 
 /// One check of one node: its name (a column of the table), verdict and what was seen.
@@ -67,6 +71,8 @@ struct NodeReport {
   double memory_gb_s = 0;     ///< memory_bandwidth_gb_s() of the node
   std::string instance_type;  ///< the EC2 instance type among Slurm's features of the node ("" = none)
   int cuda_gpus = 0;          ///< GPUs the CUDA runtime shows the task (0: no GPU, or not checked)
+  double fs_write_mb_s = 0;   ///< the shared filesystem's write and read throughput (0: not measured)
+  double fs_read_mb_s = 0;
   std::vector<Check> checks;
 
   /// Answered and every check ok.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,9 +35,11 @@ struct Moments {
 /// `threads` decoding threads. With `skip_corrupt`, images that fail to decode are left out and described
 /// in `skipped` ("path: reason"); otherwise the first such image's DataError propagates. Throws DataError
 /// naming two files when the images disagree in channel count (the first read, and the first that differs).
+/// `on_image`, if set, is called after each image is counted (progress, metrics).
 std::vector<Moments> accumulate_moments(const Dataset& dataset, const std::vector<std::size_t>& indices,
                                         const ImageTransform& transform, int threads, bool skip_corrupt,
-                                        std::vector<std::string>* skipped);
+                                        std::vector<std::string>* skipped,
+                                        const std::function<void()>& on_image = {});
 
 /// What one rank of the stage did.
 struct MeanStdReport {

@@ -60,6 +60,14 @@ class GradientFusion {
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
+  /// Host seconds finish() and reduce_now() spent waiting for the reductions since the last call (the
+  /// exposed allreduce time; with NCCL only the stream ordering, near 0), and resets them.
+  double take_wait_seconds() {
+    const double s = wait_seconds_;
+    wait_seconds_ = 0;
+    return s;
+  }
+
  private:
   void on_gradient(std::size_t param, const torch::Tensor& grad);
   void start_ready_buckets();
@@ -71,6 +79,7 @@ class GradientFusion {
   std::vector<std::size_t> bucket_of_, slot_of_;
   std::vector<bool> arrived_;
   std::size_t next_to_start_ = 0;
+  double wait_seconds_ = 0;
 };
 
 }  // namespace pcdino::train

@@ -1,0 +1,207 @@
+// The metrics files of issue #40: what a process writes into the node exporter's textfile directory, when
+// it goes away, the names it accepts, and that the alert rules and the dashboard use only those names.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "pcdino/monitoring/metrics.hpp"
+
+namespace fs = std::filesystem;
+using namespace pcdino::monitoring;
+
+namespace {
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A fresh folder per test, removed at the end.
+struct Folder {
+  fs::path path;
+  explicit Folder(const std::string& name) : path(fs::temp_directory_path() / ("pcdino-metrics-" + name)) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~Folder() { fs::remove_all(path); }
+  std::vector<std::string> files() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+};
+
+JobLabels job(const std::string& stage, int rank, const std::string& node = "node1") {
+  JobLabels l;
+  l.slurm_job_id = "42";
+  l.rank = rank;
+  l.node = node;
+  l.stage = stage;
+  return l;
+}
+
+// The value of the series whose line starts with `prefix` (name and labels), or -1.
+double value_of(const std::string& text, const std::string& prefix) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) == 0) return std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST(Metrics, TrainingFileHasTheJobsLabelsAndSaysWhenItEnded) {
+  Folder dir("train");
+  const fs::path file = dir.path / "pcdino_42_1.prom";
+  {
+    MetricsFile m({dir.path.string(), 60}, job("train", 1));
+    ASSERT_TRUE(m.enabled());
+    EXPECT_EQ(m.path(), file.string());
+    for (int step = 0; step < 3; ++step) {
+      m.add("pcdino_train_steps_total", 1);
+      m.add("pcdino_train_samples_total", 8);
+      m.observe("pcdino_train_step_duration_seconds", 0.3);
+    }
+    m.add("pcdino_train_phase_seconds_total", 0.25, "forward");
+    m.set("pcdino_train_loss", 6.5);
+    m.write_now();
+    EXPECT_EQ(dir.files(), std::vector<std::string>{"pcdino_42_1.prom"});  // no temporary left behind
+    const std::string text = slurp(file);
+    const std::string labels = "node=\"node1\",rank=\"1\",slurm_job_id=\"42\",stage=\"train\"";
+    EXPECT_EQ(value_of(text, "pcdino_train_steps_total{" + labels + "}"), 3) << text;
+    EXPECT_EQ(value_of(text, "pcdino_train_samples_total{" + labels + "}"), 24) << text;
+    EXPECT_EQ(value_of(text, "pcdino_train_step_duration_seconds_count{" + labels + "}"), 3) << text;
+    EXPECT_NEAR(value_of(text, "pcdino_train_step_duration_seconds_sum{" + labels + "}"), 0.9, 1e-9);
+    EXPECT_EQ(value_of(text, "pcdino_train_step_duration_seconds_bucket{" + labels + ",le=\"0.32\"}"), 3);
+    EXPECT_EQ(value_of(text, "pcdino_train_step_duration_seconds_bucket{" + labels + ",le=\"0.16\"}"), 0);
+    EXPECT_EQ(value_of(text, "pcdino_train_phase_seconds_total{" + labels + ",phase=\"forward\"}"), 0.25);
+    EXPECT_NE(text.find("pcdino_build_info{"), std::string::npos);
+    EXPECT_GT(value_of(text, "pcdino_heartbeat_timestamp_seconds{" + labels + "}"), 1.7e9);
+    EXPECT_NE(text.find("# TYPE pcdino_train_steps_total counter"), std::string::npos);
+    EXPECT_NE(text.find("# HELP pcdino_train_loss "), std::string::npos);
+  }
+  // The final values stay, marked ended, until the node's next training process replaces the file.
+  ASSERT_EQ(dir.files(), std::vector<std::string>{"pcdino_42_1.prom"});
+  EXPECT_GT(value_of(slurp(file), "pcdino_job_end_timestamp_seconds{"), 1.7e9);
+  EXPECT_EQ(value_of(slurp(file), "pcdino_train_steps_total{"), 3);
+  {
+    JobLabels next = job("train", 0);
+    next.slurm_job_id = "43";
+    MetricsFile m({dir.path.string(), 60}, next);
+    EXPECT_EQ(dir.files(), std::vector<std::string>{"pcdino_43_0.prom"});
+  }
+}
+
+TEST(Metrics, AFileOfAProcessThatMayStillRunStays) {
+  Folder dir("running");
+  MetricsFile first({dir.path.string(), 60}, job("train", 0));
+  JobLabels second_job = job("train", 0);
+  second_job.slurm_job_id = "43";
+  MetricsFile second({dir.path.string(), 60}, second_job);  // another job's rank on the same node
+  EXPECT_EQ(dir.files(), (std::vector<std::string>{"pcdino_42_0.prom", "pcdino_43_0.prom"}));
+}
+
+TEST(Metrics, TheWriterRewritesTheHeartbeat) {
+  Folder dir("heartbeat");
+  MetricsFile m({dir.path.string(), 0.05}, job("extract", 0));
+  const fs::path file = dir.path / "pcdino_42_0.prom";
+  const std::string prefix =
+      "pcdino_heartbeat_timestamp_seconds{node=\"node1\",rank=\"0\",slurm_job_id=\"42\",stage=\"extract\"}";
+  const double first = value_of(slurp(file), prefix);
+  m.add("pcdino_extract_images_total", 5);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const std::string text = slurp(file);
+  EXPECT_GT(value_of(text, prefix), first);
+  EXPECT_EQ(value_of(text, "pcdino_extract_images_total{"), 5) << "written without write_now()";
+}
+
+TEST(Metrics, TheDoctorsVerdictStaysAndReplacesTheNodesEarlierOne) {
+  Folder dir("doctor");
+  {
+    MetricsFile m({dir.path.string(), 60, true}, job("doctor", 0, "node1"));
+    m.set("pcdino_doctor_check_ok", 0, "shared_fs");
+  }
+  {
+    JobLabels other = job("doctor", 1, "node2");
+    other.slurm_job_id = "41";
+    MetricsFile m({dir.path.string(), 60, true}, other);
+  }
+  EXPECT_EQ(dir.files(), (std::vector<std::string>{"pcdino_41_1.prom", "pcdino_42_0.prom"}));
+  EXPECT_GT(value_of(slurp(dir.path / "pcdino_42_0.prom"), "pcdino_job_end_timestamp_seconds{"), 1.7e9);
+  {
+    JobLabels later = job("doctor", 0, "node1");
+    later.slurm_job_id = "50";
+    MetricsFile m({dir.path.string(), 60, true}, later);
+  }
+  // node1's verdict of job 42 replaced by job 50's; node2's stays.
+  EXPECT_EQ(dir.files(), (std::vector<std::string>{"pcdino_41_1.prom", "pcdino_50_0.prom"}));
+}
+
+TEST(Metrics, NoFolderNoMetricsNoError) {
+  MetricsFile absent({"/nonexistent/pcdino-textfile", 60}, job("train", 0));
+  EXPECT_FALSE(absent.enabled());
+  absent.add("pcdino_train_steps_total", 1);
+  absent.write_now();
+  MetricsFile off({"", 60}, job("meanstd", 0));
+  EXPECT_FALSE(off.enabled());
+}
+
+TEST(Metrics, NamesOutsideTheTableAreRefused) {
+  MetricsFile m({"", 60}, job("train", 0));
+  EXPECT_THROW(m.add("pcdino_train_step_total", 1), std::invalid_argument);           // a typo
+  EXPECT_THROW(m.set("pcdino_train_steps_total", 1), std::invalid_argument);          // a counter as gauge
+  EXPECT_THROW(m.add("pcdino_extract_images_total", 1), std::invalid_argument);       // another stage's
+  EXPECT_THROW(m.add("pcdino_train_phase_seconds_total", 1), std::invalid_argument);  // its label missing
+  EXPECT_THROW(m.set("pcdino_train_loss", 1, "forward"), std::invalid_argument);      // a label too many
+  EXPECT_THROW(MetricsFile({"", 60}, job("plots", 0)), std::invalid_argument);        // no such stage
+}
+
+TEST(Metrics, TableFollowsPrometheusNaming) {
+  std::set<std::string> seen;
+  for (const auto& s : metric_table()) {
+    const std::string name = s.name;
+    EXPECT_TRUE(seen.insert(name).second) << name << " twice";
+    EXPECT_TRUE(std::regex_match(name, std::regex("pcdino_[a-z0-9_]+"))) << name;
+    const bool total = name.size() > 6 && name.compare(name.size() - 6, 6, "_total") == 0;
+    EXPECT_EQ(total, s.type == MetricType::kCounter) << name << ": _total on counters, and only there";
+    EXPECT_NE(std::string(s.help), "") << name;
+  }
+}
+
+// Every pcdino_ metric an alert rule or a dashboard query names is one the code exports (histograms with
+// their _bucket, _sum and _count series); recording rules (level:metric:operations) are not metrics.
+TEST(Metrics, RulesAndDashboardUseExportedNames) {
+  std::set<std::string> exported;
+  for (const auto& s : metric_table()) {
+    exported.insert(s.name);
+    if (s.type == MetricType::kHistogram) {
+      for (const char* suffix : {"_bucket", "_sum", "_count"}) exported.insert(std::string(s.name) + suffix);
+    }
+  }
+  const std::regex metric("(^|[^:A-Za-z0-9_])(pcdino_[a-z0-9_]+)(?![:A-Za-z0-9_])");
+  std::size_t used = 0;
+  for (const char* file : {"monitoring/rules/pcdino-alerts.yml", "monitoring/rules/pcdino-thresholds.yml",
+                           "monitoring/grafana/pcdino-job.json"}) {
+    const std::string text = slurp(fs::path(PCDINO_SOURCE_DIR) / file);
+    ASSERT_FALSE(text.empty()) << file;
+    for (std::sregex_iterator it(text.begin(), text.end(), metric), end; it != end; ++it) {
+      const std::string name = (*it)[2];
+      EXPECT_TRUE(exported.count(name)) << file << " uses " << name << ", which pcdino does not export";
+      ++used;
+    }
+  }
+  EXPECT_GT(used, 20u);
+}
