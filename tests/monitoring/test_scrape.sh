@@ -4,7 +4,7 @@
 # windows. A two-rank training on the local cluster writes its metrics there; read back through
 # Prometheus's HTTP API, each rank's pcdino_train_steps_total and its step-duration histogram's count equal
 # the steps in the training's log, the collector reports no error, and `promtool check metrics` passes on
-# every file written. Then a longer training: rank 1 stopped with SIGSTOP makes PcdinoTrainingHung fire for
+# every file written; the doctor's verdict per node arrives too. Then a longer training: rank 1 stopped with SIGSTOP makes PcdinoTrainingHung fire for
 # rank 0 (blocked in the allreduce) and PcdinoMetricsStale for rank 1; resumed with SIGCONT both clear;
 # killed with SIGKILL, rank 1's file stays and PcdinoMetricsStale catches it.
 set -uo pipefail
@@ -109,6 +109,18 @@ for file in "$W"/textfile/*.prom; do
   run promtool check metrics <"$file"
   assert_rc 0 "promtool check metrics: $(basename "$file")"
 done
+
+# The doctor's verdict per node, and the bus bandwidth between them (rank 0).
+run timeout 300 "$PCDINO_BIN" doctor --submit --nodes 2 --log "$W/jobs/doctor-%j.out" --shared-dir "$W" \
+  --probe-mb 8 --scratch "" --manifest "" --answer-timeout 60 --textfile-dir "$W/textfile"
+assert_rc 0 "pcdino doctor on both nodes"
+doctored() { [ "$(query 'pcdino_doctor_node_healthy' | wc -l)" -eq 2 ]; }
+wait_for 30 doctored || fail "Prometheus never saw both nodes' verdicts"
+assert_eq "$(query 'pcdino_doctor_node_healthy')" "rank=0 1
+rank=1 1" "the doctor's verdict: both nodes healthy"
+assert_eq "$(query 'count(pcdino_doctor_check_ok{check="shared_fs"} == 1)')" " 2" "each node's shared_fs check"
+assert_eq "$(query 'pcdino_doctor_allreduce_busbw_bytes_per_second > 0' | cut -d' ' -f1)" "rank=0" \
+  "rank 0: the allreduce bus bandwidth"
 
 # --- 2. rank 1 stopped, then resumed, then killed ------------------------------------------------
 job=$(train "$W/long.yaml")
