@@ -23,92 +23,11 @@
 #include <thread>
 
 #include "pcdino/core/version.hpp"
+#include "table.hpp"
 
 namespace pcdino::monitoring {
 
 namespace fs = std::filesystem;
-
-const std::vector<MetricSpec>& metric_table() {
-  using T = MetricType;
-  static const std::vector<MetricSpec> table = {
-      // Every stage.
-      {"pcdino_build_info", T::kGauge, "", "",
-       "pcdino's build: version and the LibTorch, CUDA, NCCL and MPI it was built against (value 1)"},
-      {"pcdino_stage_start_timestamp_seconds", T::kGauge, "", "", "When this process started (Unix time)"},
-      {"pcdino_heartbeat_timestamp_seconds", T::kGauge, "", "",
-       "When this process last wrote its metrics file (Unix time): stops advancing when it is killed or "
-       "stopped"},
-      {"pcdino_job_end_timestamp_seconds", T::kGauge, "", "",
-       "When this process ended: its file stays, with its final values, until the next of its stage on the "
-       "node"},
-      // Training.
-      {"pcdino_train_steps_total", T::kCounter, "train", "", "Training steps this rank finished"},
-      {"pcdino_train_samples_total", T::kCounter, "train", "", "Images this rank trained on"},
-      {"pcdino_train_step_duration_seconds", T::kHistogram, "train", "",
-       "Wall time of each training step on this rank's host, loading included"},
-      {"pcdino_train_phase_seconds_total", T::kCounter, "train", "phase",
-       "Seconds of this rank's steps per phase: data, forward, backward (with the gradient allreduce), "
-       "update"},
-      {"pcdino_train_allreduce_wait_seconds_total", T::kCounter, "train", "",
-       "Seconds this rank's host waited in collectives (gradients, DINO centre, stop agreement)"},
-      {"pcdino_train_allreduce_bytes_total", T::kCounter, "train", "",
-       "Bytes of gradients this rank allreduced"},
-      {"pcdino_train_loss", T::kGauge, "train", "", "DINO loss, mean of the last 10 steps"},
-      {"pcdino_train_teacher_entropy", T::kGauge, "train", "",
-       "Entropy of the teacher's output (nats), mean of the last 10 steps: near 0 or log(out_dim) is "
-       "collapse"},
-      {"pcdino_train_kl_divergence", T::kGauge, "train", "",
-       "Loss minus teacher entropy (nats), mean of the last 10 steps: near 0 is collapse"},
-      {"pcdino_train_learning_rate", T::kGauge, "train", "", "Learning rate of the last step"},
-      {"pcdino_train_epoch", T::kGauge, "train", "", "Epochs finished"},
-      {"pcdino_train_last_step_timestamp_seconds", T::kGauge, "train", "",
-       "When this rank last finished a step (Unix time; its start before the first)"},
-      {"pcdino_train_last_checkpoint_timestamp_seconds", T::kGauge, "train", "",
-       "When rank 0 last wrote checkpoint.pth (Unix time; its start before the first)"},
-      // Extraction and mean/std.
-      {"pcdino_extract_images_total", T::kCounter, "extract", "", "Images this rank embedded"},
-      {"pcdino_extract_images_per_second", T::kGauge, "extract", "", "This rank's embedding rate so far"},
-      {"pcdino_meanstd_images_total", T::kCounter, "meanstd", "", "Images this rank read for the mean/std"},
-      {"pcdino_meanstd_images_per_second", T::kGauge, "meanstd", "", "This rank's mean/std rate so far"},
-      // The doctor.
-      {"pcdino_doctor_check_ok", T::kGauge, "doctor", "check",
-       "1 when the node passed the check, 0 when not"},
-      {"pcdino_doctor_node_healthy", T::kGauge, "doctor", "", "1 when the node passed every check"},
-      {"pcdino_doctor_shared_fs_write_bytes_per_second", T::kGauge, "doctor", "",
-       "The node's write throughput to the shared filesystem"},
-      {"pcdino_doctor_shared_fs_read_bytes_per_second", T::kGauge, "doctor", "",
-       "The node's read throughput from the shared filesystem"},
-      {"pcdino_doctor_allreduce_busbw_bytes_per_second", T::kGauge, "doctor", "",
-       "MPI allreduce bus bandwidth between the nodes at the largest size (rank 0)"},
-      {"pcdino_doctor_nccl_busbw_bytes_per_second", T::kGauge, "doctor", "",
-       "NCCL allreduce bus bandwidth over every GPU at the largest size (rank 0)"},
-  };
-  return table;
-}
-
-const std::vector<double>& step_duration_buckets() {
-  static const std::vector<double> bounds = [] {
-    std::vector<double> b;
-    for (double s = 0.005; s < 400; s *= 2) b.push_back(s);
-    return b;
-  }();
-  return bounds;
-}
-
-JobLabels labels_from_environment(const std::string& stage, int rank) {
-  JobLabels l;
-  l.stage = stage;
-  l.rank = rank;
-  if (const char* job = std::getenv("SLURM_JOB_ID"); job && *job) l.slurm_job_id = job;
-  if (const char* node = std::getenv("SLURMD_NODENAME"); node && *node) {
-    l.node = node;
-  } else {
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    l.node = host;
-  }
-  return l;
-}
 
 namespace {
 
@@ -121,21 +40,6 @@ std::mutex live_mutex;
 std::set<std::string>& live_files() {
   static std::set<std::string> files;
   return files;
-}
-
-const MetricSpec& spec_of(const char* name, const std::string& stage, MetricType type, bool labelled) {
-  for (const auto& s : metric_table()) {
-    if (std::strcmp(s.name, name) != 0) continue;
-    if (s.type != type) throw std::invalid_argument(std::string(name) + ": used as another metric type");
-    if (*s.stage != '\0' && stage != s.stage) {
-      throw std::invalid_argument(std::string(name) + ": a metric of stage " + s.stage + ", not " + stage);
-    }
-    if ((*s.label != '\0') != labelled) {
-      throw std::invalid_argument(std::string(name) + (labelled ? ": takes no label" : ": needs its label"));
-    }
-    return s;
-  }
-  throw std::invalid_argument(std::string(name) + ": not in pcdino's metric table (monitoring/metrics.hpp)");
 }
 
 // Whether `path` is a metrics file of `labels`' stage on its node that an earlier process left: ended, or
@@ -222,10 +126,7 @@ MetricsFile::MetricsFile(const MetricsFileOptions& options, const JobLabels& lab
   Impl& m = *impl_;
   m.options = options;
   m.labels = labels;
-  if (std::none_of(metric_table().begin(), metric_table().end(),
-                   [&](const MetricSpec& s) { return labels.stage == s.stage; })) {
-    throw std::invalid_argument("metrics: '" + labels.stage + "' is not a stage with metrics");
-  }
+  check_stage(labels.stage);
   std::error_code error;
   if (!options.dir.empty() && !fs::is_directory(options.dir, error)) {
     spdlog::info("metrics: no directory {} on this node (monitoring.textfile_dir): no metrics", options.dir);
@@ -244,7 +145,7 @@ MetricsFile::MetricsFile(const MetricsFileOptions& options, const JobLabels& lab
   const auto& facts = build_facts();
   auto& info = prometheus::BuildGauge()
                    .Name("pcdino_build_info")
-                   .Help(spec_of("pcdino_build_info", labels.stage, MetricType::kGauge, false).help)
+                   .Help(checked_spec("pcdino_build_info", labels.stage, MetricType::kGauge, false).help)
                    .Labels(m.series_labels())
                    .Register(*m.registry)
                    .Add({{"version", version()},
@@ -298,12 +199,12 @@ const std::string& MetricsFile::path() const {
 }
 
 void MetricsFile::add(const char* name, double value, const std::string& label) {
-  const auto& spec = spec_of(name, impl_->labels.stage, MetricType::kCounter, !label.empty());
+  const auto& spec = checked_spec(name, impl_->labels.stage, MetricType::kCounter, !label.empty());
   impl_->find(impl_->counters, spec, label, [] { return prometheus::BuildCounter(); }).Increment(value);
 }
 
 void MetricsFile::set(const char* name, double value, const std::string& label) {
-  const auto& spec = spec_of(name, impl_->labels.stage, MetricType::kGauge, !label.empty());
+  const auto& spec = checked_spec(name, impl_->labels.stage, MetricType::kGauge, !label.empty());
   impl_->find(impl_->gauges, spec, label, [] { return prometheus::BuildGauge(); }).Set(value);
 }
 
@@ -312,7 +213,7 @@ void MetricsFile::set_to_now(const char* name, const std::string& label) {
 }
 
 void MetricsFile::observe(const char* name, double value) {
-  const auto& spec = spec_of(name, impl_->labels.stage, MetricType::kHistogram, false);
+  const auto& spec = checked_spec(name, impl_->labels.stage, MetricType::kHistogram, false);
   impl_->find(impl_->histograms, spec, "", [] { return prometheus::BuildHistogram(); }).Observe(value);
 }
 

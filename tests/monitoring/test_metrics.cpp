@@ -64,6 +64,7 @@ double value_of(const std::string& text, const std::string& prefix) {
 }  // namespace
 
 TEST(Metrics, TrainingFileHasTheJobsLabelsAndSaysWhenItEnded) {
+  if (!PCDINO_HAVE_PROMETHEUS_CPP) GTEST_SKIP() << "built without prometheus-cpp: no files";
   Folder dir("train");
   const fs::path file = dir.path / "pcdino_42_1.prom";
   {
@@ -106,6 +107,7 @@ TEST(Metrics, TrainingFileHasTheJobsLabelsAndSaysWhenItEnded) {
 }
 
 TEST(Metrics, AFileOfAProcessThatMayStillRunStays) {
+  if (!PCDINO_HAVE_PROMETHEUS_CPP) GTEST_SKIP() << "built without prometheus-cpp: no files";
   Folder dir("running");
   MetricsFile first({dir.path.string(), 60}, job("train", 0));
   JobLabels second_job = job("train", 0);
@@ -115,6 +117,7 @@ TEST(Metrics, AFileOfAProcessThatMayStillRunStays) {
 }
 
 TEST(Metrics, TheWriterRewritesTheHeartbeat) {
+  if (!PCDINO_HAVE_PROMETHEUS_CPP) GTEST_SKIP() << "built without prometheus-cpp: no files";
   Folder dir("heartbeat");
   MetricsFile m({dir.path.string(), 0.05}, job("extract", 0));
   const fs::path file = dir.path / "pcdino_42_0.prom";
@@ -129,6 +132,7 @@ TEST(Metrics, TheWriterRewritesTheHeartbeat) {
 }
 
 TEST(Metrics, TheDoctorsVerdictStaysAndReplacesTheNodesEarlierOne) {
+  if (!PCDINO_HAVE_PROMETHEUS_CPP) GTEST_SKIP() << "built without prometheus-cpp: no files";
   Folder dir("doctor");
   {
     MetricsFile m({dir.path.string(), 60, true}, job("doctor", 0, "node1"));
