@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -108,8 +109,8 @@ const MetricSpec& checked_spec(const char* name, const std::string& stage, Metri
 }
 
 void check_stage(const std::string& stage) {
-  for (const auto& s : metric_table())
-    if (stage == s.stage) return;
+  const auto& table = metric_table();
+  if (std::any_of(table.begin(), table.end(), [&](const MetricSpec& s) { return s.stage == stage; })) return;
   throw std::invalid_argument("metrics: '" + stage + "' is not a stage with metrics");
 }
 
