@@ -218,6 +218,7 @@ struct EpochContext {
   long long iterations_this_run = 0;              // over all epochs of this run
   monitoring::MetricsFile* prometheus = nullptr;  // this rank's Prometheus metrics
   double comm_wait_seconds = 0;                   // host time in the centre's and the stop's collectives
+  double allreduce_bytes_per_step = 0;            // the gradient buffers' bytes (several ranks)
 };
 
 // What train_one_epoch gathered (MetricLogger's meters) for the end of the epoch.
@@ -292,11 +293,7 @@ void record_step(EpochContext& ctx, int64_t images, double lr, double seconds) {
   m.observe("pcdino_train_step_duration_seconds", seconds);
   m.set("pcdino_train_learning_rate", lr);
   m.set_to_now("pcdino_train_last_step_timestamp_seconds");
-  if (ctx.fusion) {
-    double bytes = 0;
-    for (const auto& b : ctx.fusion->buckets()) bytes += static_cast<double>(b.flat.nbytes());
-    m.add("pcdino_train_allreduce_bytes_total", bytes);
-  }
+  if (ctx.fusion) m.add("pcdino_train_allreduce_bytes_total", ctx.allreduce_bytes_per_step);
 }
 
 // The phases' seconds since the last reading (`before` to `after`, PhaseClock::collect's sums) and the time
@@ -406,29 +403,24 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
       stats.loss_sum += window_loss;
       // A stop's part-window is read (the non-finite check) but not recorded.
       const bool full_window = (it + 1) % 10 == 0 || it + 1 == ctx.niter;
-      if (full_window && ctx.prometheus->enabled()) {
+      if (full_window && (ctx.writer || ctx.prometheus->enabled())) {
         const double entropy_total = stats.entropy_sum.item<double>();
-        const double mean_loss = window_loss / static_cast<double>(window_count);
         const double window_entropy =
             (entropy_total - window_entropy_start) / static_cast<double>(window_count);
+        const double mean_loss = window_loss / static_cast<double>(window_count);
+        window_entropy_start = entropy_total;
         ctx.prometheus->set("pcdino_train_loss", mean_loss);
         ctx.prometheus->set("pcdino_train_teacher_entropy", window_entropy);
         ctx.prometheus->set("pcdino_train_kl_divergence", mean_loss - window_entropy);
-        if (!ctx.writer) window_entropy_start = entropy_total;
-      }
-      if (ctx.writer && full_window) {
-        const double entropy_total = stats.entropy_sum.item<double>();
-        const double window_entropy =
-            (entropy_total - window_entropy_start) / static_cast<double>(window_count);
-        const double mean_loss = window_loss / static_cast<double>(window_count);
-        MetricsRecord record;
-        record.kind = MetricsRecord::Kind::kIteration, record.epoch = epoch;
-        record.iteration = static_cast<long>(global_it) + 1;
-        record.loss = mean_loss, record.teacher_entropy = window_entropy,
-        record.kl = mean_loss - window_entropy;
-        record.lr = lr, record.wd = wd, record.momentum = momentum;
-        append_line(ctx.metrics_file, format_metrics_record(record));
-        window_entropy_start = entropy_total;
+        if (ctx.writer) {
+          MetricsRecord record;
+          record.kind = MetricsRecord::Kind::kIteration, record.epoch = epoch;
+          record.iteration = static_cast<long>(global_it) + 1;
+          record.loss = mean_loss, record.teacher_entropy = window_entropy,
+          record.kl = mean_loss - window_entropy;
+          record.lr = lr, record.wd = wd, record.momentum = momentum;
+          append_line(ctx.metrics_file, format_metrics_record(record));
+        }
       }
       window_count = 0;
       window_first = it + 1;
@@ -739,6 +731,10 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   // train_one_epoch arguments.
   EpochContext ctx(student, teacher, loss, optimizer, scaler);
   ctx.fusion = fusion.get();
+  if (fusion) {
+    for (const auto& b : fusion->buckets())
+      ctx.allreduce_bytes_per_step += static_cast<double>(b.flat.nbytes());
+  }
   ctx.watchdog = watchdog.get();
   if (comm) {
     ctx.allreduce_sum = [&comm, &ctx](torch::Tensor& t) {
