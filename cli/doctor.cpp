@@ -142,8 +142,9 @@ void publish(const DoctorArgs& a, const doctor::DoctorReport& report) {
 // replacing the node's earlier ones: a node's last verdict, which the doctor alert rule reads.
 void record_metrics(const doctor::DoctorOptions& o, const MpiWorld& world,
                     const doctor::DoctorReport& report) {
-  monitoring::MetricsFile metrics({o.textfile_dir, 5, /*replaces_unfinished=*/true},
-                                  monitoring::labels_from_environment("doctor", world.rank()));
+  monitoring::MetricsFile metrics(
+      {o.textfile_dir, MonitoringConfig{}.interval_seconds, /*replaces_unfinished=*/true},
+      monitoring::labels_from_environment("doctor", world.rank()));
   if (!metrics.enabled() || report.nodes.empty()) return;
   const doctor::NodeReport& node = world.rank() == 0 ? report.nodes.front() : report.nodes.back();
   for (const auto& check : node.checks) metrics.set("pcdino_doctor_check_ok", check.ok ? 1 : 0, check.name);
