@@ -67,3 +67,20 @@ train_scDINO:
     warmup_teacher_temp_epochs: 0
 YAML
 }
+
+# bench_fmnist_run PCDINO DIR BATCH: Fashion-MNIST's test split imported into DIR/fmnist (once), the
+# benchmarks' pipeline in DIR/pipeline.yaml (bench_dino_pipeline) and its mean/std (once).
+bench_fmnist_run() {
+  mkdir -p "$2"
+  [ -d "$2/fmnist" ] || "$1" dataset import --out "$2/fmnist" --split test >/dev/null
+  bench_dino_pipeline "$2/pipeline.yaml" "$2" "$3"
+  [ -f "$2/out/bench/mean_and_std_of_dataset.txt" ] || "$1" meanstd -c "$2/pipeline.yaml" >/dev/null
+}
+
+# bench_step_seconds MODEL_DIR [DECIMALS]: the last epoch's seconds per step, its phases summed
+# (metrics.jsonl's last record), with DECIMALS (3) digits.
+bench_step_seconds() {
+  tail -n 1 "$1/metrics.jsonl" | /usr/bin/python3 -c 'import json, sys
+m = json.load(sys.stdin)
+print("%.*f" % (int(sys.argv[1]), sum(m["seconds_per_step"].values())))' "${2:-3}"
+}

@@ -16,21 +16,13 @@ STEPS=${STEPS:-30} BATCH=${BATCH:-32} REPEAT=${REPEAT:-3}
 export PCDINO_LOG_LEVEL=warn OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$W/textfile"
-[ -d "$W/fmnist" ] || "$PCDINO" dataset import --out "$W/fmnist" --split test >/dev/null
-bench_dino_pipeline "$W/pipeline.yaml" "$W" "$BATCH"
-[ -f "$W/out/bench/mean_and_std_of_dataset.txt" ] || "$PCDINO" meanstd -c "$W/pipeline.yaml" >/dev/null
-
-step_seconds() {  # step_seconds MODEL_DIR: the second epoch's seconds per step
-  tail -n 1 "$1/metrics.jsonl" | /usr/bin/python3 -c 'import json, sys
-m = json.load(sys.stdin)
-print("%.4f" % sum(m["seconds_per_step"].values()))'
-}
+bench_fmnist_run "$PCDINO" "$W" "$BATCH"
 run_once() {  # run_once DIR TEXTFILE_DIR: seconds per step
   rm -rf "$1"
   mpirun --oversubscribe --bind-to core -np 2 "$PCDINO" train -c "$W/pipeline.yaml" --threads 1 --device cpu \
     --limit-images $((STEPS * BATCH * 2)) --model-dir "$1" --no-resume \
     --set "monitoring.textfile_dir=$2" --set monitoring.interval_seconds=1
-  step_seconds "$1"
+  bench_step_seconds "$1" 4
 }
 on=() off=()
 for ((r = 0; r < REPEAT; r++)); do

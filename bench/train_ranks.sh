@@ -15,25 +15,16 @@ W="$BUILD/bench-work/train-ranks"
 STEPS=${STEPS:-8} BATCH=${BATCH:-32}
 export PCDINO_LOG_LEVEL=warn OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mkdir -p "$W"
-[ -d "$W/fmnist" ] || "$PCDINO" dataset import --out "$W/fmnist" --split test >/dev/null
-bench_dino_pipeline "$W/pipeline.yaml" "$W" "$BATCH"
-[ -f "$W/out/bench/mean_and_std_of_dataset.txt" ] || "$PCDINO" meanstd -c "$W/pipeline.yaml" >/dev/null
-
-step_seconds() {  # step_seconds MODEL_DIR: the second epoch's seconds per step
-  tail -n 1 "$1/metrics.jsonl" | /usr/bin/python3 -c 'import json, sys
-m = json.load(sys.stdin)
-print("%.3f" % sum(m["seconds_per_step"].values()))'
-}
+bench_fmnist_run "$PCDINO" "$W" "$BATCH"
 echo "# bench/train_ranks.sh on $(nproc) cores, $(date -u +%F), $("$PCDINO" --version | head -1), batch $BATCH per rank"
 printf '%-8s %12s %8s %9s %11s\n' ranks global_batch s/step images/s efficiency
 rm -rf "$W/one" "$W/two"
 "$PCDINO" train -c "$W/pipeline.yaml" --threads 1 --device cpu --limit-images $((STEPS * BATCH)) \
   --model-dir "$W/one" --no-resume
-one=$(step_seconds "$W/one")
+one=$(bench_step_seconds "$W/one")
 printf '%-8s %12s %8s %9.1f %11s\n' 1 "$BATCH" "$one" "$(awk -v b="$BATCH" -v s="$one" 'BEGIN { print b / s }')" 1.00
 mpirun --oversubscribe --bind-to none -np 2 "$PCDINO" train -c "$W/pipeline.yaml" --threads 1 --device cpu \
   --limit-images $((STEPS * BATCH * 2)) --model-dir "$W/two" --no-resume
-two=$(step_seconds "$W/two")
+two=$(bench_step_seconds "$W/two")
 printf '%-8s %12s %8s %9.1f %11.2f\n' 2 $((BATCH * 2)) "$two" \
   "$(awk -v b="$BATCH" -v s="$two" 'BEGIN { print 2 * b / s }')" "$(awk -v a="$one" -v b="$two" 'BEGIN { print a / b }')"
