@@ -3,7 +3,7 @@
 # LibTorch threads, the demo's global batch: its 2 ranks x batch_size_per_gpu) on the demo's data (1,000 Fashion-MNIST images per
 # class from each split), then `pcdino extract` of the teacher and `pcdino knn` on the held-out split,
 # beside the same network untrained. Every recipe starts from sbatch/examples/demo.yaml; the arguments
-# change it (`--set key=value`, as `pcdino train` takes them).
+# change it (`--set key=value`, as `pcdino train` takes them; other `pcdino train` options go to training only).
 #
 # usage: bench/demo_recipe.sh NAME [--set KEY=VALUE ...]
 # environment: SEED (40: meta.seed, which also draws the split and the initial weights), THREADS (2),
@@ -41,9 +41,14 @@ start=$SECONDS
 seconds=$((SECONDS - start))
 "$PCDINO" extract -c "$config" --threads "$THREADS" --no-csv >/dev/null
 "$PCDINO" knn -c "$config" >/dev/null
-# The same network untrained (the arguments may change its architecture).
-"$PCDINO" extract -c "$config" "$@" --random-init --threads "$THREADS" --no-csv --output "$rundir/untrained.h5" >/dev/null
-"$PCDINO" knn -c "$config" "$@" --features "$rundir/untrained.h5" --name-of-run "$run-untrained" >/dev/null
+# The same network untrained (the --set arguments may change its architecture; the others are train's).
+sets=()
+while [ $# -gt 0 ]; do
+  [ "$1" = --set ] && [ $# -gt 1 ] && sets+=(--set "$2") && shift
+  shift
+done
+"$PCDINO" extract -c "$config" "${sets[@]}" --random-init --threads "$THREADS" --no-csv --output "$rundir/untrained.h5" >/dev/null
+"$PCDINO" knn -c "$config" "${sets[@]}" --features "$rundir/untrained.h5" --name-of-run "$run-untrained" >/dev/null
 /usr/bin/python3 - "$NAME" "$SEED" "$seconds" "$rundir" "$W/out/$run-untrained/kNN/knn.json" <<'PY'
 import glob, json, sys
 name, seed, seconds, rundir, untrained = sys.argv[1:]

@@ -545,6 +545,9 @@ std::vector<Entry> make_schema() {
       key("train_scDINO.fraction_for_mean_std_calc", PCDINO_MEMBER(train.fraction_for_mean_std_calc),
           in_range(0, true, 1, false), "share of the training images sampled for the mean/std stage"),
       key("train_scDINO.epochs", PCDINO_MEMBER(train.epochs), at_least(1), "training epochs"),
+      key("train_scDINO.time_budget_minutes", PCDINO_MEMBER(train.time_budget_minutes), non_negative(),
+          "pcdino: > 0 ends training after the epochs that fit this many minutes, judged from the "
+          "first epoch (never more than epochs); the schedules end with the last of them; 0 = all epochs"),
       key("train_scDINO.saveckp_freq", PCDINO_MEMBER(train.saveckp_freq), at_least(1),
           "keep checkpoint{epoch:04}.pth every this many epochs (checkpoint.pth is written every epoch)"),
       key("train_scDINO.nnodes", PCDINO_MEMBER(train.nnodes), at_least(1), "nodes of the training job"),
@@ -581,7 +584,7 @@ std::vector<Entry> make_schema() {
           "epochs of the teacher temperature's linear warm-up"),
       key("train_scDINO.hyperparameters.use_fp16", PCDINO_MEMBER(train.hyperparameters.use_fp16), any_bool,
           "mixed precision: on GPUs bfloat16 from compute capability 8.0, else float16 with loss scaling; "
-          "on CPUs with AMX bfloat16 autocast (others stay in float32)"),
+          "on CPUs with AMX or AVX512_BF16 bfloat16 autocast (others stay in float32)"),
       key("train_scDINO.hyperparameters.weight_decay", PCDINO_MEMBER(train.hyperparameters.weight_decay),
           non_negative(), "AdamW weight decay at the start, cosine to weight_decay_end"),
       key("train_scDINO.hyperparameters.weight_decay_end",

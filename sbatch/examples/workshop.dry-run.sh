@@ -32,7 +32,7 @@ printf '{"stage": "meanstd", "config_hash": "10c22c6f2c1b6f0d", "job_id": "%s", 
 # ---- /fsx/output/workshop/logs/train.sbatch ----
 #!/bin/bash
 # pcdino pipeline 'workshop', stage train: DINO pretraining of the ViT.
-# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 29f67e64eb90c2fd.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash c2978a7d1bb957d8.
 #SBATCH --job-name=workshop-train
 #SBATCH --output=/fsx/output/workshop/logs/train_out_%j.out
 #SBATCH --error=/fsx/output/workshop/logs/train_err_%j.err
@@ -97,13 +97,13 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage train failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "train", "config_hash": "29f67e64eb90c2fd", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+printf '{"stage": "train", "config_hash": "c2978a7d1bb957d8", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
   "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/train.complete.tmp && mv -f /fsx/output/workshop/logs/train.complete.tmp /fsx/output/workshop/logs/train.complete
 
 # ---- /fsx/output/workshop/logs/extract.sbatch ----
 #!/bin/bash
 # pcdino pipeline 'workshop', stage extract: CLS features of the held-out images.
-# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 74c968a9609ed6f0.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash a1eafa11b77ba1cb.
 #SBATCH --job-name=workshop-extract
 #SBATCH --output=/fsx/output/workshop/logs/extract_out_%j.out
 #SBATCH --error=/fsx/output/workshop/logs/extract_err_%j.err
@@ -139,7 +139,7 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage extract failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "extract", "config_hash": "74c968a9609ed6f0", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+printf '{"stage": "extract", "config_hash": "a1eafa11b77ba1cb", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
   "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/extract.complete.tmp && mv -f /fsx/output/workshop/logs/extract.complete.tmp /fsx/output/workshop/logs/extract.complete
 
 # ---- /fsx/output/workshop/logs/labels.sbatch ----
@@ -175,7 +175,7 @@ printf '{"stage": "labels", "config_hash": "cd1602b7e0ed905c", "job_id": "%s", "
 # ---- /fsx/output/workshop/logs/knn.sbatch ----
 #!/bin/bash
 # pcdino pipeline 'workshop', stage knn: weighted kNN evaluation of the CLS features.
-# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash e19f39ff71c47d47.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 470ac4949cf6b9b8.
 #SBATCH --job-name=workshop-knn
 #SBATCH --output=/fsx/output/workshop/logs/knn_out_%j.out
 #SBATCH --error=/fsx/output/workshop/logs/knn_err_%j.err
@@ -199,13 +199,13 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage knn failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "knn", "config_hash": "e19f39ff71c47d47", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+printf '{"stage": "knn", "config_hash": "470ac4949cf6b9b8", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
   "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/knn.complete.tmp && mv -f /fsx/output/workshop/logs/knn.complete.tmp /fsx/output/workshop/logs/knn.complete
 
 # ---- /fsx/output/workshop/logs/plots.sbatch ----
 #!/bin/bash
 # pcdino pipeline 'workshop', stage plots: UMAP, training curves, kNN plots and index.html.
-# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 12ddfba09bbd708a.
+# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash 4fbcfdd34b0bdc27.
 #SBATCH --job-name=workshop-plots
 #SBATCH --output=/fsx/output/workshop/logs/plots_out_%j.out
 #SBATCH --error=/fsx/output/workshop/logs/plots_err_%j.err
@@ -229,7 +229,7 @@ if [ "$rc" -ne 0 ]; then
   echo "pcdino: stage plots failed with exit code $rc" >&2
   exit "$rc"
 fi
-printf '{"stage": "plots", "config_hash": "12ddfba09bbd708a", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
+printf '{"stage": "plots", "config_hash": "4fbcfdd34b0bdc27", "job_id": "%s", "finished": "%s", "seconds": %d}\n' \
   "${SLURM_JOB_ID}" "$(date -Is)" "$(($(date +%s) - started))" >/fsx/output/workshop/logs/plots.complete.tmp && mv -f /fsx/output/workshop/logs/plots.complete.tmp /fsx/output/workshop/logs/plots.complete
 
 # ---- sbatch commands ----

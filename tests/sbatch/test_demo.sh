@@ -8,7 +8,7 @@ source "$(dirname "$0")/../lib/assert.sh"
 W="$PCDINO_BUILD_DIR/test-work/demo"
 rm -rf "$W" && mkdir -p "$W"
 unset SLURM_CONF
-export PCDINO_DEMO_DIR="$W" PCDINO_DEMO_PER_CLASS=100 LOCAL_CLUSTER_DIR="$W/cluster"
+export PCDINO_DEMO_DIR="$W" PCDINO_DEMO_PER_CLASS=100 PCDINO_DEMO_EPOCHS=6 LOCAL_CLUSTER_DIR="$W/cluster"
 export LOCAL_CLUSTER_PORT=${TEST_CLUSTER_PORT:-18617}
 trap '"$PCDINO_SOURCE_DIR/sbatch/local-cluster" down >/dev/null 2>&1' EXIT
 
@@ -28,6 +28,8 @@ assert_contains "$OUT" "| epoch " "the live view shows the training's progress"
 assert_eq "$(find "$W/fashion-mnist-100" -name '*.tif' | wc -l)" 2000 "the dataset: 100 images per class and split"
 train_log=$(cat "$RUN"/logs/train_err_*.err)
 assert_contains "$train_log" "rank 1 of 2 on node2" "training ran on both nodes"
+assert_contains "$train_log" "time_budget_minutes 15: " "the demo's time budget judged the epochs"
+assert_contains "$train_log" "of 6 epochs" "PCDINO_DEMO_EPOCHS capped them"
 assert_contains "$(cat "$W/pipeline.yaml")" "dataset_dir: \"$W/fashion-mnist-100\"" "pipeline.yaml: the dataset filled in"
 diff <(grep -v '_dir:' "$W/pipeline.yaml") <(grep -v '_dir:' "$PCDINO_SOURCE_DIR/sbatch/examples/demo.yaml") >/dev/null &&
   pass "pipeline.yaml is demo.yaml with only the folders filled in" || fail "pipeline.yaml differs from demo.yaml"

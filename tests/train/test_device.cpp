@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "pcdino/core/error.hpp"
 #include "pcdino/train/device.hpp"
@@ -39,6 +41,19 @@ TEST(Device, SelectionAndErrorsNameTheOption) {
 
 // --threads caps OpenBLAS's threads as well as LibTorch's (LibTorch links Debian's OpenBLAS here); a
 // user's OPENBLAS_NUM_THREADS wins over both.
+TEST(Process, OpenMpWaitsBrieflyUnlessTheUserChose) {
+  using Settings = std::vector<std::pair<std::string, std::string>>;
+  const auto chosen = openmp_wait_settings(nullptr, nullptr);
+  ASSERT_EQ(chosen.size(), 2u);
+  EXPECT_EQ(chosen[0], (std::pair<std::string, std::string>{"OMP_WAIT_POLICY", "PASSIVE"}));
+  EXPECT_EQ(chosen[1].first, "GOMP_SPINCOUNT");
+  const long spins = std::stol(chosen[1].second);
+  EXPECT_GT(spins, 0) << "PASSIVE without a spin wakes every parallel region through the kernel";
+  EXPECT_LE(spins, 1000000) << "libgomp's ~100,000 spins a millisecond: more starves the loader thread";
+  EXPECT_EQ(openmp_wait_settings("ACTIVE", nullptr), Settings{}) << "the user's policy wins";
+  EXPECT_EQ(openmp_wait_settings(nullptr, "0"), Settings{}) << "the user's spin count wins";
+}
+
 TEST(Process, BlasThreadsFollowTheThreadsOption) {
   if (::dlsym(RTLD_DEFAULT, "openblas_set_num_threads") == nullptr)
     GTEST_SKIP() << "the BLAS is not OpenBLAS";
@@ -71,13 +86,17 @@ TEST(Device, GaudiAndNeuronAreRefusedAndTheAcceleratorKeyChoosesAuto) {
 }
 
 TEST(Device, AutocastTypes) {
-  // On a CPU: bfloat16 where it has AMX (this machine's /proc/cpuinfo decides which is checked), forced
-  // by "bfloat16" anywhere, never float16.
+  // On a CPU: bfloat16 where it has AMX or AVX512_BF16 (this machine's /proc/cpuinfo decides which is
+  // checked), forced by "bfloat16" anywhere, never float16.
   const torch::Device cpu(torch::kCPU);
-  if (cpu_has_flag("amx_bf16")) {
+  const bool amx = cpu_has_flag("amx_bf16"), avx512 = cpu_has_flag("avx512_bf16");
+  if (amx || avx512) {
     EXPECT_EQ(autocast_dtype(cpu, "auto"), torch::kBFloat16);
+    ASSERT_NE(cpu_bfloat16_unit(), nullptr);
+    EXPECT_STREQ(cpu_bfloat16_unit()->name, amx ? "AMX" : "AVX512_BF16") << "AMX is named first";
   } else {
-    EXPECT_FALSE(autocast_dtype(cpu, "auto").has_value()) << "float32 without AMX";
+    EXPECT_FALSE(autocast_dtype(cpu, "auto").has_value()) << "float32 without AMX or AVX512_BF16";
+    EXPECT_EQ(cpu_bfloat16_unit(), nullptr);
   }
   EXPECT_EQ(autocast_dtype(cpu, "bfloat16"), torch::kBFloat16);
   EXPECT_THROW(autocast_dtype(cpu, "float16"), ConfigError);

@@ -211,6 +211,20 @@ TEST(Schedules, EndPoints) {
   EXPECT_DOUBLE_EQ(scaled_learning_rate(0.0005, 512), 0.001);
 }
 
+TEST(Schedules, EpochsWithinATimeBudget) {
+  // One epoch done, 100 s so far, 50 s an epoch: 600 s leave room for 10 more, so 11 of 20.
+  EXPECT_EQ(epochs_within_budget(20, 1, 1, 600, 100, 50), 11);
+  EXPECT_EQ(epochs_within_budget(20, 1, 1, 649, 100, 50), 11) << "a part epoch does not count";
+  EXPECT_EQ(epochs_within_budget(20, 1, 1, 650, 100, 50), 12);
+  EXPECT_EQ(epochs_within_budget(20, 1, 3, 600, 100, 50), 13) << "decided after the third epoch";
+  EXPECT_EQ(epochs_within_budget(6, 1, 1, 6000, 100, 50), 6) << "never more than epochs";
+  EXPECT_EQ(epochs_within_budget(20, 1, 1, 60, 100, 50), 1) << "over budget already: it ends now";
+  EXPECT_EQ(epochs_within_budget(20, 1, 4, 60, 100, 50), 4) << "never fewer than the epochs done";
+  EXPECT_EQ(epochs_within_budget(20, 3, 1, 60, 100, 50), 3) << "the warm-up epochs always run";
+  EXPECT_EQ(epochs_within_budget(2, 3, 1, 60, 100, 50), 2);
+  EXPECT_EQ(epochs_within_budget(20, 1, 1, 600, 100, 0), 20) << "a zero-length epoch fits every epoch";
+}
+
 TEST(Training, EmaFrozenLastLayerAndClipping) {
   torch::manual_seed(0);
   MultiCropWrapper student(tiny(), DinoHead(192, 16, false, 32, 8));

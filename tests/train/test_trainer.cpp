@@ -107,6 +107,29 @@ TEST(Trainer, InterruptedAndResumedEqualsUninterrupted) {
   EXPECT_FALSE(torch::equal(ta.at("cls_token"), sa.at("cls_token")));
 }
 
+// train_scDINO.time_budget_minutes: a budget the first epoch already used up ends the run there, the
+// count is kept in the checkpoint, and a restart with a larger budget keeps it (its schedules were built
+// for it); a budget every epoch fits changes nothing.
+TEST(Trainer, ATimeBudgetCutsTheEpochsOnceAndARestartKeepsTheCut) {
+  test::TempDir d;
+  PipelineConfig c = tiny_run(d);
+  c.train.epochs = 4;
+  c.train.time_budget_minutes = 1e-6;
+  TrainRuntime rt = one_thread(d / "cut");
+  EXPECT_EQ(run_training(c, rt).epochs_done, 1) << "warmup_epochs 1: the first epoch always runs";
+  const auto args = read_checkpoint_state(ModelFiles{rt.output_dir}.checkpoint()).args;
+  EXPECT_EQ(args.at("epochs_by_time_budget"), "1");
+  EXPECT_EQ(args.at("epochs"), "1");
+
+  c.train.time_budget_minutes = 1000;
+  EXPECT_EQ(run_training(c, rt).epochs_done, 1) << "the cut holds on a restart";
+
+  TrainRuntime roomy = one_thread(d / "roomy");
+  EXPECT_EQ(run_training(c, roomy).epochs_done, 4);
+  EXPECT_EQ(read_checkpoint_state(ModelFiles{roomy.output_dir}.checkpoint()).args.at("epochs_by_time_budget"),
+            "4");
+}
+
 // checkpoint.pth keeps the one before it as checkpoint.prev.pth; a torn checkpoint.pth (a write cut short
 // on a filesystem without atomic rename, a disk error) is refused on resume with the reason and the run
 // resumes from the one before it, ending with the uninterrupted run's weights.

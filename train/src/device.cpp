@@ -3,6 +3,7 @@
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -64,6 +65,12 @@ bool cpu_has_flag(const std::string& flag) {
   return false;
 }
 
+const CpuBfloat16Unit* cpu_bfloat16_unit() {
+  const auto* unit = std::find_if(std::begin(kCpuBfloat16Units), std::end(kCpuBfloat16Units),
+                                  [](const CpuBfloat16Unit& u) { return cpu_has_flag(u.flag); });
+  return unit == std::end(kCpuBfloat16Units) ? nullptr : unit;
+}
+
 std::string device_option(const std::string& option, const std::string& accelerator) {
   if (option != "auto") return option;
   if (accelerator == "nvidia") return "cuda";
@@ -111,7 +118,7 @@ std::optional<torch::ScalarType> autocast_dtype(const torch::Device& device, con
     if (spec == "float16") {
       throw ConfigError("--amp-dtype float16: autocast on a CPU is bfloat16 only; use auto or bfloat16");
     }
-    if (spec == "bfloat16" || cpu_has_flag(kCpuBfloat16Flag)) return torch::kBFloat16;
+    if (spec == "bfloat16" || cpu_bfloat16_unit() != nullptr) return torch::kBFloat16;
     return std::nullopt;
   }
   if (!device.is_cuda()) return std::nullopt;

@@ -24,17 +24,30 @@ void keep_freed_memory() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
-// libgomp reads OMP_WAIT_POLICY once, when it is loaded, and by default its idle threads spin; on a
-// machine where the loader thread, OpenBLAS's threads and LibTorch's OpenMP threads share few cores the
-// spinning halves the step rate (6.4 vs 12.2 images/s on 2 cores, bench/RESULTS.md). If the user chose
-// no policy, choose PASSIVE and start this program again so that libgomp sees it. Runs before MPI_Init.
-void prefer_passive_openmp_threads(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+// libgomp reads OMP_WAIT_POLICY and GOMP_SPINCOUNT once, when it is loaded. By default its idle threads
+// spin ~3 ms before sleeping; on a machine where the loader thread, OpenBLAS's threads and LibTorch's
+// OpenMP threads share few cores that spinning halved the step rate (6.4 vs 12.2 images/s on 2 cores,
+// bench/RESULTS.md, issue #4). PASSIVE alone goes too far: every parallel region then wakes its threads
+// through the kernel, and a step of oneDNN's and LibTorch's many small regions spent a third of its time
+// there (the demo's step on 2 threads: 0.074 s against 0.039 s with a short spin, issue #38). So
+// PASSIVE with a spin of kOpenMpSpins (libgomp counts ~100,000 to a millisecond), unless the user chose
+// either. The program starts again so that libgomp sees them. Runs before MPI_Init.
+constexpr const char* kOpenMpSpins = "100000";
+
+void prefer_short_openmp_spin(char** argv) {
+  const auto settings = openmp_wait_settings(std::getenv("OMP_WAIT_POLICY"), std::getenv("GOMP_SPINCOUNT"));
+  if (settings.empty()) return;
+  for (const auto& [name, value] : settings) ::setenv(name.c_str(), value.c_str(), 1);
   ::execv("/proc/self/exe", argv);  // returns only on failure: then run on with the default policy
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> openmp_wait_settings(const char* wait_policy,
+                                                                      const char* spin_count) {
+  if (wait_policy != nullptr || spin_count != nullptr) return {};
+  return {{"OMP_WAIT_POLICY", "PASSIVE"}, {"GOMP_SPINCOUNT", kOpenMpSpins}};
+}
 
 int share_blas_threads(int local_ranks, int max_threads) {
   if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr || std::getenv("GOTO_NUM_THREADS") != nullptr) return 0;
@@ -55,7 +68,7 @@ int share_blas_threads(int local_ranks, int max_threads) {
 }
 
 void tune_process(char** argv) {
-  prefer_passive_openmp_threads(argv);
+  prefer_short_openmp_spin(argv);
   keep_freed_memory();
 }
 

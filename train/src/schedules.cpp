@@ -1,5 +1,6 @@
 #include "pcdino/train/schedules.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -41,6 +42,15 @@ std::vector<double> teacher_temperature_schedule(double warmup_temp, double temp
   while (static_cast<int>(s.size()) < epochs) s.push_back(temp);
   s.resize(static_cast<std::size_t>(std::max(0, epochs)));
   return s;
+}
+
+int epochs_within_budget(int epochs, int min_epochs, int epochs_done, double budget_seconds,
+                         double elapsed_seconds, double epoch_seconds) {
+  const int floor = std::min(epochs, std::max({1, min_epochs, epochs_done}));
+  const double more = (budget_seconds - elapsed_seconds) / std::max(epoch_seconds, 1e-9);
+  if (!(more >= 1)) return floor;  // also NaN
+  const double fit = epochs_done + std::floor(more);
+  return fit >= epochs ? epochs : std::max(floor, static_cast<int>(fit));
 }
 
 }  // namespace pcdino::train

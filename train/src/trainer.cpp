@@ -492,6 +492,9 @@ void save_latest_checkpoint(const std::string& path, const std::string& previous
   save_checkpoint(path, student, teacher, optimizer, loss, state);
 }
 
+// The checkpoint argument holding the epochs that train_scDINO.time_budget_minutes chose.
+constexpr const char* kBudgetEpochsArg = "epochs_by_time_budget";
+
 // The arguments that make a checkpoint this run's: a checkpoint written with other values is another
 // run's (a copied or mixed-up folder), not one to resume. The epochs, the batch and the world size may
 // change between starts.
@@ -559,12 +562,18 @@ void install_stop_signal_handlers() {
 }
 
 TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const MpiWorld* world) {
+  const auto started = std::chrono::steady_clock::now();  // train_scDINO.time_budget_minutes counts from here
   const DinoHyperparameters& h = c.train.hyperparameters;
   if (rt.threads > 0) torch::set_num_threads(rt.threads);
   const int ranks = world ? world->size() : 1, rank = world ? world->rank() : 0;
   if (const int blas = share_blas_threads(world ? world->local_size() : 1, rt.threads);
       blas > 0 && ranks > 1) {
     spdlog::info("OpenBLAS threads per rank: {} ({} rank(s) on this machine)", blas, world->local_size());
+  }
+  if (torch::get_num_threads() > 1) {  // how idle OpenMP threads wait decides the step on few cores
+    const char *policy = std::getenv("OMP_WAIT_POLICY"), *spin = std::getenv("GOMP_SPINCOUNT");
+    spdlog::info("OpenMP: {} threads, OMP_WAIT_POLICY={} GOMP_SPINCOUNT={}", torch::get_num_threads(),
+                 policy ? policy : "(unset)", spin ? spin : "(unset)");
   }
   const bool writer = rank == 0;  // one rank writes checkpoints and logs
   // From the start: a job that never reaches its first step looks hung to the alert rules.
@@ -642,17 +651,18 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
                            (scaler.enabled() ? " and loss scaling" : "")
                      : std::string("float32 (use_fp16 false)"));
   } else if (amp) {
-    spdlog::info("training on the CPU with autocast to {}{}", c10::toString(*amp),
-                 cpu_has_flag(kCpuBfloat16Flag) ? " (AMX)" : " (forced by --amp-dtype; this CPU has no AMX)");
+    const auto* unit = cpu_bfloat16_unit();
+    spdlog::info(
+        "training on the CPU with autocast to {} ({})", c10::toString(*amp),
+        unit != nullptr ? unit->name : "forced by --amp-dtype; this CPU has neither AMX nor AVX512_BF16");
   } else if (h.use_fp16) {
     spdlog::info(
-        "training on the CPU in float32: use_fp16 uses bfloat16 on CPUs with AMX ({}), which this "
-        "one lacks (--amp-dtype bfloat16 forces it)",
-        kCpuBfloat16Flag);
+        "training on the CPU in float32: use_fp16 uses bfloat16 on CPUs with AMX or AVX512_BF16, which "
+        "this one lacks (--amp-dtype bfloat16 forces it)");
   }
   MultiTensorAdamW optimizer(params_groups(student), torch::optim::AdamWOptions(0.0));
 
-  const int epochs = c.train.epochs;
+  int epochs = c.train.epochs;  // cut by train_scDINO.time_budget_minutes once decided
   if (h.warmup_epochs > epochs) {
     throw ConfigError(c.source + ": train_scDINO.hyperparameters.warmup_epochs (" +
                       std::to_string(h.warmup_epochs) + ") is larger than train_scDINO.epochs (" +
@@ -692,7 +702,12 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     const std::string loaded = load_newest_checkpoint({checkpoint, previous_checkpoint}, args, student,
                                                       teacher, optimizer, loss, world, rank, ranks, state);
     if (!loaded.empty()) {
+      // A cut the time budget made in an earlier start holds: the schedules so far were built for it.
+      const auto cut = state.args.find(kBudgetEpochsArg);
+      const bool was_cut = cut != state.args.end() && c.train.time_budget_minutes > 0;
+      if (was_cut) epochs = std::min(epochs, std::max(state.epoch, std::stoi(cut->second)));
       state.args = args;
+      if (was_cut) state.args[kBudgetEpochsArg] = state.args["epochs"] = std::to_string(epochs);
       spdlog::info("resuming from {} at epoch {} iteration {}", loaded, state.epoch, state.iteration);
     }
     prometheus.set("pcdino_train_epoch", state.epoch);
@@ -745,10 +760,14 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
   }
-  ctx.lr_schedule = cosine_schedule(scaled_learning_rate(h.lr, static_cast<int>(global_batch)), h.min_lr,
-                                    epochs, niter, h.warmup_epochs);
-  ctx.wd_schedule = cosine_schedule(h.weight_decay, h.weight_decay_end, epochs, niter);
-  ctx.momentum_schedule = cosine_schedule(h.momentum_teacher, 1.0, epochs, niter);
+  const auto build_schedules = [&] {
+    ctx.lr_schedule = cosine_schedule(scaled_learning_rate(h.lr, static_cast<int>(global_batch)), h.min_lr,
+                                      epochs, niter, h.warmup_epochs);
+    ctx.wd_schedule = cosine_schedule(h.weight_decay, h.weight_decay_end, epochs, niter);
+    ctx.momentum_schedule = cosine_schedule(h.momentum_teacher, 1.0, epochs, niter);
+    ctx.epochs = epochs;
+  };
+  build_schedules();
   ctx.world = world, ctx.ranks = ranks, ctx.writer = writer;
   ctx.device = device, ctx.amp = amp;
   const std::unique_ptr<PhaseClock> phase_clock_owner = make_phase_clock(device);
@@ -762,7 +781,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     ctx.momentum_t = torch::zeros({}, scalar);
   }
   ctx.clip_grad = h.clip_grad, ctx.freeze_last_layer = h.freeze_last_layer;
-  ctx.epochs = epochs, ctx.niter = niter, ctx.global_batch = global_batch;
+  ctx.niter = niter, ctx.global_batch = global_batch;
   ctx.stop_after_iterations = rt.stop_after_iterations;
   ctx.metrics_file = metrics_file;
   ctx.prometheus = &prometheus;
@@ -779,7 +798,9 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   }
 
   double seconds_this_run = 0;
+  bool budget_decided = c.train.time_budget_minutes <= 0 || state.args.count(kBudgetEpochsArg) > 0;
   for (int epoch = state.epoch; epoch < epochs; ++epoch) {
+    const auto epoch_started = std::chrono::steady_clock::now();
     const auto perm = numpy_permutation(train.size(), c.meta.seed + static_cast<std::uint32_t>(epoch));
     const std::size_t first_iter = epoch == state.epoch ? static_cast<std::size_t>(state.iteration) : 0;
     Prefetcher<Batch> loader(
@@ -837,6 +858,27 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
       knn_top1 = online_knn->top1(teacher->backbone, device);
       spdlog::info("epoch {}/{}: online kNN top-1 {:.2f}% ({} held-out images, k {}, T {})", epoch + 1,
                    epochs, *knn_top1, online_knn->images(), OnlineKnn::kK, OnlineKnn::kTemperature);
+    }
+    // train_scDINO.time_budget_minutes: after the first whole epoch of this start, the epochs that fit,
+    // rank 0's count for all (its epoch holds the checkpoint and the kNN); the schedules then end there.
+    if (!budget_decided && first_iter == 0) {
+      budget_decided = true;
+      const auto since = [](auto t) {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+      };
+      const double elapsed = since(started), epoch_seconds = since(epoch_started);
+      long long fit = writer ? epochs_within_budget(epochs, h.warmup_epochs, epoch + 1,
+                                                    c.train.time_budget_minutes * 60, elapsed, epoch_seconds)
+                             : 0;
+      if (ranks > 1) fit = world->allreduce_max(fit);
+      spdlog::info(
+          "time_budget_minutes {:g}: {:.0f} s so far, {:.0f} s for epoch {}: training {} of {} epochs",
+          c.train.time_budget_minutes, elapsed, epoch_seconds, epoch + 1, fit, epochs);
+      epochs = static_cast<int>(fit);
+      state.args[kBudgetEpochsArg] = state.args["epochs"] = std::to_string(epochs);
+      build_schedules();
+      if (writer)  // the checkpoint just written holds the count, so that a restart keeps these schedules
+        save_latest_checkpoint(checkpoint, previous_checkpoint, student, teacher, optimizer, loss, state);
     }
     const double images_per_second =
         static_cast<double>(stats.loss_count * global_batch) / std::max(stats.seconds, 1e-9);

@@ -84,6 +84,9 @@ struct TrainConfig {
   std::string dino_vit_name = "dino_vit";
   double fraction_for_mean_std_calc = 0.2;  ///< in (0, 1]: share of the dataset sampled for mean/std
   int epochs = 100;
+  /// pcdino: > 0 cuts `epochs` (never raises it) to what fits this many minutes of training, from the
+  /// time of the first epoch; 0 trains every epoch.
+  double time_budget_minutes = 0;
   int saveckp_freq = 20;
   int nnodes = 1;
   int num_gpus = 1;  ///< per node

@@ -1,6 +1,6 @@
 // Where training and extraction run (CPU or one CUDA device per local rank) and mixed precision (the
 // reference's use_fp16: torch.cuda.amp.autocast with a GradScaler on GPUs; bfloat16 autocast on CPUs
-// with AMX, as torch.autocast("cpu") runs it).
+// with AMX or AVX512_BF16, as torch.autocast("cpu") runs it).
 #pragma once
 
 #include <torch/torch.h>
@@ -22,11 +22,24 @@ std::string device_option(const std::string& option, const std::string& accelera
 /// reason pcdino cannot compute there (core/accelerator.hpp).
 torch::Device select_device(const std::string& spec, int local_rank);
 
-/// The /proc/cpuinfo flag of the CPUs on which bfloat16 autocast pays: Intel AMX's bfloat16 tile
-/// multiply (Sapphire Rapids and later), which oneDNN's matmuls use. Measured on the project's machine
-/// (bench/RESULTS.md, issue #38): the demo's step 1.47x faster than float32 on one core. A CPU with
-/// AVX512_BF16 alone was not measured, so it keeps float32 unless forced.
-inline constexpr const char* kCpuBfloat16Flag = "amx_bf16";
+/// A CPU feature on which bfloat16 autocast pays: its /proc/cpuinfo flag and the name the log gives it.
+struct CpuBfloat16Unit {
+  const char* flag;
+  const char* name;
+};
+
+/// The CPUs on which use_fp16 turns bfloat16 autocast on, in the order asked (the first the CPU has is
+/// named in the log); oneDNN's matmuls use either. Each measured with the demo's step on one core
+/// (bench/RESULTS.md, issue #38):
+///  - amx_bf16: Intel AMX's bfloat16 tile multiply (Sapphire Rapids and later): 1.47x float32's step on
+///    an Intel Xeon;
+///  - avx512_bf16: the AVX-512 bfloat16 dot product (Cooper Lake, AMD Zen 4 and later): 1.25x on an AMD
+///    EPYC (Zen 5).
+/// Other CPUs keep float32 unless --amp-dtype forces bfloat16.
+inline constexpr CpuBfloat16Unit kCpuBfloat16Units[] = {{"amx_bf16", "AMX"}, {"avx512_bf16", "AVX512_BF16"}};
+
+/// The first of kCpuBfloat16Units that this CPU lists, or nullptr where it has none.
+const CpuBfloat16Unit* cpu_bfloat16_unit();
 
 /// Whether /proc/cpuinfo lists `flag` (e.g. "amx_bf16", "avx512_bf16"): the CPU has it and the kernel
 /// lets programs use it. false where the file cannot be read.
@@ -34,8 +47,8 @@ bool cpu_has_flag(const std::string& flag);
 
 /// The autocast type for use_fp16 on `device`. On a GPU "auto" gives bfloat16 from compute capability
 /// 8.0 (no loss scaling needed) and float16 below; "bfloat16" and "float16" force one. On a CPU "auto"
-/// gives bfloat16 where the CPU has kCpuBfloat16Flag and nullopt (float32) elsewhere, "bfloat16" forces
-/// it, and "float16" is refused (LibTorch's CPU autocast is bfloat16 only). Throws ConfigError naming
+/// gives bfloat16 where the CPU has one of kCpuBfloat16Units and nullopt (float32) elsewhere, "bfloat16"
+/// forces it, and "float16" is refused (LibTorch's CPU autocast is bfloat16 only). Throws ConfigError naming
 /// --amp-dtype for another value.
 std::optional<torch::ScalarType> autocast_dtype(const torch::Device& device, const std::string& spec);
 
