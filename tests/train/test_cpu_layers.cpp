@@ -145,5 +145,42 @@ TEST(CpuAttentionPath, RefusesWhatItDoesNotTake) {
   EXPECT_FALSE(under_autocast);
 }
 
+// Under CPU bfloat16 autocast few tokens go through the float32 loops (autocast paused, then on again):
+// the written-out form of the same bfloat16 inputs, its gradient back in bfloat16; more tokens, autocast
+// off or PCDINO_CPU_LAYERS' float32 input stay with the caller.
+TEST(CpuAttentionPath, FewTokensUnderBfloatAutocastAreWidened) {
+  torch::manual_seed(6);
+  const int64_t heads = 3;
+  const double scale = 1.0 / std::sqrt(64.0);
+  const auto qkv = (torch::randn({4, 17, 3 * 192}) * 2).to(torch::kBFloat16);
+  const auto upstream = torch::randn({4, 17, 192});
+  auto ours_in = qkv.clone().requires_grad_(true);
+  at::autocast::set_cpu_enabled(true);
+  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+  const auto ours = cpu_attention_widened(ours_in, heads, scale);
+  const bool still_on = at::autocast::is_cpu_enabled();
+  const bool many_tokens =
+      cpu_attention_widened(torch::randn({1, kWidenedAttentionTokens + 1, 36}).to(torch::kBFloat16), 3, 1.0)
+          .defined();
+  const bool float_input = cpu_attention_widened(torch::randn({1, 5, 36}), 3, 1.0).defined();
+  at::autocast::set_cpu_enabled(false);
+  at::autocast::clear_cache();
+  EXPECT_TRUE(still_on) << "autocast is on again after the widened attention";
+  EXPECT_FALSE(many_tokens);
+  EXPECT_FALSE(float_input);
+  EXPECT_FALSE(cpu_attention_widened(qkv, heads, scale).defined()) << "autocast off";
+  ASSERT_TRUE(ours.defined());
+  EXPECT_EQ(ours.scalar_type(), torch::kFloat);
+  (ours * upstream).sum().backward();
+  auto ref_in = qkv.to(torch::kFloat64).requires_grad_(true);
+  const auto reference = written_attention(ref_in, heads, scale);
+  (reference * upstream.to(torch::kFloat64)).sum().backward();
+  EXPECT_LE((ours.to(torch::kFloat64) - reference).abs().max().item<double>(), 2e-5);
+  EXPECT_EQ(ours_in.grad().scalar_type(), torch::kBFloat16);
+  // The gradient is rounded to bfloat16 (8 bits of mantissa) on its way back.
+  const auto grad_error = (ours_in.grad().to(torch::kFloat64) - ref_in.grad()).abs().max().item<double>();
+  EXPECT_LE(grad_error, 1e-2 * ref_in.grad().abs().max().item<double>());
+}
+
 }  // namespace
 }  // namespace pcdino::train

@@ -211,6 +211,19 @@ at::Tensor cpu_attention(const at::Tensor& qkv, int64_t heads, double scale) {
   return AttentionFunction::apply(qkv.contiguous(), heads, scale);
 }
 
+at::Tensor cpu_attention_widened(const at::Tensor& qkv, int64_t heads, double scale) {
+  if (!enabled_by_environment() || !at::autocast::is_cpu_enabled() || !qkv.device().is_cpu() ||
+      qkv.scalar_type() != at::kBFloat16 || qkv.dim() != 3 || qkv.size(1) > kWidenedAttentionTokens) {
+    return {};
+  }
+  const auto wide = qkv.to(at::kFloat);
+  at::autocast::set_cpu_enabled(false);
+  struct Resume {
+    ~Resume() { at::autocast::set_cpu_enabled(true); }
+  } resume;
+  return cpu_attention(wide, heads, scale);
+}
+
 bool cpu_linear_available() {
 #ifdef PCDINO_WITH_ONEDNN
   return true;

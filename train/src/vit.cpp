@@ -80,6 +80,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const int64_t B = x.size(0), N = x.size(1), C = x.size(2);
   const auto qkv_x = apply_linear(qkv, x);  // [B, N, 3C]
   if (cpu_attention_applies(qkv_x)) return apply_linear(proj, cpu_attention(qkv_x, num_heads, scale));
+  if (const auto widened = cpu_attention_widened(qkv_x, num_heads, scale); widened.defined()) {
+    return apply_linear(proj, widened);
+  }
   // [B, N, 3C] -> [3, B, heads, N, C / heads]
   const auto qkv_out = qkv_x.reshape({B, N, 3, num_heads, C / num_heads}).permute({2, 0, 3, 1, 4});
   const auto q = qkv_out[0], k = qkv_out[1], v = qkv_out[2];

@@ -24,10 +24,19 @@ bool cpu_linear_available();
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
 /// Whether cpu_attention() takes `qkv`: a float32 CPU tensor [B, N, 3C], CPU autocast off, and not turned
-/// off by PCDINO_CPU_LAYERS=0. Under bfloat16 autocast LibTorch's attention stays: widening to these
-/// float32 loops gained 3% at the demo's 5-17 tokens and cost the benchmark's step (50 tokens) ~25%,
-/// where oneDNN's bfloat16 products win (bench/RESULTS.md, issue #38).
+/// off by PCDINO_CPU_LAYERS=0.
 bool cpu_attention_applies(const at::Tensor& qkv);
+
+/// The most tokens at which attention under CPU bfloat16 autocast runs widened to float32 through
+/// cpu_attention(): at the demo's 5-17 tokens that beat LibTorch's bfloat16 products by ~3% of the step;
+/// at the benchmark's 50 it cost ~25%, where oneDNN's bfloat16 products win (bench/RESULTS.md, issue #38).
+inline constexpr int64_t kWidenedAttentionTokens = 32;
+
+/// Under CPU bfloat16 autocast, for a bfloat16 CPU `qkv` [B, N, 3C] with N <= kWidenedAttentionTokens
+/// (and PCDINO_CPU_LAYERS not 0): cpu_attention() of qkv widened to float32, autocast paused for it,
+/// [B, N, C] float32 (the next linear casts it back). Otherwise an undefined tensor: the caller computes
+/// attention its own way. Differentiable in qkv; throws as cpu_attention() for bad head counts.
+at::Tensor cpu_attention_widened(const at::Tensor& qkv, int64_t heads, double scale);
 
 /// Multi-head softmax attention (vision_transformer.py Attention.forward from its qkv projection to the
 /// input of proj, attention dropout 0): qkv [B, N, 3C] as the reference's reshape(B, N, 3, heads, C /
