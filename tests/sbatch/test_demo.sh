@@ -31,8 +31,11 @@ assert_contains "$train_log" "rank 1 of 2 on node2" "training ran on both nodes"
 assert_contains "$train_log" "time_budget_minutes 15: " "the demo's time budget judged the epochs"
 assert_contains "$train_log" "of 6 epochs" "PCDINO_DEMO_EPOCHS capped them"
 assert_contains "$(cat "$W/pipeline.yaml")" "dataset_dir: \"$W/fashion-mnist-100\"" "pipeline.yaml: the dataset filled in"
-diff <(grep -v '_dir:' "$W/pipeline.yaml") <(grep -v '_dir:' "$PCDINO_SOURCE_DIR/sbatch/examples/demo.yaml") >/dev/null &&
-  pass "pipeline.yaml is demo.yaml with only the folders filled in" || fail "pipeline.yaml differs from demo.yaml"
+assert_contains "$(cat "$W/pipeline.yaml")" "  epochs: 6 " "pipeline.yaml: PCDINO_DEMO_EPOCHS filled in"
+diff <(grep -Ev '_dir:|^  epochs:' "$W/pipeline.yaml") \
+  <(grep -Ev '_dir:|^  epochs:' "$PCDINO_SOURCE_DIR/sbatch/examples/demo.yaml") >/dev/null &&
+  pass "pipeline.yaml is demo.yaml with only the folders and the epochs filled in" ||
+  fail "pipeline.yaml differs from demo.yaml"
 top1=$(/usr/bin/python3 -c "import json,sys; print(max(r['top1'] for r in json.load(open(sys.argv[1]))['results']))" \
   "$RUN/kNN/knn.json")
 /usr/bin/python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 10 else 1)" "$top1" &&
