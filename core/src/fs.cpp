@@ -21,6 +21,36 @@ std::string temporary_name(const std::string& path) {
          std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000);
 }
 
+namespace {
+
+// Whether `name` ends in temporary_name's ".tmp.{pid}.{n}".
+bool is_temporary_name(const std::string& name) {
+  const auto digits = [](const std::string& s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  const auto tmp = name.rfind(".tmp.");
+  if (tmp == std::string::npos) return false;
+  const std::string rest = name.substr(tmp + 5);
+  const auto dot = rest.find('.');
+  return dot != std::string::npos && digits(rest.substr(0, dot)) && digits(rest.substr(dot + 1));
+}
+
+}  // namespace
+
+std::vector<std::string> remove_temporaries(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || !is_temporary_name(name)) continue;
+    if (!std::filesystem::remove(entry.path(), ec) && ec) {
+      throw CantCreateError("cannot remove '" + entry.path().string() + "': " + ec.message());
+    }
+    removed.push_back(entry.path().string());
+  }
+  return removed;
+}
+
 std::string read_file(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw NoInputError("cannot read " + what + " '" + path + "'");

@@ -2,7 +2,6 @@
 // through oneDNN's matmul against LibTorch's at::linear (outputs and all three gradients at the ViT's and
 // the DINO head's shapes, the path each call takes, autocast left to LibTorch), and the attention from
 // the fused qkv against the reference's written-out form in float64 (output and gradient).
-#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -10,6 +9,7 @@
 #include <string>
 
 #include "pcdino/train/cpu_layers.hpp"
+#include "pcdino/train/device.hpp"
 
 namespace pcdino::train {
 namespace {
@@ -81,12 +81,12 @@ TEST(CpuLinearPath, TakesOneDnnForFloat32AndLeavesAutocastToLibTorch) {
   // float64 and autocast go to at::linear: the same dtype as LibTorch gives.
   EXPECT_EQ(linear(x.to(torch::kFloat64), w.to(torch::kFloat64), b.to(torch::kFloat64)).scalar_type(),
             torch::kFloat64);
-  at::autocast::set_cpu_enabled(true);
-  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-  const auto z = linear(x, w, b);
-  const auto reference = at::linear(x, w, b);
-  at::autocast::set_cpu_enabled(false);
-  at::autocast::clear_cache();
+  torch::Tensor z, reference;
+  {
+    const AutocastGuard bfloat16(at::kBFloat16, c10::DeviceType::CPU);
+    z = linear(x, w, b);
+    reference = at::linear(x, w, b);
+  }
   EXPECT_EQ(z.scalar_type(), reference.scalar_type());
   EXPECT_EQ(z.scalar_type(), torch::kBFloat16);
 }
@@ -139,9 +139,11 @@ TEST(CpuAttentionPath, RefusesWhatItDoesNotTake) {
   EXPECT_FALSE(cpu_attention_applies(torch::randn({2, 5, 13})));  // not 3C
   EXPECT_FALSE(cpu_attention_applies(torch::randn({10, 12})));
   EXPECT_THROW(cpu_attention(torch::randn({2, 5, 12}), 3, 1.0), c10::Error);  // 4 channels, 3 heads
-  at::autocast::set_cpu_enabled(true);  // float32 under autocast: LibTorch's ops, as autocast chooses
-  const bool under_autocast = cpu_attention_applies(torch::randn({2, 5, 12}));
-  at::autocast::set_cpu_enabled(false);
+  bool under_autocast = false;
+  {  // float32 under autocast: LibTorch's ops, as autocast chooses
+    const AutocastGuard bfloat16(at::kBFloat16, c10::DeviceType::CPU);
+    under_autocast = cpu_attention_applies(torch::randn({2, 5, 12}));
+  }
   EXPECT_FALSE(under_autocast);
 }
 
@@ -155,16 +157,18 @@ TEST(CpuAttentionPath, FewTokensUnderBfloatAutocastAreWidened) {
   const auto qkv = (torch::randn({4, 17, 3 * 192}) * 2).to(torch::kBFloat16);
   const auto upstream = torch::randn({4, 17, 192});
   auto ours_in = qkv.clone().requires_grad_(true);
-  at::autocast::set_cpu_enabled(true);
-  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-  const auto ours = cpu_attention_widened(ours_in, heads, scale);
-  const bool still_on = at::autocast::is_cpu_enabled();
-  const bool many_tokens =
-      cpu_attention_widened(torch::randn({1, kWidenedAttentionTokens + 1, 36}).to(torch::kBFloat16), 3, 1.0)
-          .defined();
-  const bool float_input = cpu_attention_widened(torch::randn({1, 5, 36}), 3, 1.0).defined();
-  at::autocast::set_cpu_enabled(false);
-  at::autocast::clear_cache();
+  torch::Tensor ours;
+  bool still_on = false, many_tokens = true, float_input = true;
+  {
+    const AutocastGuard bfloat16(at::kBFloat16, c10::DeviceType::CPU);
+    ours = cpu_attention_widened(ours_in, heads, scale);
+    still_on = autocast_enabled(c10::DeviceType::CPU);
+    many_tokens =
+        cpu_attention_widened(torch::randn({1, kWidenedAttentionTokens + 1, 36}).to(torch::kBFloat16), 3, 1.0)
+            .defined();
+    float_input = cpu_attention_widened(torch::randn({1, 5, 36}), 3, 1.0).defined();
+  }
+  EXPECT_FALSE(autocast_enabled(c10::DeviceType::CPU)) << "the guard ended autocast";
   EXPECT_TRUE(still_on) << "autocast is on again after the widened attention";
   EXPECT_FALSE(many_tokens);
   EXPECT_FALSE(float_input);

@@ -109,6 +109,31 @@ TEST(Device, AutocastTypes) {
   EXPECT_THROW(autocast_dtype(gpu, "fp8"), ConfigError);
 }
 
+// The guard turns CPU autocast on in its dtype and off after; a pause inside it runs float32 and leaves
+// autocast on again; a pause outside it changes nothing.
+TEST(Device, AutocastGuardAndPause) {
+  const auto a = torch::randn({4, 8}), b = torch::randn({8, 3});
+  ASSERT_FALSE(autocast_enabled(c10::DeviceType::CPU));
+  {
+    const AutocastGuard bfloat16(torch::kBFloat16, c10::DeviceType::CPU);
+    EXPECT_TRUE(autocast_enabled(c10::DeviceType::CPU));
+    EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kBFloat16);
+    {
+      const AutocastPause float32(c10::DeviceType::CPU);
+      EXPECT_FALSE(autocast_enabled(c10::DeviceType::CPU));
+      EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kFloat);
+    }
+    EXPECT_TRUE(autocast_enabled(c10::DeviceType::CPU));
+    EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kBFloat16) << "the pause keeps the dtype";
+  }
+  EXPECT_FALSE(autocast_enabled(c10::DeviceType::CPU));
+  { const AutocastPause nothing_to_pause(c10::DeviceType::CPU); }
+  EXPECT_FALSE(autocast_enabled(c10::DeviceType::CPU));
+  EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kFloat);
+  const AutocastGuard none(std::nullopt, c10::DeviceType::CPU);
+  EXPECT_FALSE(autocast_enabled(c10::DeviceType::CPU));
+}
+
 TEST(GradScaler, ScalesUnscalesSkipsOnOverflowAndAdapts) {
   GradScaler off(false);
   const auto loss = torch::tensor(2.0);

@@ -102,7 +102,14 @@ assert_eq "$(grep -cE '^(train|extract|labels|knn|plots) .* COMPLETED' <<<"$OUT"
 assert_contains "$OUT" "train: start 2 at" "status shows the restart"
 assert_contains "$OUT" "on node[1,3], resumed after $resumed_epochs epochs;" \
   "with where it ran and the epoch it resumed from"
-assert_contains "$OUT" "requeued 1x" "Slurm counts one requeue"
+# Slurm's count of requeues, one or more: the requeued start can itself be ended (exit 143 before it
+# resumed, seen in CI on 2026-11-26) while node1 still ends the lost start's processes of the same job id;
+# the script then requeues once more within slurm.max_restarts.
+restarts=$(scontrol show job -o "$job" | grep -o 'Restarts=[0-9]*' | cut -d= -f2)
+if [ "${restarts:-0}" -ge 1 ]; then pass "Slurm requeued the job ($restarts time(s))"; else
+  fail "Slurm did not requeue the job: $(scontrol show job -o "$job")"
+fi
+assert_contains "$OUT" "requeued ${restarts}x" "status counts Slurm's requeues"
 for stage in extract knn plots; do
   assert_eq "$(grep -c "pcdino: stage $stage, job" "$RUN/logs/${stage}_err_$(job_of $stage).err")" 1 "$stage ran once"
 done
@@ -114,7 +121,7 @@ run sbatch --parsable --wait -N2 -n2 --cpus-per-task=1 -o "$W/jobs/uninterrupted
 assert_rc 0 "the same training without interruption"
 same_as_uninterrupted "$RUN"
 assert_rc 0 "after the node failure, the weights equal the uninterrupted run's tensor for tensor ($OUT)"
-assert_contains "$OUT" "identical 1 " "the last checkpoint was written by the second start"
+assert_contains "$OUT" "identical $restarts " "the last checkpoint was written by the last start"
 
 
 # node2 comes back (ParallelCluster would replace the instance): its slurmd again, DOWN to idle.

@@ -177,7 +177,8 @@ TEST(Trainer, AnotherRunsCheckpointIsRefusedWithTheReason) {
 
 // A process killed after keeping checkpoint.prev.pth and before writing the new checkpoint.pth leaves both
 // names on one file; the next run's saves keep going and leave no temporary link behind (found on the
-// local cluster, where the second save of such a run failed with "File exists").
+// local cluster, where the second save of such a run failed with "File exists"); nor do the temporary
+// checkpoint files of a killed writer, which the next start removes (168 MB each, filling CI's disk).
 TEST(Trainer, AWriteCutShortAfterKeepingThePreviousCheckpointIsNoObstacle) {
   test::TempDir d;
   const PipelineConfig c = tiny_run(d);
@@ -186,9 +187,17 @@ TEST(Trainer, AWriteCutShortAfterKeepingThePreviousCheckpointIsNoObstacle) {
   run_training(c, rt);
   const ModelFiles files{rt.output_dir};
   std::filesystem::create_hard_link(files.checkpoint(), files.previous_checkpoint());
+  // And a writer killed mid-write (its node lost) left its temporary file, which the next start removes.
+  const std::string cut_short = temporary_name(files.checkpoint()) + "1";
+  write_file_atomic(cut_short, "torn");
+  const std::string users = (std::filesystem::path(rt.output_dir) / "notes.tmp.1.2").string();
+  write_file_atomic(users, "not a checkpoint's");
   run_training(c, rt);  // two saves: the end of epoch 1, then the stop in epoch 2
   EXPECT_EQ(read_checkpoint_state(files.checkpoint()).iteration, 1);
   EXPECT_EQ(read_checkpoint_state(files.previous_checkpoint()).epoch, 1);
+  EXPECT_FALSE(std::filesystem::exists(cut_short));
+  EXPECT_TRUE(std::filesystem::exists(users));
+  std::filesystem::remove(users);
   for (const auto& entry : std::filesystem::directory_iterator(rt.output_dir))
     EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
 }

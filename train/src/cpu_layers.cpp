@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <ATen/autocast_mode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cstdlib>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "pcdino/train/cpu_kernels.hpp"
+#include "pcdino/train/device.hpp"
 
 #ifdef PCDINO_WITH_ONEDNN
 #include <map>
@@ -199,7 +199,7 @@ bool takes(const at::Tensor& t) {
 
 bool cpu_attention_applies(const at::Tensor& qkv) {
   return enabled_by_environment() && qkv.device().is_cpu() && qkv.scalar_type() == at::kFloat &&
-         qkv.dim() == 3 && qkv.size(2) % 3 == 0 && !at::autocast::is_cpu_enabled();
+         qkv.dim() == 3 && qkv.size(2) % 3 == 0 && !autocast_enabled(c10::DeviceType::CPU);
 }
 
 at::Tensor cpu_attention(const at::Tensor& qkv, int64_t heads, double scale) {
@@ -212,15 +212,12 @@ at::Tensor cpu_attention(const at::Tensor& qkv, int64_t heads, double scale) {
 }
 
 at::Tensor cpu_attention_widened(const at::Tensor& qkv, int64_t heads, double scale) {
-  if (!enabled_by_environment() || !at::autocast::is_cpu_enabled() || !qkv.device().is_cpu() ||
+  if (!enabled_by_environment() || !autocast_enabled(c10::DeviceType::CPU) || !qkv.device().is_cpu() ||
       qkv.scalar_type() != at::kBFloat16 || qkv.dim() != 3 || qkv.size(1) > kWidenedAttentionTokens) {
     return {};
   }
   const auto wide = qkv.to(at::kFloat);
-  at::autocast::set_cpu_enabled(false);
-  struct Resume {
-    ~Resume() { at::autocast::set_cpu_enabled(true); }
-  } resume;
+  const AutocastPause float32(c10::DeviceType::CPU);
   return cpu_attention(wide, heads, scale);
 }
 
@@ -235,7 +232,7 @@ bool cpu_linear_available() {
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
 #ifdef PCDINO_WITH_ONEDNN
   if (enabled_by_environment() && x.dim() >= 2 && weight.dim() == 2 && takes(x) && takes(weight) &&
-      takes(bias) && !at::autocast::is_cpu_enabled() && x.size(-1) == weight.size(1) &&
+      takes(bias) && !autocast_enabled(c10::DeviceType::CPU) && x.size(-1) == weight.size(1) &&
       (!bias.defined() || bias.dim() == 1) && x.numel() > 0) {
     auto out_shape = x.sizes().vec();
     out_shape.back() = weight.size(0);

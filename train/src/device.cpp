@@ -19,21 +19,34 @@ namespace pcdino::train {
 
 namespace {
 
-// Autocast's C++ switches are per device type from LibTorch 2.4 on; 1.13 (Debian 12) has one pair for
-// CUDA and one for the CPU.
+// Autocast's C++ switches are per device type from LibTorch 2.4 on (the older ones deprecated); 1.13
+// (Debian 12) has one pair for CUDA and one for the CPU.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-void set_autocast(c10::DeviceType device, bool enabled, at::ScalarType dtype) {
+bool autocast_on(c10::DeviceType device) {
+  return at::autocast::is_autocast_enabled(device);
+}
+void switch_autocast(c10::DeviceType device, bool enabled) {
   at::autocast::set_autocast_enabled(device, enabled);
-  if (enabled) at::autocast::set_autocast_dtype(device, dtype);
+}
+void set_autocast_dtype(c10::DeviceType device, at::ScalarType dtype) {
+  at::autocast::set_autocast_dtype(device, dtype);
 }
 #else
-void set_autocast(c10::DeviceType device, bool enabled, at::ScalarType dtype) {
+bool autocast_on(c10::DeviceType device) {
+  return device == c10::DeviceType::CPU ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
+}
+void switch_autocast(c10::DeviceType device, bool enabled) {
   if (device == c10::DeviceType::CPU) {
     at::autocast::set_cpu_enabled(enabled);
-    if (enabled) at::autocast::set_autocast_cpu_dtype(dtype);
   } else {
     at::autocast::set_enabled(enabled);
-    if (enabled) at::autocast::set_autocast_gpu_dtype(dtype);
+  }
+}
+void set_autocast_dtype(c10::DeviceType device, at::ScalarType dtype) {
+  if (device == c10::DeviceType::CPU) {
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  } else {
+    at::autocast::set_autocast_gpu_dtype(dtype);
   }
 }
 #endif
@@ -129,15 +142,29 @@ std::optional<torch::ScalarType> autocast_dtype(const torch::Device& device, con
   return major == 0 || major >= 8 ? torch::kBFloat16 : torch::kHalf;
 }
 
+bool autocast_enabled(c10::DeviceType device) {
+  return autocast_on(device);
+}
+
 AutocastGuard::AutocastGuard(std::optional<torch::ScalarType> dtype, c10::DeviceType device)
     : enabled_(dtype.has_value()), device_(device) {
-  if (enabled_) set_autocast(device_, true, *dtype);
+  if (!enabled_) return;
+  switch_autocast(device_, true);
+  set_autocast_dtype(device_, *dtype);
 }
 
 AutocastGuard::~AutocastGuard() {
   if (!enabled_) return;
-  set_autocast(device_, false, torch::kFloat);
+  switch_autocast(device_, false);
   at::autocast::clear_cache();
+}
+
+AutocastPause::AutocastPause(c10::DeviceType device) : was_enabled_(autocast_on(device)), device_(device) {
+  if (was_enabled_) switch_autocast(device_, false);
+}
+
+AutocastPause::~AutocastPause() {
+  if (was_enabled_) switch_autocast(device_, true);
 }
 
 GradScaler::GradScaler(bool enabled, double init_scale, double growth_factor, double backoff_factor,

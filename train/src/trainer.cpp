@@ -673,6 +673,10 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   report.output_dir = rt.output_dir.empty() ? layout.model.dir : rt.output_dir;
   const ModelFiles model_files{report.output_dir};
   make_directories(report.output_dir);
+  if (rank == 0) {  // the folder's one writer, before it writes
+    for (const auto& file : remove_temporaries(report.output_dir, "checkpoint"))
+      spdlog::info("removed {}: a checkpoint write cut short (its process was killed)", file);
+  }
   const std::string checkpoint = model_files.checkpoint();
   const std::string previous_checkpoint = model_files.previous_checkpoint();
   CheckpointState state;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace pcdino {
 
@@ -13,6 +14,12 @@ void write_file_atomic(const std::string& path, const std::string& content);
 
 /// A name in the same directory as `path` for a temporary file of this process and thread.
 std::string temporary_name(const std::string& path);
+
+/// Removes the temporary files that writers killed mid-write left in `dir`: names that begin with `prefix`
+/// and end in temporary_name's `.tmp.{pid}.{n}`. Returns their paths (none when `dir` is missing). Only for
+/// the one writer of those names, before it writes: a live writer's file would go too. Throws
+/// CantCreateError naming a file it cannot remove.
+std::vector<std::string> remove_temporaries(const std::string& dir, const std::string& prefix);
 
 /// Renames `from` to `to` (same filesystem), throwing CantCreateError naming both on failure.
 void rename_into_place(const std::string& from, const std::string& to);

@@ -67,6 +67,24 @@ class AutocastGuard {
   c10::DeviceType device_;
 };
 
+/// Whether autocast is on for `device` in this thread (an AutocastGuard's region).
+bool autocast_enabled(c10::DeviceType device);
+
+/// Autocast on `device` off while alive and back on after, if it was on: a region of an AutocastGuard's
+/// that runs in float32 (torch.autocast(enabled=False) nested in torch.autocast). Keeps the dtype and
+/// the weight cache.
+class AutocastPause {
+ public:
+  explicit AutocastPause(c10::DeviceType device);
+  ~AutocastPause();
+  AutocastPause(const AutocastPause&) = delete;
+  AutocastPause& operator=(const AutocastPause&) = delete;
+
+ private:
+  bool was_enabled_;
+  c10::DeviceType device_;
+};
+
 /// Dynamic loss scaling for float16 (torch.cuda.amp.GradScaler's defaults: initial scale 2^16, growth
 /// x2 after 2000 steps without overflow, backoff x0.5 on an overflow, which skips that step). Disabled,
 /// it multiplies by 1 and never skips.
