@@ -120,6 +120,8 @@ TEST(Trainer, ATimeBudgetCutsTheEpochsOnceAndARestartKeepsTheCut) {
   const auto args = read_checkpoint_state(ModelFiles{rt.output_dir}.checkpoint()).args;
   EXPECT_EQ(args.at("epochs_by_time_budget"), "1");
   EXPECT_EQ(args.at("epochs"), "1");
+  EXPECT_FALSE(std::filesystem::exists(ModelFiles{rt.output_dir}.previous_checkpoint()))
+      << "the count goes into epoch 1's checkpoint, which has no epoch before it";
 
   c.train.time_budget_minutes = 1000;
   EXPECT_EQ(run_training(c, rt).epochs_done, 1) << "the cut holds on a restart";

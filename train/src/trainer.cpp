@@ -881,8 +881,9 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
       epochs = static_cast<int>(fit);
       state.args[kBudgetEpochsArg] = state.args["epochs"] = std::to_string(epochs);
       build_schedules();
-      if (writer)  // the checkpoint just written holds the count, so that a restart keeps these schedules
-        save_latest_checkpoint(checkpoint, previous_checkpoint, student, teacher, optimizer, loss, state);
+      // The checkpoint just written gets the count, so that a restart keeps these schedules; rewritten in
+      // place, so that checkpoint.prev.pth stays the epoch before it, not the same epoch without the count.
+      if (writer) save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
     }
     const double images_per_second =
         static_cast<double>(stats.loss_count * global_batch) / std::max(stats.seconds, 1e-9);
