@@ -148,8 +148,8 @@ TEST(CpuAttentionPath, RefusesWhatItDoesNotTake) {
 }
 
 // Under CPU bfloat16 autocast few tokens go through the float32 loops (autocast paused, then on again):
-// the written-out form of the same bfloat16 inputs, its gradient back in bfloat16; more tokens, autocast
-// off or PCDINO_CPU_LAYERS' float32 input stay with the caller.
+// the written-out form of the same bfloat16 inputs, its gradient back in bfloat16; more tokens or rows,
+// autocast off or PCDINO_CPU_LAYERS' float32 input stay with the caller.
 TEST(CpuAttentionPath, FewTokensUnderBfloatAutocastAreWidened) {
   torch::manual_seed(6);
   const int64_t heads = 3;
@@ -158,7 +158,7 @@ TEST(CpuAttentionPath, FewTokensUnderBfloatAutocastAreWidened) {
   const auto upstream = torch::randn({4, 17, 192});
   auto ours_in = qkv.clone().requires_grad_(true);
   torch::Tensor ours;
-  bool still_on = false, many_tokens = true, float_input = true;
+  bool still_on = false, many_tokens = true, float_input = true, many_rows = true;
   {
     const AutocastGuard bfloat16(at::kBFloat16, c10::DeviceType::CPU);
     ours = cpu_attention_widened(ours_in, heads, scale);
@@ -167,11 +167,15 @@ TEST(CpuAttentionPath, FewTokensUnderBfloatAutocastAreWidened) {
         cpu_attention_widened(torch::randn({1, kWidenedAttentionTokens + 1, 36}).to(torch::kBFloat16), 3, 1.0)
             .defined();
     float_input = cpu_attention_widened(torch::randn({1, 5, 36}), 3, 1.0).defined();
+    many_rows = cpu_attention_widened(
+                    torch::randn({kWidenedAttentionRows / 16 + 1, 16, 36}).to(torch::kBFloat16), 3, 1.0)
+                    .defined();
   }
   EXPECT_FALSE(autocast_enabled(c10::DeviceType::CPU)) << "the guard ended autocast";
   EXPECT_TRUE(still_on) << "autocast is on again after the widened attention";
   EXPECT_FALSE(many_tokens);
   EXPECT_FALSE(float_input);
+  EXPECT_FALSE(many_rows) << "more than kWidenedAttentionRows rows stay with LibTorch's products";
   EXPECT_FALSE(cpu_attention_widened(qkv, heads, scale).defined()) << "autocast off";
   ASSERT_TRUE(ours.defined());
   EXPECT_EQ(ours.scalar_type(), torch::kFloat);

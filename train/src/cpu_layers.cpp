@@ -213,7 +213,8 @@ at::Tensor cpu_attention(const at::Tensor& qkv, int64_t heads, double scale) {
 
 at::Tensor cpu_attention_widened(const at::Tensor& qkv, int64_t heads, double scale) {
   if (!enabled_by_environment() || !autocast_enabled(c10::DeviceType::CPU) || !qkv.device().is_cpu() ||
-      qkv.scalar_type() != at::kBFloat16 || qkv.dim() != 3 || qkv.size(1) > kWidenedAttentionTokens) {
+      qkv.scalar_type() != at::kBFloat16 || qkv.dim() != 3 || qkv.size(1) > kWidenedAttentionTokens ||
+      qkv.size(0) * qkv.size(1) > kWidenedAttentionRows) {
     return {};
   }
   const auto wide = qkv.to(at::kFloat);

@@ -27,15 +27,19 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tenso
 /// off by PCDINO_CPU_LAYERS=0.
 bool cpu_attention_applies(const at::Tensor& qkv);
 
-/// The most tokens at which attention under CPU bfloat16 autocast runs widened to float32 through
-/// cpu_attention(): at the demo's 5-17 tokens that beat LibTorch's bfloat16 products by ~3% of the step;
-/// at the benchmark's 50 it cost ~25%, where oneDNN's bfloat16 products win (bench/RESULTS.md, issue #38).
+/// Where attention under CPU bfloat16 autocast runs widened to float32 through cpu_attention(): at most
+/// kWidenedAttentionTokens tokens and kWidenedAttentionRows rows (B * N) in the batch. At the demo's (16
+/// sequences of 17 tokens, 48 of 5) that beat LibTorch's bfloat16 products by 1-3% of the step. At the
+/// benchmark's 50 tokens it cost ~25%, and at its 48-384 sequences of 17 tokens (816-6528 rows) 2-5%:
+/// oneDNN's bfloat16 products win there (bench/RESULTS.md, issue #38).
 inline constexpr int64_t kWidenedAttentionTokens = 32;
+inline constexpr int64_t kWidenedAttentionRows = 512;
 
-/// Under CPU bfloat16 autocast, for a bfloat16 CPU `qkv` [B, N, 3C] with N <= kWidenedAttentionTokens
-/// (and PCDINO_CPU_LAYERS not 0): cpu_attention() of qkv widened to float32, autocast paused for it,
-/// [B, N, C] float32 (the next linear casts it back). Otherwise an undefined tensor: the caller computes
-/// attention its own way. Differentiable in qkv; throws as cpu_attention() for bad head counts.
+/// Under CPU bfloat16 autocast, for a bfloat16 CPU `qkv` [B, N, 3C] with N <= kWidenedAttentionTokens and
+/// B * N <= kWidenedAttentionRows (and PCDINO_CPU_LAYERS not 0): cpu_attention() of qkv widened to float32,
+/// autocast paused for it, [B, N, C] float32 (the next linear casts it back). Otherwise an undefined
+/// tensor: the caller computes attention its own way. Differentiable in qkv; throws as cpu_attention()
+/// for bad head counts.
 at::Tensor cpu_attention_widened(const at::Tensor& qkv, int64_t heads, double scale);
 
 /// Multi-head softmax attention (vision_transformer.py Attention.forward from its qkv projection to the
