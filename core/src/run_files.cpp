@@ -22,13 +22,13 @@ std::string in(const std::string& dir, const std::string& name) {
 }  // namespace
 
 std::string ModelFiles::checkpoint() const {
-  return in(dir, "checkpoint.pth");
+  return in(dir, fmt::format("{}.pth", kCheckpointPrefix));
 }
 std::string ModelFiles::previous_checkpoint() const {
-  return in(dir, "checkpoint.prev.pth");
+  return in(dir, fmt::format("{}.prev.pth", kCheckpointPrefix));
 }
 std::string ModelFiles::epoch_checkpoint(int epoch) const {
-  return in(dir, fmt::format("checkpoint{:04}.pth", epoch));
+  return in(dir, fmt::format("{}{:04}.pth", kCheckpointPrefix, epoch));
 }
 std::string ModelFiles::training_log() const {
   return in(dir, "log.txt");

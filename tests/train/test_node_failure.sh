@@ -83,6 +83,8 @@ fail_node2() {
   pass "from SIG$1 to the resumed job's first epoch: $((SECONDS - failed)) s (SlurmdTimeout and cred_expire 10 s)"
   assert_contains "$(grep '(start 2)' "$err")" "on node[1,3]" "the requeued job runs on the two healthy nodes"
 }
+# restarts_of JOB: how many times Slurm requeued JOB (scontrol's Restarts).
+restarts_of() { scontrol show job -o "$1" | grep -o 'Restarts=[0-9]*' | cut -d= -f2; }
 # started_again ERR N: the job's Nth start resumed (rank 0's "resuming from" line, once per restart).
 started_again() { grep -q "(start $2)" "$1" 2>/dev/null && grep -c "rank 0/.*resuming from" "$1" | grep -q "^$(($2 - 1))$"; }
 
@@ -105,7 +107,7 @@ assert_contains "$OUT" "on node[1,3], resumed after $resumed_epochs epochs;" \
 # Slurm's count of requeues, one or more: the requeued start can itself be ended (exit 143 before it
 # resumed, seen in CI on 2026-11-26) while node1 still ends the lost start's processes of the same job id;
 # the script then requeues once more within slurm.max_restarts.
-restarts=$(scontrol show job -o "$job" | grep -o 'Restarts=[0-9]*' | cut -d= -f2)
+restarts=$(restarts_of "$job")
 if [ "${restarts:-0}" -ge 1 ]; then pass "Slurm requeued the job ($restarts time(s))"; else
   fail "Slurm did not requeue the job: $(scontrol show job -o "$job")"
 fi
@@ -147,7 +149,7 @@ wait_all 600
 assert_eq "$(scontrol show job -o "$job" | grep -o 'JobState=[A-Z]*')" "JobState=COMPLETED" "the hung run completed"
 # Slurm 22.05 ends the new start's step when node2's stale step of the same job id (7.0 again) wakes up
 # (seen 2026-11-26): the script then requeues once more, within the budget, from the newest checkpoint.
-restarts=$(scontrol show job -o "$job" | grep -o 'Restarts=[0-9]*' | cut -d= -f2)
+restarts=$(restarts_of "$job")
 same_as_uninterrupted "$RUN"
 assert_rc 0 "after the hang and $restarts restart(s), the weights equal the uninterrupted run's tensor for tensor ($OUT)"
 assert_contains "$OUT" "identical $restarts " "the last checkpoint was written by the last start"

@@ -674,7 +674,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   const ModelFiles model_files{report.output_dir};
   make_directories(report.output_dir);
   if (rank == 0) {  // the folder's one writer, before it writes
-    for (const auto& file : remove_temporaries(report.output_dir, "checkpoint"))
+    for (const auto& file : remove_temporaries(report.output_dir, ModelFiles::kCheckpointPrefix))
       spdlog::info("removed {}: a checkpoint write cut short (its process was killed)", file);
   }
   const std::string checkpoint = model_files.checkpoint();

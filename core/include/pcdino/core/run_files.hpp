@@ -25,6 +25,10 @@ namespace pcdino {
 
 /// The files of one model folder (`scDINO_ViTs/{dino_vit_name}/`, or a folder given on the command line).
 struct ModelFiles {
+  /// How every checkpoint's file name begins (the three below); a killed writer's temporaries are found
+  /// by it.
+  static constexpr const char* kCheckpointPrefix = "checkpoint";
+
   std::string dir;
   std::string checkpoint() const;                 ///< checkpoint.pth: the latest, resumed from
   std::string previous_checkpoint() const;        ///< checkpoint.prev.pth: the one before it (a fallback)
