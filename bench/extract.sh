@@ -43,7 +43,7 @@ for patch in 4 7; do
   for threads in 1 2; do
     n=0
     s=$(for _ in $(seq "$BENCH_REPEAT"); do
-      read -r n secs < <(/usr/bin/python3 "$ROOT/bench/baseline_extract.py" --paths "$W/out/p$patch/CLS_features/image_paths.csv" \
+      read -r n secs < <(torch_py "$ROOT/bench/baseline_extract.py" --paths "$W/out/p$patch/CLS_features/image_paths.csv" \
         --root "$W/fmnist" --mean "$mean" --std "$std" --patch "$patch" --threads "$threads")
       echo "$secs"; echo "$n" >"$W/n"
     done | best)

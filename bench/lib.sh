@@ -11,6 +11,8 @@
 #   images/s   images / seconds
 #   vs base    images/s divided by the baseline row's images/s (same table)
 set -euo pipefail
+# torch_py: the Python with PyTorch (PCDINO_PYTHON, else python3 on PATH, else /usr/bin/python3), as the tests'.
+source "$(dirname "${BASH_SOURCE[0]}")/../tests/lib/python.sh"
 
 BENCH_REPEAT=${BENCH_REPEAT:-3}
 BASELINE_RATE=""

@@ -41,9 +41,9 @@ stage() {  # stage LAYOUT RANKS THREADS CACHE
 
 echo "# bench/meanstd.sh on $(nproc) cores, $(date -u +%F), $("$PCDINO" --version | head -1)"
 bench_header
-if /usr/bin/python3 -c 'import torchvision, tifffile' 2>/dev/null; then
+if torch_py -c 'import torchvision, tifffile' 2>/dev/null; then
   "$PCDINO" meanstd -c "$W/pipeline.yaml" >/dev/null 2>&1  # page cache warm
-  bench_row "python baseline" tiff 1 1 warm "$images" "$(BENCH_REPEAT=2 best_of /usr/bin/python3 "$ROOT/bench/baseline_meanstd.py" "$W/fmnist")" baseline
+  bench_row "python baseline" tiff 1 1 warm "$images" "$(BENCH_REPEAT=2 best_of torch_py "$ROOT/bench/baseline_meanstd.py" "$W/fmnist")" baseline
 else
   echo "(no baseline: python3-torchvision missing; scripts/install-deps bench installs it)"
 fi

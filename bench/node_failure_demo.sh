@@ -9,6 +9,7 @@ root="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
 export PCDINO_SOURCE_DIR="$root" PCDINO_BUILD_DIR="${PCDINO_BUILD_DIR:-$root/build}"
 export PCDINO_BIN="$PCDINO_BUILD_DIR/cli/pcdino"
 source "$root/tests/lib/assert.sh"
+source "$root/tests/lib/python.sh"
 source "$root/tests/lib/cluster.sh"
 source "$root/tests/lib/pipeline.sh"
 W="${NODE_FAILURE_DIR:-$PCDINO_BUILD_DIR/node-failure-demo}"
@@ -34,7 +35,7 @@ grep "^pcdino\|resuming from\|srun: error" "$err"
 run sbatch --parsable --wait -N2 -n2 --cpus-per-task=1 -o "$W/jobs/uninterrupted_%j.out" --wrap \
   "srun --mpi=pmix '$P' train -c '$W/demo.yaml' --threads 1 --model-dir '$W/uninterrupted'"
 assert_rc 0 uninterrupted
-/usr/bin/python3 - "$RUN/scDINO_ViTs/dino_vit/checkpoint.pth" "$W/uninterrupted/checkpoint.pth" <<'PY'
+torch_py - "$RUN/scDINO_ViTs/dino_vit/checkpoint.pth" "$W/uninterrupted/checkpoint.pth" <<'PY'
 import sys, torch
 a, b = (torch.load(p, map_location="cpu") for p in sys.argv[1:3])
 same = a["epoch"] == b["epoch"] and torch.equal(a["dino_loss"]["center"], b["dino_loss"]["center"])

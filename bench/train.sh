@@ -22,6 +22,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${1:-$ROOT/build}"
 PCDINO="$BUILD/cli/pcdino"
 W="$BUILD/bench-work/train"
+TORCH_PY=$(torch_python)  # run under taskset: a path, not the function
 REPEAT=${REPEAT:-3}
 SHAPES=${SHAPES:-bench demo}
 STEPS_OVERRIDE=${STEPS:-}
@@ -58,7 +59,7 @@ bench_dino_pipeline "$W/pipeline.yaml" "$W" 64
 cores() { seq -s, 0 $(($1 - 1)); }
 
 python_once() {  # python_once THREADS AMP [ENV...]: seconds per step
-  env "${@:3}" taskset -c "$(cores "$1")" /usr/bin/python3 "$ROOT/bench/baseline_dino_step.py" "${PY[@]}" \
+  env "${@:3}" taskset -c "$(cores "$1")" "$TORCH_PY" "$ROOT/bench/baseline_dino_step.py" "${PY[@]}" \
     --batch "$BATCH" --threads "$1" --steps "$STEPS" --warmup 5 --amp "$2"
 }
 

@@ -12,7 +12,7 @@
 # summary) over its steps, warm-up included; a step that launches its kernels back to back runs at it.
 #
 # usage: bench/train_gpu.sh [BUILD_DIR]    environment: STEPS (40), BATCH (256), LOADER_THREADS (14),
-#                                          PYTHON (python3: the interpreter with the GPU PyTorch),
+#                                          PYTHON (the interpreter with the GPU PyTorch: tests/lib/python.sh),
 #                                          FMNIST_SOURCE (the IDX files, default Debian's)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -20,7 +20,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${1:-$ROOT/build}"
 PCDINO="$BUILD/cli/pcdino"
 W="$BUILD/bench-work/train-gpu"
-STEPS=${STEPS:-40} BATCH=${BATCH:-256} LOADER_THREADS=${LOADER_THREADS:-14} PYTHON=${PYTHON:-python3}
+STEPS=${STEPS:-40} BATCH=${BATCH:-256} LOADER_THREADS=${LOADER_THREADS:-14} PYTHON=${PYTHON:-$(torch_python)}
 export PCDINO_LOG_LEVEL=warn
 mkdir -p "$W"
 

@@ -39,6 +39,12 @@ if(CUDAToolkit_FOUND)
   endif()
 endif()
 
+# scripts/stack's CUDA compile: a build that silently fell back to the CPU would compile none of the GPU code.
+if(PCDINO_REQUIRE_TORCH_CUDA AND NOT (PCDINO_TORCH_CUDA AND PCDINO_HAVE_NCCL))
+  message(FATAL_ERROR "PCDINO_REQUIRE_TORCH_CUDA: LibTorch's torch_cuda (${PCDINO_TORCH_CUDA}) and NCCL "
+                      "(${PCDINO_HAVE_NCCL}) are both needed")
+endif()
+
 # Libraries of the stages.
 find_package(yaml-cpp REQUIRED)
 find_package(HDF5 REQUIRED COMPONENTS C CXX)

@@ -14,6 +14,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "faiss_id.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/run_files.hpp"
@@ -68,22 +69,22 @@ KnnResult weighted_knn(const std::vector<float>& bank, const std::vector<int>& b
 
   const auto b = l2_normalized(bank, dim), q = l2_normalized(queries, dim);
   const int kmax = *std::max_element(options.ks.begin(), options.ks.end());
-  const auto d = static_cast<faiss::Index::idx_t>(dim);
+  const auto d = static_cast<FaissId>(dim);
   faiss::IndexFlatIP flat(d);
   std::unique_ptr<faiss::IndexIVFFlat> ivf;
   faiss::Index* index = &flat;
   if (options.ivf_lists > 0) {
     ivf = std::make_unique<faiss::IndexIVFFlat>(&flat, d, static_cast<std::size_t>(options.ivf_lists),
                                                 faiss::METRIC_INNER_PRODUCT);
-    ivf->train(static_cast<faiss::Index::idx_t>(nb), b.data());
+    ivf->train(static_cast<FaissId>(nb), b.data());
     ivf->nprobe = static_cast<std::size_t>(std::max(1, options.ivf_probes));
     index = ivf.get();
   }
-  index->add(static_cast<faiss::Index::idx_t>(nb), b.data());
+  index->add(static_cast<FaissId>(nb), b.data());
   std::vector<float> sims(nq * static_cast<std::size_t>(kmax));
-  std::vector<faiss::Index::idx_t> ids(nq * static_cast<std::size_t>(kmax));
+  std::vector<FaissId> ids(nq * static_cast<std::size_t>(kmax));
   // Results come sorted by decreasing similarity, so the k nearest are the first k of the kmax nearest.
-  index->search(static_cast<faiss::Index::idx_t>(nq), q.data(), kmax, sims.data(), ids.data());
+  index->search(static_cast<FaissId>(nq), q.data(), kmax, sims.data(), ids.data());
 
   KnnResult result;
   for (int k : options.ks) {

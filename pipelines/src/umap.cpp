@@ -10,6 +10,8 @@
 #include <random>
 #include <stdexcept>
 
+#include "faiss_id.hpp"
+
 namespace pcdino::pipelines {
 
 KnnGraph exact_knn_graph(const std::vector<float>& x, std::size_t n, std::size_t dim, int k,
@@ -26,8 +28,8 @@ KnnGraph exact_knn_graph(const std::vector<float>& x, std::size_t n, std::size_t
   g.n = n, g.k = static_cast<std::size_t>(k);
   g.indices.resize(n * g.k);
   g.distances.resize(n * g.k);
-  const auto d = static_cast<faiss::Index::idx_t>(dim);
-  const auto rows = static_cast<faiss::Index::idx_t>(n);
+  const auto d = static_cast<FaissId>(dim);
+  const auto rows = static_cast<FaissId>(n);
   if (metric == "euclidean") {
     faiss::IndexFlatL2 index(d);
     index.add(rows, x.data());
@@ -213,8 +215,8 @@ std::vector<float> umap_embed(const std::vector<float>& x, std::size_t n, std::s
   std::vector<float> y(n * nc, 0.0F);
   if (dim >= nc && n > nc) {
     faiss::PCAMatrix pca(static_cast<int>(dim), static_cast<int>(nc));
-    pca.train(static_cast<faiss::Index::idx_t>(n), x.data());
-    pca.apply_noalloc(static_cast<faiss::Index::idx_t>(n), x.data(), y.data());
+    pca.train(static_cast<FaissId>(n), x.data());
+    pca.apply_noalloc(static_cast<FaissId>(n), x.data(), y.data());
   } else {
     std::uniform_real_distribution<float> uniform(-10, 10);
     for (float& v : y) v = uniform(rng);

@@ -13,6 +13,7 @@ extern "C" {
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 }
@@ -182,8 +183,26 @@ std::string ipv4_of_first_host(const std::string& nodelist) {
   return address;
 }
 
+// A task without HOME gets its user's home directory from the passwd database, as a login gives it. Open
+// MPI 5's opal_init stops without HOME ("Unable to get the user home directory"), and a job submitted with
+// --export=NONE has none where Slurm could not load the user's login environment (--get-user-env).
+void ensure_home(spank_t sp) {
+  if (!getenv_of(sp, "HOME").empty()) return;
+  uid_t uid = 0;
+  if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS) return;
+  passwd entry{};
+  passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (getpwuid_r(uid, &entry, buf.data(), buf.size(), &found) != 0 || found == nullptr ||
+      found->pw_dir == nullptr)
+    return;
+  if (spank_setenv(sp, "HOME", found->pw_dir, 0) == ESPANK_SUCCESS)
+    slurm_verbose("pcdino: HOME=%s for the task (the job exported none)", found->pw_dir);
+}
+
 int task_init(spank_t sp) {
   State& s = state();
+  ensure_home(sp);
   if (!s.args_ok) return ESPANK_SUCCESS;
   TaskInfo task;
   int local_id = 0;

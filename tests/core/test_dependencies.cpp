@@ -117,7 +117,7 @@ TEST(Dependencies, FaissExactInnerProduct) {
   index.add(3, bank);
   const float query[] = {0.8f, 0.6f};
   float dist[2];
-  faiss::Index::idx_t ids[2];
+  decltype(index.ntotal) ids[2];  // faiss::Index::idx_t before faiss 1.8, faiss::idx_t after
   index.search(1, query, 2, dist, ids);
   // <q, b> = 0.8, 0.6, 0.96: the third bank vector is nearest, then the first.
   EXPECT_EQ(ids[0], 2);

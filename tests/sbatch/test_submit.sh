@@ -8,6 +8,7 @@
 #     `scontrol requeue`; it resumes each time and ends with the weights of an uninterrupted run, bit for bit.
 #  4. `cancel` ends a running pipeline's jobs; `status` says CANCELLED.
 source "$(dirname "$0")/../lib/assert.sh"
+source "$(dirname "$0")/../lib/python.sh"
 source "$(dirname "$0")/../lib/cluster.sh"
 source "$(dirname "$0")/../lib/pipeline.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
@@ -133,7 +134,7 @@ assert_eq "$(scontrol show job -o "$job" | grep -o 'JobState=[A-Z]*')" "JobState
 # As in the job (slurm.cpus_per_task 1): one OpenBLAS thread, so the sums are taken in the same order.
 run env SLURM_CPUS_PER_TASK=1 "$P" train -c requeue.yaml --threads 1 --device cpu --model-dir "$W/uninterrupted"
 assert_rc 0 "the same training without interruption"
-run /usr/bin/python3 - "$MODEL/checkpoint.pth" "$W/uninterrupted/checkpoint.pth" <<'PY'
+run torch_py - "$MODEL/checkpoint.pth" "$W/uninterrupted/checkpoint.pth" <<'PY'
 import sys, torch
 a, b = (torch.load(p, map_location="cpu") for p in sys.argv[1:3])
 same = a["epoch"] == b["epoch"] == 6 and torch.equal(a["dino_loss"]["center"], b["dino_loss"]["center"])

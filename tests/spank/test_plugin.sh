@@ -12,7 +12,7 @@ PLUGIN="$PCDINO_BUILD_DIR/spank/spank_pcdino.so"
 W="$PCDINO_BUILD_DIR/test-work/spank_plugin"
 rm -rf "$W" && mkdir -p "$W/jobs"
 cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-18117}"
-unset OMPI_MCA_btl  # the plugin's profile provides what jobs need
+unset OMPI_MCA_btl OMPI_MCA_btl_tcp_if_include  # the plugin's profile provides what jobs need
 
 cat >"$W/accel.yaml" <<'YAML'
 profiles:
@@ -29,6 +29,8 @@ profiles:
         when: ["aws-ofi-nccl <= 1.5"]
       - name: OMPI_MCA_btl
         value: "tcp,self"
+      - name: OMPI_MCA_btl_tcp_if_include
+        value: "lo"
   gpu-test:
     devices: cuda
     env:

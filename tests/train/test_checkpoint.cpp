@@ -1,11 +1,14 @@
 // Checkpoints: written by C++, read back bit-exactly, and readable by Python's torch.load with the
 // reference's keys and names.
+#include <caffe2/serialize/inline_container.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "../lib/temp_dir.hpp"
@@ -21,13 +24,40 @@ MultiCropWrapper tiny_model(int channels = 1) {
   return MultiCropWrapper(VisionTransformer(o), DinoHead(192, 16, true, 32, 8));
 }
 
-std::string run_python(const std::string& code) {
-  const std::string cmd = "/usr/bin/python3 -c '" + code + "' 2>&1";
+// What a checkpoint holds, made after torch::manual_seed(seed): student, teacher, the student's AdamW, the
+// loss.
+struct Dino {
+  explicit Dino(std::uint64_t seed)
+      : student((torch::manual_seed(seed), tiny_model())),
+        teacher(tiny_model()),
+        opt(student->parameters(), torch::optim::AdamWOptions(1e-3)) {}
+  MultiCropWrapper student, teacher;
+  torch::optim::AdamW opt;
+  DinoLoss loss{16, 4, 0.04, 0.04, 0, 2};
+};
+
+// Runs `script` with the Python that has PyTorch (tests/lib/python.sh: PCDINO_PYTHON, else python3 on PATH,
+// else /usr/bin/python3), standard error included; the finder's own message when there is none.
+std::string run_python(const std::filesystem::path& script) {
+  const std::string cmd =
+      "{ py=$(bash '" PCDINO_SOURCE_DIR "/tests/lib/python.sh') && \"$py\" '" + script.string() + "'; } 2>&1";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
   std::string out;
   std::array<char, 4096> buf{};
   while (pipe && fgets(buf.data(), buf.size(), pipe.get()) != nullptr) out += buf.data();
   return out;
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The pickle (data.pkl) of a checkpoint's zip archive, as bytes: its global names are plain text in it.
+std::string pickle_of(const std::string& path) {
+  caffe2::serialize::PyTorchStreamReader reader(path);
+  const auto [data, size] = reader.getRecord("data.pkl");
+  return {static_cast<const char*>(data.get()), size};
 }
 
 TEST(Checkpoint, RoundTripIsBitExactAndPythonReadsIt) {
@@ -70,24 +100,112 @@ TEST(Checkpoint, RoundTripIsBitExactAndPythonReadsIt) {
   }
   EXPECT_TRUE(torch::equal(student->backbone->cls_token, student2->backbone->cls_token));
 
-  const std::string py =
-      run_python("import torch; c = torch.load(\"" + path +
-                 "\"); "
-                 "print(sorted(c.keys())); print(c[\"epoch\"], c[\"args\"][\"arch\"]); "
-                 "print(tuple(c[\"teacher\"][\"backbone.patch_embed.proj.weight\"].shape)); "
-                 "print(\"module.head.last_layer.weight_g\" in c[\"student\"], "
-                 "tuple(c[\"dino_loss\"][\"center\"].shape))");
+  // Python reads it with a plain torch.load (weights_only=True by default from PyTorch 2.6 on) and with
+  // weights_only=True asked for (1.13 has the option, not the default): only dicts, lists, strings, numbers
+  // and tensors, with the reference's keys and pcdino's values bit for bit.
+  std::ofstream(d / "read.py")
+      << "import sys, torch\n"
+         "c = torch.load('"
+      << path
+      << "')\n"
+         "w = torch.load('"
+      << path
+      << "', weights_only=True)\n"
+         "print(torch.__version__.split('+')[0], sorted(c.keys()) == sorted(w.keys()))\n"
+         "print(sorted(c.keys())); print(c['epoch'], c['args']['arch'])\n"
+         "print(tuple(c['teacher']['backbone.patch_embed.proj.weight'].shape))\n"
+         "print('module.head.last_layer.weight_g' in c['student'], "
+         "tuple(c['dino_loss']['center'].shape))\n"
+         "print('cls', ' '.join('%.9g' % float(v) for v in "
+         "w['teacher']['backbone.cls_token'].flatten()[:4]))\n";
+  const std::string py = run_python(d / "read.py");
+  EXPECT_NE(py.find(" True\n"), std::string::npos)
+      << py << "(a plain torch.load and weights_only=True agree)";
   EXPECT_NE(
       py.find("['args', 'dino_loss', 'epoch', 'iteration', 'optimizer', 'rng_state', 'student', 'teacher']"),
       std::string::npos)
-      << py << "(python3-torch is needed: scripts/install-deps installs it)";
+      << py;
   EXPECT_NE(py.find("3 vit_tiny"), std::string::npos) << py;
   EXPECT_NE(py.find("(192, 1, 4, 4)"), std::string::npos) << py;
   EXPECT_NE(py.find("True (1, 16)"), std::string::npos) << py;
+  std::string cls = "cls";
+  const auto first = teacher->backbone->cls_token.flatten().slice(0, 0, 4);
+  for (int i = 0; i < 4; ++i) {
+    char digits[64];  // 9 significant digits: a float32 exactly, rounded alike by C and Python
+    std::snprintf(digits, sizeof digits, " %.9g", static_cast<double>(first[i].item<float>()));
+    cls += digits;
+  }
+  EXPECT_NE(py.find(cls + "\n"), std::string::npos) << py << "(expected " << cls << ")";
+  // No torch.jit._pickle global (restore_type_tag, build_tensorlist) that weights_only refuses in the pickle.
+  EXPECT_EQ(pickle_of(path).find("torch.jit"), std::string::npos);
 
   const auto weights = read_state_dict(path, "teacher");
   EXPECT_EQ(weights.count("cls_token"), 1u) << "backbone. prefix stripped";
   EXPECT_EQ(weights.count("head.mlp.0.weight"), 1u);
+}
+
+// Earlier pcdino wrote torch::pickle_save's typed containers (Dict[str, Tensor], the per-rank generator
+// states as a Tensor list): `to` gets `from`'s content in that form.
+void write_as_earlier_releases(const std::string& from, const std::string& to) {
+  const std::string bytes = file_bytes(from);
+  const auto top = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())).toGenericDict();
+  c10::impl::GenericDict legacy(c10::StringType::get(), c10::AnyType::get());
+  for (const auto& entry : top) {
+    const std::string key = entry.key().toStringRef();
+    const c10::IValue& value = entry.value();
+    if (value.isList()) {
+      c10::List<torch::Tensor> list;
+      for (std::size_t i = 0; i < value.toList().size(); ++i)
+        list.push_back(value.toList().get(i).toTensor());
+      legacy.insert(key, list);
+    } else if (value.isGenericDict() && key == "args") {
+      c10::Dict<std::string, std::string> args;
+      for (const auto& a : value.toGenericDict()) args.insert(a.key().toStringRef(), a.value().toStringRef());
+      legacy.insert(key, args);
+    } else if (value.isGenericDict()) {
+      c10::Dict<std::string, torch::Tensor> tensors;
+      for (const auto& t : value.toGenericDict()) tensors.insert(t.key().toStringRef(), t.value().toTensor());
+      legacy.insert(key, tensors);
+    } else {
+      legacy.insert(key, value);
+    }
+  }
+  const auto data = torch::pickle_save(legacy);
+  std::ofstream(to, std::ios::binary).write(data.data(), static_cast<std::streamsize>(data.size()));
+}
+
+TEST(Checkpoint, EarlierReleasesCheckpointsStillResume) {
+  test::TempDir d;
+  Dino saved(2);
+  // Two ranks' generator states; rank 1's draws are what a resumed rank 1 must draw next.
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  const torch::Tensor rank0 = generator.get_state();
+  torch::rand({7});
+  const torch::Tensor rank1 = generator.get_state();
+  const auto rank1_draws = torch::rand({3});
+  save_checkpoint(d / "new.pth", saved.student, saved.teacher, saved.opt, saved.loss,
+                  {5, 2, {{"arch", "vit_tiny"}}, {rank0, rank1}, {}});
+  write_as_earlier_releases(d / "new.pth", d / "old.pth");
+  ASSERT_NE(pickle_of(d / "old.pth").find("restore_type_tag"), std::string::npos) << "the old format's tags";
+  ASSERT_NE(pickle_of(d / "old.pth").find("build_tensorlist"), std::string::npos) << "and its tensor list";
+  EXPECT_EQ(pickle_of(d / "new.pth").find("torch.jit"), std::string::npos) << "and none in this release's";
+
+  for (const char* name : {"old.pth", "new.pth"}) {
+    Dino loaded(999);
+    const CheckpointState state =
+        load_checkpoint(d / name, loaded.student, loaded.teacher, loaded.opt, loaded.loss, 1, 2);
+    EXPECT_EQ(state.epoch, 5) << name;
+    EXPECT_EQ(state.iteration, 2) << name;
+    EXPECT_EQ(state.args.at("arch"), "vit_tiny") << name;
+    EXPECT_TRUE(torch::equal(torch::rand({3}), rank1_draws)) << name << ": rank 1's generator state";
+    for (const auto& p : saved.teacher->named_parameters()) {
+      EXPECT_TRUE(torch::equal(p.value(), loaded.teacher->named_parameters()[p.key()]))
+          << name << " " << p.key();
+    }
+    EXPECT_TRUE(torch::equal(saved.loss.center, loaded.loss.center)) << name;
+    EXPECT_EQ(read_checkpoint_state(d / name).epoch, 5) << name;
+    EXPECT_EQ(read_state_dict(d / name, "teacher").count("cls_token"), 1u) << name;
+  }
 }
 
 TEST(Checkpoint, AnotherArchitectureIsRefusedNamingTheParameter) {

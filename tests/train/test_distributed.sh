@@ -9,6 +9,7 @@
 # control run that changes only the batch composition (1 rank, batch b), so it fails if gradients were not
 # averaged, shards overlapped or the centre was not reduced.
 source "$(dirname "$0")/../lib/assert.sh"
+source "$(dirname "$0")/../lib/python.sh"
 source "$(dirname "$0")/../lib/pipeline.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 W="$PCDINO_BUILD_DIR/test-work/distributed"
@@ -43,7 +44,7 @@ assert_contains "$ERR" "[rank 1/2]" "rank 1 logs"
 train control 4
 assert_rc 0 "control: 1 rank, batch 4"
 
-run /usr/bin/python3 - "$W" <<'PY'
+run torch_py - "$W" <<'PY'
 import sys, torch
 w = sys.argv[1]
 load = lambda d: torch.load(f"{w}/{d}/checkpoint.pth", map_location="cpu")
@@ -78,7 +79,7 @@ assert_rc 75 "2 ranks stopped after 5 iterations (checkpointed, exit 75 for a re
 two_ranks parts
 assert_rc 0 "2 ranks resumed"
 assert_contains "$ERR" "resuming from" "the second run resumes"
-run /usr/bin/python3 - "$W" <<'PY'
+run torch_py - "$W" <<'PY'
 import sys, torch
 w = sys.argv[1]
 whole, parts = (torch.load(f"{w}/{d}/checkpoint.pth", map_location="cpu") for d in ("whole", "parts"))

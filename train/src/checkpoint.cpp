@@ -1,5 +1,8 @@
 #include "pcdino/train/checkpoint.hpp"
 
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/pickler.h>
+
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -59,6 +62,35 @@ c10::Dict<c10::IValue, c10::IValue> read_top(const std::string& path) {
   }
 }
 
+// The zip archive that torch.save writes (data.pkl, one data/N record per storage), pickled with plain Python
+// dicts and lists. torch::pickle_save wraps every container in torch.jit._pickle.restore_type_tag (and tensor
+// lists in build_tensorlist), globals that torch.load refuses under weights_only=True, its default since
+// PyTorch 2.6; without the tags only what weights_only accepts remains: dicts, lists, strings, integers and
+// tensors (torch._utils._rebuild_tensor_v2, torch.*Storage, collections.OrderedDict).
+std::vector<char> pickle_plain(const c10::IValue& value) {
+  std::vector<char> pickle;
+  torch::jit::Pickler pickler(
+      [&](const char* data, size_t size) { pickle.insert(pickle.end(), data, data + size); },
+      /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
+      /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(value);
+  pickler.stop();
+  std::vector<char> archive;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
+    archive.insert(archive.end(), static_cast<const char*>(data), static_cast<const char*>(data) + size);
+    return size;
+  });
+  const auto& storages = pickler.tensorData();  // in the order of the pickle's storage keys "0", "1", ...
+  for (std::size_t i = 0; i < storages.size(); ++i) {
+    const auto bytes = torch::jit::getWriteableTensorData(storages[i]);
+    writer.writeRecord("data/" + std::to_string(i), bytes.data(), bytes.sizeInBytes());
+  }
+  writer.writeRecord("data.pkl", pickle.data(), pickle.size());
+  writer.writeEndOfFile();
+  return archive;
+}
+
 c10::Dict<std::string, torch::Tensor> tensor_dict(const c10::Dict<c10::IValue, c10::IValue>& top,
                                                   const std::string& key, const std::string& path) {
   if (!top.contains(key)) throw DataError(path + ": checkpoint has no '" + key + "'");
@@ -96,14 +128,15 @@ void save_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCr
   for (const auto& [key, states] : {std::pair{"rank_rng_states", &state.rank_rng_states},
                                     std::pair{"rank_cuda_rng_states", &state.rank_cuda_rng_states}}) {
     if (states->empty()) continue;
-    c10::List<torch::Tensor> list;
+    c10::impl::GenericList list(
+        c10::AnyType::get());  // a plain list: a tensor list pickles as build_tensorlist
     for (const auto& t : *states) list.push_back(t);
     top.insert(key, list);
   }
   c10::Dict<std::string, std::string> args;
   for (const auto& [k, v] : state.args) args.insert(k, v);
   top.insert("args", args);
-  const std::vector<char> data = torch::pickle_save(top);
+  const std::vector<char> data = pickle_plain(top);
   write_file_atomic(path, std::string(data.begin(), data.end()));
 }
 
@@ -125,8 +158,9 @@ CheckpointState load_checkpoint(const std::string& path, MultiCropWrapper& stude
     // This rank's state from the per-rank list when it was written by a world of this size.
     const auto state_of = [&](const char* per_rank, const char* single) -> std::optional<torch::Tensor> {
       if (world_size > 1 && top.contains(per_rank)) {
-        const auto list = top.at(per_rank).toTensorList();
-        if (static_cast<int>(list.size()) == world_size) return list.get(static_cast<std::size_t>(rank));
+        const auto list = top.at(per_rank).toList();  // a plain list, or a tensor list (earlier pcdino)
+        if (static_cast<int>(list.size()) == world_size)
+          return list.get(static_cast<std::size_t>(rank)).toTensor();
       }
       if (top.contains(single)) return top.at(single).toTensor();
       return std::nullopt;

@@ -12,6 +12,8 @@
 #include "pcdino/train/device.hpp"
 
 #ifdef PCDINO_WITH_ONEDNN
+#include <oneapi/dnnl/dnnl_version.h>
+
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -94,6 +96,20 @@ class AttentionFunction : public torch::autograd::Function<AttentionFunction> {
 
 #ifdef PCDINO_WITH_ONEDNN
 
+// A matmul's primitive descriptor: oneDNN 2 (Debian 12) builds it from an operation descriptor, oneDNN 3
+// (Debian 13) from the memory descriptors directly; `bias` may be null.
+dnnl::matmul::primitive_desc matmul_pd(const dnnl::engine& engine, const dnnl::memory::desc& a,
+                                       const dnnl::memory::desc& b, const dnnl::memory::desc* bias,
+                                       const dnnl::memory::desc& c) {
+#if DNNL_VERSION_MAJOR >= 3
+  return bias ? dnnl::matmul::primitive_desc(engine, a, b, *bias, c)
+              : dnnl::matmul::primitive_desc(engine, a, b, c);
+#else
+  return dnnl::matmul::primitive_desc(bias ? dnnl::matmul::desc(a, b, *bias, c) : dnnl::matmul::desc(a, b, c),
+                                      engine);
+#endif
+}
+
 // C [M, N] = op(A) [M, K] op(B) [K, N] (+ bias [N]), row-major float32. A is stored [M, K], or [K, M] when
 // `ta`; B is stored [K, N], or [N, K] when `tb`. One matmul primitive per shape, made on first use.
 void gemm(const float* a, bool ta, const float* b, bool tb, const float* bias, float* c, int64_t m, int64_t k,
@@ -114,9 +130,8 @@ void gemm(const float* a, bool ta, const float* b, bool tb, const float* bias, f
     auto it = cache.find(key);
     if (it == cache.end()) {
       if (cache.size() >= 512) cache.clear();  // shapes of a run are few; extraction's last batch adds one
-      const auto desc =
-          bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md) : dnnl::matmul::desc(a_md, b_md, c_md);
-      it = cache.emplace(key, dnnl::matmul(dnnl::matmul::primitive_desc(desc, engine))).first;
+      it = cache.emplace(key, dnnl::matmul(matmul_pd(engine, a_md, b_md, bias ? &bias_md : nullptr, c_md)))
+               .first;
     }
     primitive = it->second;
   }

@@ -1,5 +1,6 @@
-// DINO checkpoints in the reference's layout, written with torch::pickle_save so that Python's
-// torch.load reads them:
+// DINO checkpoints in the reference's layout, in torch.save's zip format with plain Python containers, so
+// that a plain torch.load(path) reads them, weights_only=True (PyTorch 2.6's default) included, from
+// PyTorch 1.13 on; checkpoints of earlier pcdino (torch::pickle_save's tagged containers) still load here:
 //   {"student": {"module.backbone.cls_token": ..., "module.head.last_layer.weight_g": ...},  (DDP names)
 //    "teacher": {"backbone.cls_token": ..., "head.mlp.0.weight": ...},
 //    "optimizer": uint8 tensor (LibTorch's own archive of the AdamW state: exact resume in C++),
