@@ -61,10 +61,14 @@ for amp in none bfloat16 float16; do
       synthetic) row "pcdino, synthetic" "${amp/none/float32}" "$s" ;;
       graph) row "pcdino, synth., graph" "${amp/none/float32}" "$s" ;;
     esac
-    tail -n 1 "$model/metrics.jsonl" | "$PYTHON" -c '
+    "$PYTHON" -c '
 import json, sys
-m = json.load(sys.stdin)
-print("  (loss %.3f; per step, %s: " % (m["loss"], m.get("phase_clock", "host_clock")) + ", ".join("%s %.4f s" % kv for kv in m["seconds_per_step"].items()) + ")")'
+epochs = [m for m in map(json.loads, open(sys.argv[1])) if "images_per_second" in m]
+m = epochs[-1]
+print("  (loss %.3f; per step, %s: " % (m["loss"], m.get("phase_clock", "host_clock")) + ", ".join("%s %.4f s" % kv for kv in m["seconds_per_step"].items()) + ")")
+if sys.argv[2] == "graph":  # epoch 1 holds the eager warm-up steps and the capture
+    print("  (epoch 1, with the warm-up steps and the capture: %.0f images/s)" % epochs[0]["images_per_second"])' \
+      "$model/metrics.jsonl" "$data"
   done
 done
 
@@ -72,8 +76,9 @@ done
 kernel_floor() {
   local report="$W/nsys-$1" steps=$2 floor
   shift 2
+  # --cuda-graph-trace node: a replayed graph's kernels are counted one by one, as eager ones are.
   if ! command -v nsys >/dev/null || ! nsys profile --force-overwrite true --trace cuda --sample none \
-    --cpuctxsw none --output "$report" "$@" >/dev/null 2>&1; then
+    --cpuctxsw none --cuda-graph-trace node --output "$report" "$@" >/dev/null 2>&1; then
     echo -
     return
   fi
@@ -100,9 +105,13 @@ if command -v nsys >/dev/null; then
     printf '%-22s %-9s %8s\n' "python step" "${amp/none/float32}" "$(kernel_floor "python-$amp" $((STEPS + 5)) \
       "$PYTHON" "$ROOT/bench/baseline_dino_step.py" --device cuda --amp "$amp" --batch "$BATCH" --steps "$STEPS" --warmup 5 --threads 8)"
     fp16=true; [ "$amp" = none ] && fp16=false
-    rm -rf "$W/model-nsys"
-    printf '%-22s %-9s %8s\n' "pcdino, synthetic" "${amp/none/float32}" "$(kernel_floor "pcdino-$amp" $((2 * STEPS)) \
-      "$PCDINO" train -c "$W/pipeline.yaml" --set "train_scDINO.hyperparameters.use_fp16=$fp16" --amp-dtype "${amp/none/auto}" \
-      --limit-images $((STEPS * BATCH)) --model-dir "$W/model-nsys" --no-resume --synthetic-crops)"
+    for data in synthetic graph; do
+      [ "$data" = graph ] && [ "$amp" = float16 ] && continue
+      flags=(--synthetic-crops); [ "$data" = graph ] && flags+=(--cuda-graph)
+      rm -rf "$W/model-nsys"
+      printf '%-22s %-9s %8s\n' "pcdino, $data" "${amp/none/float32}" "$(kernel_floor "pcdino-$amp-$data" $((2 * STEPS)) \
+        "$PCDINO" train -c "$W/pipeline.yaml" --set "train_scDINO.hyperparameters.use_fp16=$fp16" --amp-dtype "${amp/none/auto}" \
+        --limit-images $((STEPS * BATCH)) --model-dir "$W/model-nsys" --no-resume "${flags[@]}")"
+    done
   done
 fi

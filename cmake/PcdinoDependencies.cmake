@@ -15,6 +15,25 @@ if(PCDINO_WITH_TORCH)
     set(PCDINO_TORCH_CUDA ON)
   endif()
   # TorchConfig sets the ABI flag on the torch target; nothing else of TORCH_CXX_FLAGS is needed globally.
+  # A PyTorch wheel's libtorch.so holds and exports its own copy of part of libstdc++ (std::filesystem, from
+  # the manylinux toolchain's static libstdc++_nonshared.a). Our programs are to bind to the system's
+  # libstdc++, whose headers they were compiled with, so it is listed first: with libtorch.so first, a
+  # GCC 13 program's std::filesystem::remove_all ran the wheel's copy and called a null pointer (2.11.0+cu130,
+  # Ubuntu 24.04; tests/train/test_device.cpp's Device.ProgramsBindTheSystemsLibstdcxx checks the order).
+  # The library is named by its path and handed to the linker directly: a plain -lstdc++ may find the
+  # toolchain's static libstdc++.a first, and a compiler driver may move it after the other libraries.
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang" AND NOT CMAKE_CXX_FLAGS MATCHES "stdlib=libc\\+\\+")
+    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libstdc++.so.6
+                    OUTPUT_VARIABLE PCDINO_LIBSTDCXX OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(IS_ABSOLUTE "${PCDINO_LIBSTDCXX}" AND EXISTS "${PCDINO_LIBSTDCXX}")
+      get_filename_component(PCDINO_LIBSTDCXX "${PCDINO_LIBSTDCXX}" REALPATH)
+      string(APPEND CMAKE_EXE_LINKER_FLAGS " -Wl,--push-state,--no-as-needed,${PCDINO_LIBSTDCXX},--pop-state")
+    else()
+      message(WARNING "pcdino: ${CMAKE_CXX_COMPILER} -print-file-name=libstdc++.so.6 found no library "
+                      "(\"${PCDINO_LIBSTDCXX}\"): programs may bind libstdc++ calls to LibTorch's copy")
+      set(PCDINO_LIBSTDCXX "not found")
+    endif()
+  endif()
 endif()
 find_package(MPI REQUIRED COMPONENTS C)
 # We use MPI's C API from C++; keep Open MPI's deprecated C++ bindings (and their symbols) out.

@@ -581,12 +581,15 @@ void measure_nccl(const DoctorOptions& options, const MpiWorld& world, const Nod
     gpus.push_back(n.cuda_gpus);
     report.nccl_gpus += n.cuda_gpus;
   }
-  const AllreducePoint& largest = report.nccl.back();
   if (report.nccl_gpus < 2) {
-    report.nccl_note = fmt::format("algbw {:.2f} GB/s at {} bytes on one GPU (no bus bandwidth; not judged)",
-                                   largest.algbw_gb_s, largest.bytes);
+    // NCCL's allreduce over one rank returns without moving data: its times say nothing of the machine
+    // (an H200 "sent" 1 GiB in 0.3 us), so no row is kept.
+    report.nccl.clear();
+    report.nccl_note =
+        "one GPU: an allreduce over one rank moves no data, so nothing was measured (not judged)";
     return;
   }
+  const AllreducePoint& largest = report.nccl.back();
   std::string source;
   const double floor = nccl_floor(options.min_nccl_busbw_gb_s, types, gpus, &source);
   report.min_nccl_busbw_gb_s = floor;

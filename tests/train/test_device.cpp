@@ -2,6 +2,7 @@
 // without a GPU; the CUDA path itself runs on GPU machines, bench/RESULTS.md).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <link.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -20,6 +21,37 @@
 
 namespace pcdino::train {
 namespace {
+
+// The program is linked to bind its libstdc++ calls to the system's libstdc++, not to the copy a PyTorch
+// wheel's libtorch.so exports (cmake/PcdinoDependencies.cmake): the system's is loaded before any LibTorch
+// library, and std::filesystem::remove_all resolves into it. With libtorch.so first, that call crashed every
+// test whose TempDir held a folder on 2.11.0+cu130. Debian's LibTorch exports no such copy, so here the load
+// order is what can fail.
+TEST(Device, ProgramsBindTheSystemsLibstdcxx) {
+  std::vector<std::string> loaded;  // in load order: the program, then its libraries breadth-first
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        static_cast<std::vector<std::string>*>(out)->emplace_back(info->dlpi_name ? info->dlpi_name : "");
+        return 0;
+      },
+      &loaded);
+  const auto first = [&](const std::string& part) {
+    for (std::size_t k = 0; k < loaded.size(); ++k) {
+      if (std::filesystem::path(loaded[k]).filename().string().find(part) != std::string::npos) return k;
+    }
+    return loaded.size();
+  };
+  const std::size_t libstdcxx = first("libstdc++.so"), libtorch = first("libtorch");
+  ASSERT_LT(libstdcxx, loaded.size()) << "libstdc++ not loaded";
+  ASSERT_LT(libtorch, loaded.size()) << "no LibTorch library loaded";
+  EXPECT_LT(libstdcxx, libtorch) << loaded[libtorch] << " is loaded before " << loaded[libstdcxx];
+  // std::filesystem::remove_all(const path&, error_code&), as the dynamic linker binds it.
+  void* symbol = dlsym(RTLD_DEFAULT, "_ZNSt10filesystem10remove_allERKNS_7__cxx114pathERSt10error_code");
+  ASSERT_NE(symbol, nullptr);
+  Dl_info where{};
+  ASSERT_NE(dladdr(symbol, &where), 0);
+  EXPECT_NE(std::string(where.dli_fname).find("libstdc++.so"), std::string::npos) << where.dli_fname;
+}
 
 TEST(Device, SelectionAndErrorsNameTheOption) {
   EXPECT_TRUE(select_device("cpu", 3).is_cpu());

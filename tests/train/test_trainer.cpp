@@ -237,14 +237,19 @@ TEST(Trainer, AStaleStartDoesNotReplaceALaterStartsCheckpoint) {
   EXPECT_EQ(read_checkpoint_state(files.checkpoint()).iteration, 1);
 }
 
-// --cuda-graph's step (static crops, lr, weight decay and momentum read from device scalars, AdamW's step
-// counts on the device) run without capture trains the same model as the ordinary step: everything a
-// CUDA graph replays but the capture itself, checked on the CPU. The last layer is frozen in epoch 1, so
-// epoch 2 alone takes that step.
+// --cuda-graph's step (static crops, lr, weight decay, momentum and teacher temperature read from device
+// scalars, AdamW's step counts on the device, the epoch's sums made once) run without capture trains the
+// same model as the ordinary step: everything a CUDA graph replays but the capture itself, checked on the
+// CPU. The last layer is frozen in epoch 1, so epochs 2 and 3 take that step, at two teacher temperatures
+// of the warm-up (one graph serves both: a temperature taken from the host would stay at epoch 2's).
 TEST(Trainer, TheGraphsStepTrainsAsTheOrdinaryStep) {
   test::TempDir d;
   test::write_synthetic_dataset(d / "data", 2, 6, 12, PixelType::kUint8, {{false, 20}}, 5);
   PipelineConfig c = tiny_config(d);
+  c.train.epochs = 3;
+  c.train.hyperparameters.warmup_teacher_temp = 0.02;
+  c.train.hyperparameters.teacher_temp = 0.07;
+  c.train.hyperparameters.warmup_teacher_temp_epochs = 3;
   // float32: the two updates round differently (list ops against the CPU's one-pass loop, ~1e-7 a step),
   // which bfloat16 autocast (use_fp16 on a CPU with AMX) would magnify beyond the tolerance.
   c.train.hyperparameters.use_fp16 = false;

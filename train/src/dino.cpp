@@ -77,7 +77,7 @@ double DinoLoss::teacher_temperature(int epoch) const {
 
 torch::Tensor DinoLoss::operator()(const torch::Tensor& student_output, const torch::Tensor& teacher_output,
                                    int epoch, const std::function<void(torch::Tensor&)>& allreduce_sum,
-                                   int world_size) {
+                                   int world_size, const torch::Tensor& teacher_temp) {
   // Autocast's 16-bit outputs in float32 (the reference's softmaxes run in float32 under autocast):
   // [ncrops, B, K] log-probabilities of the student, [2, B, K] probabilities of the teacher.
   const auto widened = [](const torch::Tensor& t) {
@@ -87,8 +87,9 @@ torch::Tensor DinoLoss::operator()(const torch::Tensor& student_output, const to
   const int64_t batch = student_out.size(0) / ncrops_;
   const auto student_log_probs =
       F::log_softmax(student_out / student_temp_, F::LogSoftmaxFuncOptions(-1)).view({ncrops_, batch, -1});
-  const double temp = teacher_temperature(epoch);
-  const auto teacher_logits = ((teacher_out - center) / temp).detach();
+  const auto centred = teacher_out - center;
+  const auto teacher_logits =
+      (teacher_temp.defined() ? centred / teacher_temp : centred / teacher_temperature(epoch)).detach();
   const auto teacher_probs = F::softmax(teacher_logits, F::SoftmaxFuncOptions(-1));
   teacher_entropy = -(teacher_probs * F::log_softmax(teacher_logits, F::LogSoftmaxFuncOptions(-1)))
                          .sum(-1)

@@ -177,10 +177,4 @@ bool StepGraph::run(const std::function<void()>& body) {
   return true;
 }
 
-void StepGraph::reset() {
-  if (captured_) capture_->drop();
-  captured_ = false;
-  runs_ = 0;
-}
-
 }  // namespace pcdino::train

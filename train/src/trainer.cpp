@@ -203,11 +203,15 @@ struct EpochContext {
   std::optional<torch::ScalarType> amp;
   PhaseClock* clock = nullptr;  // times the phases of each step
   // --cuda-graph: the step's graph, its static crops (made at the first graphed step) and the schedules'
-  // values on the device, all filled before each replay.
+  // values on the device (the teacher temperature float32, as the loss divides by it), all filled before
+  // each replay. One graph serves the whole run: nothing of an epoch is baked into it.
   bool graph_step = false;     // --cuda-graph's step from the epoch the last layer trains
   StepGraph* graph = nullptr;  // null: that step runs eagerly (tests)
   Batch graph_inputs;
-  torch::Tensor lr_t, wd_t, momentum_t;
+  torch::Tensor lr_t, wd_t, momentum_t, teacher_temp_t;
+  // The sums the step adds into on the device (the teacher entropies of the epoch, the losses of the
+  // metrics window, float64), made once and zeroed at each epoch's start: a graph writes into these.
+  torch::Tensor entropy_sum, window_loss_sum;
   double clip_grad = 0;
   int freeze_last_layer = 0;
   int epochs = 0;
@@ -262,7 +266,8 @@ void dino_step(EpochContext& ctx, const Batch& crops, int epoch, double momentum
     const AutocastGuard autocast(ctx.amp, ctx.device.type());
     const auto teacher_out = ctx.teacher->forward(Batch(crops.begin(), crops.begin() + 2));
     const auto student_out = ctx.student->forward(crops);
-    value = ctx.loss(student_out, teacher_out, epoch, ctx.allreduce_sum, ctx.ranks);
+    value = ctx.loss(student_out, teacher_out, epoch, ctx.allreduce_sum, ctx.ranks,
+                     schedule_on_device ? ctx.teacher_temp_t : torch::Tensor());
   }
   entropy_sum.add_(ctx.loss.teacher_entropy);
   window_loss_sum.add_(value.detach());
@@ -320,12 +325,16 @@ void record_window(EpochContext& ctx, const PhaseSeconds& before, const PhaseSec
 // non-finite loss is found at the next reading, before anything is written.
 EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epoch, std::size_t first_iter) {
   EpochStats stats;
-  const auto on_device = torch::TensorOptions().device(ctx.device);
-  stats.entropy_sum = torch::zeros({}, on_device);
-  // The window's losses (float64: thousands of float32 terms over an epoch).
-  auto window_loss_sum = torch::zeros({}, on_device.dtype(torch::kFloat64));
-  // A new epoch's step writes into the new sums and uses its teacher temperature: a new graph.
-  if (ctx.graph) ctx.graph->reset();
+  if (!ctx.entropy_sum.defined()) {
+    const auto on_device = torch::TensorOptions().device(ctx.device);
+    ctx.entropy_sum = torch::zeros({}, on_device);
+    // The window's losses (float64: thousands of float32 terms over an epoch).
+    ctx.window_loss_sum = torch::zeros({}, on_device.dtype(torch::kFloat64));
+  }
+  ctx.entropy_sum.zero_(), ctx.window_loss_sum.zero_();
+  stats.entropy_sum = ctx.entropy_sum;
+  torch::Tensor& window_loss_sum = ctx.window_loss_sum;
+  const double teacher_temp = ctx.loss.teacher_temperature(epoch);
   double window_entropy_start = 0;
   std::size_t window_count = 0, window_first = first_iter;
   const auto epoch_start = std::chrono::steady_clock::now();
@@ -347,6 +356,7 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
       for (std::size_t k = 0; k < crops_batch.size(); ++k)
         ctx.graph_inputs[k].copy_(crops_batch[k], /*non_blocking=*/true);
       ctx.lr_t.fill_(lr), ctx.wd_t.fill_(wd), ctx.momentum_t.fill_(momentum);
+      ctx.teacher_temp_t.fill_(teacher_temp);
       clock.lap(Phase::kData);
       const auto step = [&] {
         try {
@@ -783,6 +793,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     const auto scalar = torch::TensorOptions().dtype(torch::kFloat64).device(device);
     ctx.lr_t = torch::zeros({}, scalar), ctx.wd_t = torch::zeros({}, scalar);
     ctx.momentum_t = torch::zeros({}, scalar);
+    ctx.teacher_temp_t = torch::zeros({}, scalar.dtype(torch::kFloat32));
   }
   ctx.clip_grad = h.clip_grad, ctx.freeze_last_layer = h.freeze_last_layer;
   ctx.niter = niter, ctx.global_batch = global_batch;

@@ -145,7 +145,7 @@ Check judge_trainer(const BuildFacts& facts, int gpus);
 /// SLURM_STEP_NODELIST, one task per node), judges the slow nodes, and, when all answered, every rank runs
 /// the allreduce sweep under a watchdog; below the floor on 3 nodes or more, pairs of neighbours
 /// (pairwise_busbw()) and a "network" check failed on each node slow_ranks() blames. Then, when every node's
-/// CUDA runtime shows GPUs and options.nccl (one GPU in all: measured, not judged), NCCL's sweep
+/// CUDA runtime shows GPUs and options.nccl (one GPU in all: run, its rows dropped, not judged), NCCL's sweep
 /// (nccl_allreduce_sweep()) under its own watchdog, judged against options.min_nccl_busbw_gb_s or
 /// nccl_floor(). Returns the full report on rank 0 and this node's alone elsewhere; when a node did not
 /// answer the caller must end the job (MPI_Abort), since a stopped rank never reaches MPI_Finalize. If the

@@ -54,9 +54,12 @@ class DinoLoss {
   /// student_output [ncrops * B, out_dim], teacher_output [2 * B, out_dim] (crop-major, as the wrapper
   /// gives them). Returns the scalar loss and updates the centre from teacher_output. `allreduce_sum`,
   /// if given, sums a tensor over ranks in place (the centre is averaged over all ranks' batches).
+  /// `teacher_temp`, if defined (a 0-dim float32 tensor on the outputs' device), is the teacher
+  /// temperature instead of teacher_temperature(epoch): a CUDA graph of the step reads it at each replay,
+  /// so one graph serves every epoch of the warm-up schedule.
   torch::Tensor operator()(const torch::Tensor& student_output, const torch::Tensor& teacher_output,
                            int epoch, const std::function<void(torch::Tensor&)>& allreduce_sum = nullptr,
-                           int world_size = 1);
+                           int world_size = 1, const torch::Tensor& teacher_temp = {});
 
   torch::Tensor center;  ///< [1, out_dim]
   /// Of the last call, detached and on the outputs' device (no host sync): the mean entropy in nats of

@@ -63,7 +63,7 @@ class StepGraph {
   /// calls at the same step. Empty for one rank.
   using AllRanks = std::function<bool(bool captured)>;
 
-  /// `device` is the CUDA device the body runs on; `warmup` >= 1 eager runs before each capture (they make
+  /// `device` is the CUDA device the body runs on; `warmup` >= 1 eager runs before the capture (they make
   /// the optimizer's state). Throws ConfigError when this build's LibTorch has no CUDA (no CUDA graphs)
   /// or `device` is not a CUDA device, std::invalid_argument for `warmup` < 1.
   StepGraph(const torch::Device& device, int warmup = 3, AllRanks all_ranks = {});
@@ -80,10 +80,6 @@ class StepGraph {
   /// Returns true when the step ran as a replay.
   bool run(const std::function<void()>& body);
 
-  /// Forgets the graph: the next runs warm up and capture again (after the body changes: a new epoch's
-  /// teacher temperature, say). After a failed capture the body stays eager.
-  void reset();
-
   bool failed() const { return failed_; }
   /// Why the capture failed ("" when none did).
   const std::string& failure() const { return failure_; }
@@ -92,7 +88,7 @@ class StepGraph {
   std::unique_ptr<GraphCapture> capture_;
   int warmup_;
   AllRanks all_ranks_;
-  int runs_ = 0;  // since the last reset
+  int runs_ = 0;
   bool captured_ = false;
   bool failed_ = false;
   std::string failure_;
