@@ -79,6 +79,7 @@ why="" fault=false
 case "$rc" in
   75) why='checkpointed on SIGUSR1 or SIGTERM (time limit, preemption or scontrol requeue)' fault=false ;;
   74) why='a rank heard nothing from its peers for --comm-timeout (a node hung or lost)' fault=true ;;
+  14) why='Open MPI ended a rank when the runtime reported a peer lost (a node lost or its process killed)' fault=true ;;
   129|1[3-9][0-9]|2[0-5][0-9]) why='a task ended by a signal (its node lost, the OOM killer or a kill)' fault=true ;;
 esac
 if [ -n "$why" ] && { [ "$fault" = false ] || [ "$faults" -lt 3 ]; }; then

@@ -44,6 +44,13 @@ const std::vector<RestartExit>& restart_exits() {
   static const std::vector<RestartExit> exits = {
       {"75", "checkpointed on SIGUSR1 or SIGTERM (time limit, preemption or scontrol requeue)", false},
       {"74", "a rank heard nothing from its peers for --comm-timeout (a node hung or lost)", true},
+      // Open MPI 5 ends a rank itself when the runtime reports a peer process or connection lost: its PMIx
+      // event handler calls the fatal error handler on no communicator, which a program cannot replace
+      // (ompi/errhandler/errhandler.c, ompi_errhandler_callback, v5.0.x); the rank exits 14, MPI_ERR_UNKNOWN
+      // (Debian 13's Open MPI 5.0.7 in train.node_failure; Open MPI 4 leaves the rank to srun's kill).
+      {"14",
+       "Open MPI ended a rank when the runtime reported a peer lost (a node lost or its process killed)",
+       true},
       {"129|1[3-9][0-9]|2[0-5][0-9]", "a task ended by a signal (its node lost, the OOM killer or a kill)",
        true},
   };

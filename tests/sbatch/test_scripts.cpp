@@ -203,8 +203,8 @@ TEST(Script, TrainingAsksForNodesGpusAndRequeue) {
 }
 
 // The restart budget (issue #39): the script requeues on the trainer's agreed checkpoint (75) and, within
-// slurm.max_restarts, on a fault (74, a task ended by a signal), recording why; a start over the budget
-// fails with 69. tests/train/test_node_failure.sh runs it on a real cluster.
+// slurm.max_restarts, on a fault (74, Open MPI 5's 14, a task ended by a signal), recording why; a start over
+// the budget fails with 69. tests/train/test_node_failure.sh runs it on a real cluster.
 TEST(Script, TrainingRestartsWithinItsBudget) {
   const auto c = example("slurm:\n  max_restarts: 2\n");
   const std::string s = render_script(c, "train", {"/p/pcdino"}, "h");
@@ -220,6 +220,9 @@ TEST(Script, TrainingRestartsWithinItsBudget) {
     EXPECT_TRUE(has_line(s, line)) << "missing: " << line << "\n" << s;
   }
   EXPECT_NE(s.find("129|1[3-9][0-9]|2[0-5][0-9]) why="), std::string::npos) << "a signal's exit codes";
+  EXPECT_NE(s.find("  14) why='Open MPI ended a rank when the runtime reported a peer lost"),
+            std::string::npos)
+      << "Open MPI 5's own end of a rank whose peer was lost";
   const std::string none = render_script(example("slurm:\n  requeue: false\n"), "train", {"/p/pcdino"}, "h");
   EXPECT_EQ(none.find("scontrol requeue"), std::string::npos);
   EXPECT_EQ(none.find("restarts="), std::string::npos);

@@ -45,8 +45,9 @@ struct RestartExit {
 };
 
 /// The exits a requeueing stage restarts on, in the order the script tests them: 75 (the trainer's agreed
-/// checkpoint on SIGUSR1/SIGTERM), 74 (its watchdog: a peer silent for --comm-timeout) and 129-255 (srun's
-/// code for a task ended by signal N is 128 + N: a rank killed with its node, by the OOM killer or by hand).
+/// checkpoint on SIGUSR1/SIGTERM), 74 (its watchdog: a peer silent for --comm-timeout), 14 (Open MPI 5's
+/// own end of a rank whose peer was lost: MPI_ERR_UNKNOWN from its fatal handler) and 129-255 (srun's code
+/// for a task ended by signal N is 128 + N: a rank killed with its node, by the OOM killer or by hand).
 /// Any other exit (bad input, a bug) ends the job.
 const std::vector<RestartExit>& restart_exits();
 
