@@ -58,10 +58,11 @@ int main(int argc, char** argv) {
   app.add_flag("--synthetic-crops", rt.synthetic_crops,
                "Benchmarks: train every step on the same random crops made once on the device (no loading or "
                "augmentation in the step; the model learns nothing)");
-  app.add_flag("--cuda-graph", rt.cuda_graph,
-               "Capture each epoch's training step as a CUDA graph after 3 eager steps and replay it (CUDA "
-               "device, float32 or bfloat16, NCCL >= 2.9.6 with several ranks; from the epoch the last layer "
-               "trains)");
+  app.add_flag(
+      "--cuda-graph", rt.cuda_graph,
+      "Capture the training step once as a CUDA graph after 3 eager steps and replay it for the rest of "
+      "the run (CUDA device, float32 or bfloat16, NCCL >= 2.9.6 with several ranks; from the epoch "
+      "the last layer trains)");
   return pcdino::app::run_command_line(app, argc, argv, [&] {
     rt.resume = !no_resume;
     pcdino::train::TrainReport report;

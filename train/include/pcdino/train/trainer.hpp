@@ -32,10 +32,10 @@ struct TrainRuntime {
   /// of the configuration), so that loading and augmenting are not part of the step, as in
   /// bench/baseline_dino_step.py. The model learns nothing from them.
   bool synthetic_crops = false;
-  /// Capture each epoch's step as a CUDA graph after a few eager steps and replay it (StepGraph), from the
-  /// epoch the last layer is trained on; a CUDA device, float32 or bfloat16 (float16's loss scaling
-  /// decides on the host whether to skip a step); with several ranks the NCCL allreduces are captured
-  /// with the step (NCCL >= 2.9.6, CUDA >= 11.3). Refused (ConfigError) otherwise.
+  /// Capture the step once as a CUDA graph after a few eager steps and replay it for the rest of the run
+  /// (StepGraph), from the epoch the last layer is trained on; a CUDA device, float32 or bfloat16 (float16's
+  /// loss scaling decides on the host whether to skip a step); with several ranks the NCCL allreduces are
+  /// captured with the step (NCCL >= 2.9.6, CUDA >= 11.3). Refused (ConfigError) otherwise.
   bool cuda_graph = false;
   /// Tests: --cuda-graph's step (static crops, the schedules read from device scalars) run eagerly on any
   /// device, without a graph, to compare it with the ordinary step.
