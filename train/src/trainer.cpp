@@ -209,8 +209,9 @@ struct EpochContext {
   StepGraph* graph = nullptr;  // null: that step runs eagerly (tests)
   Batch graph_inputs;
   torch::Tensor lr_t, wd_t, momentum_t, teacher_temp_t;
-  // The sums the step adds into on the device (the teacher entropies of the epoch, the losses of the
-  // metrics window, float64), made once and zeroed at each epoch's start: a graph writes into these.
+  // The sums the step adds into on the device, made once and zeroed at each epoch's start (a graph writes
+  // into these): the teacher entropies of the epoch, read at its end, and the losses of the metrics window
+  // (float64: thousands of float32 terms over an epoch).
   torch::Tensor entropy_sum, window_loss_sum;
   double clip_grad = 0;
   int freeze_last_layer = 0;
@@ -229,7 +230,6 @@ struct EpochContext {
 struct EpochStats {
   double loss_sum = 0;
   std::size_t loss_count = 0;
-  torch::Tensor entropy_sum;            // the teacher entropies summed on the device, read at the epoch's end
   PhaseSeconds phases{};                // summed over the epoch's steps (PhaseClock::collect)
   double lr = 0, wd = 0, momentum = 0;  // of the last iteration
   double seconds = 0;                   // the epoch's wall time
@@ -252,14 +252,13 @@ bool graphed_step(EpochContext& ctx, int epoch, const Batch& crops) {
   return true;
 }
 
-// One DINO step on `crops` (on the device): teacher and student forward, the loss (summed into
+// One DINO step on `crops` (on the device): teacher and student forward, the loss (summed into ctx's
 // `entropy_sum` and `window_loss_sum`), backward averaged over ranks, unscaling, clipping, the frozen last
 // layer, the AdamW step and the teacher's EMA; `lap` marks the end of each phase. With
 // `schedule_on_device` the update reads lr, weight decay and momentum from ctx's device scalars, which is
 // the step a CUDA graph captures (where the scaler and the frozen layer do nothing, and the fusion's and
 // the centre's allreduces are captured with the rest).
 void dino_step(EpochContext& ctx, const Batch& crops, int epoch, double momentum, bool schedule_on_device,
-               torch::Tensor& entropy_sum, torch::Tensor& window_loss_sum,
                const std::function<void(Phase)>& lap) {
   torch::Tensor value;
   {
@@ -269,8 +268,8 @@ void dino_step(EpochContext& ctx, const Batch& crops, int epoch, double momentum
     value = ctx.loss(student_out, teacher_out, epoch, ctx.allreduce_sum, ctx.ranks,
                      schedule_on_device ? ctx.teacher_temp_t : torch::Tensor());
   }
-  entropy_sum.add_(ctx.loss.teacher_entropy);
-  window_loss_sum.add_(value.detach());
+  ctx.entropy_sum.add_(ctx.loss.teacher_entropy);
+  ctx.window_loss_sum.add_(value.detach());
   lap(Phase::kForward);
   ctx.optimizer.zero_grad();
   ctx.scaler.scale(value).backward();
@@ -325,15 +324,7 @@ void record_window(EpochContext& ctx, const PhaseSeconds& before, const PhaseSec
 // non-finite loss is found at the next reading, before anything is written.
 EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epoch, std::size_t first_iter) {
   EpochStats stats;
-  if (!ctx.entropy_sum.defined()) {
-    const auto on_device = torch::TensorOptions().device(ctx.device);
-    ctx.entropy_sum = torch::zeros({}, on_device);
-    // The window's losses (float64: thousands of float32 terms over an epoch).
-    ctx.window_loss_sum = torch::zeros({}, on_device.dtype(torch::kFloat64));
-  }
   ctx.entropy_sum.zero_(), ctx.window_loss_sum.zero_();
-  stats.entropy_sum = ctx.entropy_sum;
-  torch::Tensor& window_loss_sum = ctx.window_loss_sum;
   const double teacher_temp = ctx.loss.teacher_temperature(epoch);
   double window_entropy_start = 0;
   std::size_t window_count = 0, window_first = first_iter;
@@ -360,8 +351,7 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
       clock.lap(Phase::kData);
       const auto step = [&] {
         try {
-          dino_step(ctx, ctx.graph_inputs, epoch, momentum, true, stats.entropy_sum, window_loss_sum,
-                    [](Phase) {});
+          dino_step(ctx, ctx.graph_inputs, epoch, momentum, true, [](Phase) {});
         } catch (...) {
           // A capture ends cleanly only with NCCL's stream joined back, and the eager step that follows
           // a failed capture must send every gradient buffer, as the other ranks do.
@@ -380,8 +370,7 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
     } else {
       for (auto& t : crops_batch) t = t.to(ctx.device, /*non_blocking=*/true);
       clock.lap(Phase::kData);
-      dino_step(ctx, crops_batch, epoch, momentum, false, stats.entropy_sum, window_loss_sum,
-                [&clock](Phase phase) { clock.lap(phase); });
+      dino_step(ctx, crops_batch, epoch, momentum, false, [&clock](Phase phase) { clock.lap(phase); });
     }
     ++stats.loss_count;
     ++ctx.iterations_this_run;
@@ -400,7 +389,7 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count());
     // One reading every 10 iterations (DINO's MetricLogger print_freq), at the epoch's end and on a stop.
     if ((it + 1) % 10 == 0 || it + 1 == ctx.niter || stop) {
-      const double window_loss = window_loss_sum.item<double>();
+      const double window_loss = ctx.window_loss_sum.item<double>();
       const PhaseSeconds phases_before = stats.phases;
       clock.collect(stats.phases);
       record_window(ctx, phases_before, stats.phases);
@@ -409,12 +398,12 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
                         " iterations " + std::to_string(window_first) + "-" + std::to_string(it) +
                         ": stopping training (lower lr or use clip_grad)");
       }
-      window_loss_sum.zero_();
+      ctx.window_loss_sum.zero_();
       stats.loss_sum += window_loss;
       // A stop's part-window is read (the non-finite check) but not recorded.
       const bool full_window = (it + 1) % 10 == 0 || it + 1 == ctx.niter;
       if (full_window && (ctx.writer || ctx.prometheus->enabled())) {
-        const double entropy_total = stats.entropy_sum.item<double>();
+        const double entropy_total = ctx.entropy_sum.item<double>();
         const double window_entropy =
             (entropy_total - window_entropy_start) / static_cast<double>(window_count);
         const double mean_loss = window_loss / static_cast<double>(window_count);
@@ -795,6 +784,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     ctx.momentum_t = torch::zeros({}, scalar);
     ctx.teacher_temp_t = torch::zeros({}, scalar.dtype(torch::kFloat32));
   }
+  ctx.entropy_sum = torch::zeros({}, torch::TensorOptions().device(device));
+  ctx.window_loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
   ctx.clip_grad = h.clip_grad, ctx.freeze_last_layer = h.freeze_last_layer;
   ctx.niter = niter, ctx.global_batch = global_batch;
   ctx.stop_after_iterations = rt.stop_after_iterations;
@@ -848,7 +839,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     seconds_this_run += stats.seconds;
     state.epoch = epoch + 1;
     state.iteration = 0;
-    double entropy_epoch = stats.entropy_sum.item<double>();
+    double entropy_epoch = ctx.entropy_sum.item<double>();
     if (ranks > 1) {  // the epoch's means over all ranks, as MetricLogger.synchronize_between_processes
       stats.loss_sum = world->allreduce_sum(stats.loss_sum) / ranks;
       entropy_epoch = world->allreduce_sum(entropy_epoch) / ranks;
