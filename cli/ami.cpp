@@ -9,6 +9,7 @@
 #include "pcdino/ami/packer.hpp"
 #include "pcdino/ami/spec.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/parallelcluster.hpp"
 #include "pcdino/doctor/doctor.hpp"
 #include "pcdino/spank/plugin_file.hpp"
 
@@ -20,6 +21,7 @@ struct AmiArgs {
   std::string out;
   std::string plugin;
   std::string slurm;
+  std::string parallelcluster;
 };
 }  // namespace
 
@@ -40,6 +42,9 @@ void add_ami_commands(CLI::App& app) {
       throw ConfigError(args->spec + ": " + std::to_string(problems.size()) + " incompatibility(ies)");
     std::cout << args->spec << ": compatible (" << spec.accelerator << " on " << spec.os
               << ", ParallelCluster " << spec.parallelcluster_version << ")\n";
+    if (const std::string note = parallelcluster::os_support_note(spec.parallelcluster_version, spec.os);
+        !note.empty())
+      std::cout << "note: " << note << "\n";
   });
 
   CLI::App* gen =
@@ -61,7 +66,12 @@ void add_ami_commands(CLI::App& app) {
       "Whether a built SPANK plugin loads in this node's Slurm: its plugin_version (read from the file) "
       "against `scontrol --version`; exit 78 naming both versions when their major.minor differ (verify.sh)");
   plugin->add_option("plugin", args->plugin, "The plugin (spank_pcdino.so)")->required();
-  plugin->add_option("--slurm", args->slurm, "Judge against this Slurm version instead of srun's (23.11.10)");
+  CLI::Option* slurm_option = plugin->add_option(
+      "--slurm", args->slurm, "Judge against this Slurm version instead of srun's (23.11.10)");
+  plugin
+      ->add_option("--parallelcluster", args->parallelcluster,
+                   "Judge against the Slurm of this ParallelCluster release's AMIs (3.16.3)")
+      ->excludes(slurm_option);
   plugin->callback([args] {
     spank::SlurmVersion built, slurm;
     try {
@@ -69,13 +79,26 @@ void add_ami_commands(CLI::App& app) {
     } catch (const std::runtime_error& e) {
       throw DataError(e.what());
     }
+    std::string wanted = args->slurm;
+    if (!args->parallelcluster.empty()) {
+      const parallelcluster::Release* release = parallelcluster::find_release(args->parallelcluster);
+      if (release == nullptr || *release->slurm == '\0')
+        throw ConfigError("check-plugin: --parallelcluster " + args->parallelcluster +
+                          (release == nullptr
+                               ? ": not a release pcdino knows (newest: " +
+                                     std::string(parallelcluster::newest_release().release) + ")"
+                               : ": its Slurm is unknown (" + release->source + ")"));
+      wanted = release->slurm;
+    }
     try {
-      slurm = args->slurm.empty() ? doctor::running_slurm_version() : spank::SlurmVersion::parse(args->slurm);
+      slurm = wanted.empty() ? doctor::running_slurm_version() : spank::SlurmVersion::parse(wanted);
     } catch (const std::invalid_argument& e) {
       throw ConfigError(std::string("check-plugin: ") + e.what());
     }
     const doctor::Check verdict = doctor::judge_spank_plugin(args->plugin, built, slurm);
-    if (!verdict.ok) throw ConfigError(verdict.detail);
+    const std::string release =
+        args->parallelcluster.empty() ? "" : " (ParallelCluster " + args->parallelcluster + "'s AMIs)";
+    if (!verdict.ok) throw ConfigError(verdict.detail + release);
     std::cout << verdict.detail << "\n";
   });
 }

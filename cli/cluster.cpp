@@ -17,13 +17,14 @@
 #include "pcdino/core/config.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
+#include "pcdino/core/parallelcluster.hpp"
 
 namespace pcdino::cli {
 
 namespace {
 
 struct ClusterArgs {
-  std::string input, out, pipeline, queue;
+  std::string input, out, pipeline, queue, release;
   bool allow_ssh_from_anywhere = false, strict = false, template_placeholders = false;
   long long images = 0;
   double images_per_second = 0;
@@ -31,7 +32,8 @@ struct ClusterArgs {
 
 // Prints the findings, errors first; errors (and policy findings with --strict) make the command fail
 // with exit code 78 (EX_CONFIG).
-void report(std::vector<cluster::Finding> findings, const std::string& what, bool strict) {
+void report(std::vector<cluster::Finding> findings, const std::string& what, const std::string& release,
+            bool strict) {
   std::stable_sort(findings.begin(), findings.end(),
                    [](const auto& a, const auto& b) { return a.severity < b.severity; });
   std::map<cluster::Severity, int> count;
@@ -41,9 +43,8 @@ void report(std::vector<cluster::Finding> findings, const std::string& what, boo
   }
   const int errors = count[cluster::Severity::error], policy = count[cluster::Severity::policy];
   const std::string summary = std::to_string(errors) + " error(s), " + std::to_string(policy) + " policy, " +
-                              std::to_string(count[cluster::Severity::warning]) +
-                              " warning(s) (ParallelCluster " + cluster::parallelcluster_release() +
-                              " schema and offline validators)";
+                              std::to_string(count[cluster::Severity::warning]) + " warning(s) (" +
+                              cluster::schema_basis(release) + ")";
   std::cout.flush();  // the findings before the summary, also where stdout and stderr meet
   if (errors > 0 || (strict && policy > 0))
     throw ConfigError(what + ": " + summary + (errors == 0 ? "; policy findings fail with --strict" : ""));
@@ -74,8 +75,9 @@ void add_cluster_commands(CLI::App& app) {
     }
     const cluster::ClusterFiles files = cluster::generate_cluster(site);
     // The generated file is a template: commands.sh fills in the ${...} outputs of network.yaml.
-    std::vector<cluster::Finding> findings = cluster::validate_cluster_config(
-        files.cluster_config, "cluster-config.yaml", {site.allow_ssh_from_anywhere, true});
+    std::vector<cluster::Finding> findings =
+        cluster::validate_cluster_config(files.cluster_config, "cluster-config.yaml",
+                                         {site.allow_ssh_from_anywhere, true, site.parallelcluster_version});
     if (!args->pipeline.empty()) {
       const auto fit = cluster::check_pipeline_fit(files.cluster_config, "cluster-config.yaml",
                                                    load_config(args->pipeline));
@@ -99,7 +101,7 @@ void add_cluster_commands(CLI::App& app) {
       written += (written.empty() ? "" : ", ") + std::string(name);
     }
     std::cout << "wrote " << written << " to " << args->out << "\n";
-    report(findings, args->out + "/cluster-config.yaml", args->strict);
+    report(findings, args->out + "/cluster-config.yaml", site.parallelcluster_version, args->strict);
   });
 
   CLI::App* val = cluster->add_subcommand(
@@ -115,16 +117,23 @@ void add_cluster_commands(CLI::App& app) {
   val->add_flag(
       "--template", args->template_placeholders,
       "The file is a template: values written \"${NAME}\" are filled in later (as commands.sh does)");
+  val->add_option("--parallelcluster", args->release,
+                  "The ParallelCluster release the file is for (default: the newest pcdino knows, " +
+                      std::string(parallelcluster::newest_release().release) + ")");
   val->callback([args] {
     const std::string text = read_file(args->input, "cluster configuration");
+    const std::string release =
+        args->release.empty() ? std::string(parallelcluster::newest_release().release) : args->release;
+    if (const std::string why = cluster::release_problem(release); !why.empty())
+      throw ConfigError("--parallelcluster: " + why);
     auto findings = cluster::validate_cluster_config(
-        text, args->input, {args->allow_ssh_from_anywhere, args->template_placeholders});
+        text, args->input, {args->allow_ssh_from_anywhere, args->template_placeholders, release});
     if (!args->pipeline.empty()) {
       const auto fit =
           cluster::check_pipeline_fit(text, args->input, load_config(args->pipeline), args->queue);
       findings.insert(findings.end(), fit.begin(), fit.end());
     }
-    report(findings, args->input, args->strict);
+    report(findings, args->input, release, args->strict);
   });
 
   CLI::App* cost = cluster->add_subcommand("cost", "Hourly cost of a site spec, and of a training run");

@@ -79,6 +79,25 @@ find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 pkg_check_modules(LIBFABRIC REQUIRED IMPORTED_TARGET libfabric)
 
+# Prometheus metrics (monitoring/): prometheus-cpp's core where the OS packages it (Debian 12, Ubuntu 24.04:
+# prometheus-cpp-dev), or the pinned release the node image builds (ami/src/source_build.cpp). Without it
+# pcdino builds with its metrics off, and says so in `pcdino --version`; the image's build requires them.
+option(PCDINO_REQUIRE_METRICS "Stop at configure time unless prometheus-cpp is found" OFF)
+find_package(prometheus-cpp CONFIG QUIET COMPONENTS core)
+if(prometheus-cpp_FOUND)
+  # Its CMake files carry no version; its pkg-config file does (found through CMAKE_PREFIX_PATH too).
+  pkg_check_modules(PROMETHEUS_CPP_PC QUIET prometheus-cpp-core)
+  if(NOT PROMETHEUS_CPP_PC_VERSION)
+    set(PROMETHEUS_CPP_PC_VERSION "(version unknown)")
+  endif()
+  set(PCDINO_METRICS "prometheus-cpp ${PROMETHEUS_CPP_PC_VERSION} (node-exporter textfiles)")
+elseif(PCDINO_REQUIRE_METRICS)
+  message(FATAL_ERROR "PCDINO_REQUIRE_METRICS is on but prometheus-cpp (core) was not found: install "
+                      "prometheus-cpp-dev or name its prefix in CMAKE_PREFIX_PATH")
+else()
+  set(PCDINO_METRICS "off (built without prometheus-cpp)")
+endif()
+
 # Slurm headers for the SPANK plugin (Debian's libslurm-dev ships no CMake or pkg-config file). On a
 # ParallelCluster image: -DSLURM_INCLUDE_DIR=/opt/slurm/include, as the cookbook builds Pyxis. Slurm loads a
 # SPANK plugin only when it was built for its own major.minor, so the version is a fact of the build.

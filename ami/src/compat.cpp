@@ -8,6 +8,7 @@
 #include "pcdino/ami/accelerators.hpp"
 #include "pcdino/ami/node_exporter.hpp"
 #include "pcdino/ami/source_build.hpp"
+#include "pcdino/core/parallelcluster.hpp"
 
 namespace pcdino::ami {
 
@@ -63,7 +64,8 @@ const std::map<std::string, std::string>& cuda_min_driver() {
       {"11.4", "470.42.01"}, {"11.5", "495.29.05"}, {"11.6", "510.39.01"}, {"11.7", "515.43.04"},
       {"11.8", "520.61.05"}, {"12.0", "525.60.13"}, {"12.1", "530.30.02"}, {"12.2", "535.54.03"},
       {"12.3", "545.23.06"}, {"12.4", "550.54.14"}, {"12.5", "555.42.02"}, {"12.6", "560.28.03"},
-      {"12.8", "570.26"},
+      {"12.8", "570.26"},    {"12.9", "575.51.03"}, {"13.0", "580.65.06"}, {"13.1", "590.44.01"},
+      {"13.2", "595.45.04"}, {"13.3", "610.43.02"},
   };
   return table;
 }
@@ -74,7 +76,8 @@ const std::map<std::string, std::string>& cuda_runfiles() {
       {"11.6.0", "510.39.01"},  {"11.6.2", "510.47.03"}, {"11.7.1", "515.65.01"},  {"11.8.0", "520.61.05"},
       {"12.0.1", "525.85.12"},  {"12.1.1", "530.30.02"}, {"12.2.2", "535.104.05"}, {"12.3.2", "545.23.08"},
       {"12.4.1", "550.54.15"},  {"12.5.1", "555.42.06"}, {"12.6.2", "560.35.03"},  {"12.6.3", "560.35.05"},
-      {"12.8.1", "570.124.06"},
+      {"12.8.1", "570.124.06"}, {"12.9.1", "575.57.08"}, {"13.0.2", "580.95.05"},  {"13.1.1", "590.48.01"},
+      {"13.2.1", "595.58.03"},  {"13.2.2", "595.71.05"},
   };
   return table;
 }
@@ -136,24 +139,6 @@ const std::map<std::string, std::string>& efa_libfabric() {
   return table;
 }
 
-struct OsSupport {
-  const char* os;
-  const char* first;  // first ParallelCluster version with official AMIs for it
-  const char* last;   // last one ("" = still supported)
-  const char* source;
-};
-
-const std::vector<OsSupport>& os_support() {
-  static const std::vector<OsSupport> table = {
-      {"alinux2", "3.0.0", "",
-       "aws-parallelcluster cli/src/pcluster/constants.py SUPPORTED_OSES (3.0 to 3.14)"},
-      {"ubuntu2204", "3.7.0", "", "aws-parallelcluster CHANGELOG.md 3.7.0: 'Add support for Ubuntu 22'"},
-      {"alinux2023", "3.10.0", "",
-       "aws-parallelcluster CHANGELOG.md 3.10.0: 'Add support for Amazon Linux 2023'"},
-  };
-  return table;
-}
-
 const char* const kFabricManagerSource =
     "NVIDIA Fabric Manager user guide (driver and Fabric Manager versions must match); "
     "aws-parallelcluster-cookbook v3.11.1 resources/fabric_manager (installed at the driver's version, "
@@ -199,13 +184,12 @@ void check_source_build(const ImageSpec& spec, std::vector<Incompatibility>* fou
                                           "them and set build.pcdino: package",
                       os == nullptr ? "ami/src/source_build.cpp" : os->source});
   }
-  if (slurm_release(spec.parallelcluster_version) == nullptr) {
-    const std::string known =
-        joined(slurm_releases(), [](const SlurmRelease& r) { return r.parallelcluster; });
+  const parallelcluster::Release* release = parallelcluster::find_release(spec.parallelcluster_version);
+  if (release != nullptr && *release->slurm == '\0') {
     found->push_back({"base.parallelcluster_version " + spec.parallelcluster_version, "build.pcdino source",
-                      "the Slurm of this release is not in the table (known: " + known +
-                          "), so the SPANK plugin's build cannot be checked against it",
-                      "aws-parallelcluster-cookbook Slurm attributes, per release"});
+                      "the Slurm of this release is unknown, so the SPANK plugin's build cannot be checked "
+                      "against it",
+                      release->source});
   }
   const auto it = spec.versions.find("libtorch");
   if (it == spec.versions.end()) return;
@@ -343,32 +327,6 @@ void check_neuron(const ImageSpec& spec, std::vector<Incompatibility>* found) {
 
 }  // namespace
 
-const BaseAmi* base_ami(const std::string& parallelcluster_version) {
-  // The cookbook has no NCCL or aws-ofi-nccl step of its own (no "nccl" in its v3.11.1 cookbooks): the image
-  // builds both at the pinned versions. Whatever the EFA installer itself brings is not recorded here.
-  static const BaseAmi table[] = {
-      {"3.10.0", "535.183.01", "535.183.01", "12.2.2", "1.32.0", "", "",
-       "aws-parallelcluster-cookbook v3.10.0 cookbooks/aws-parallelcluster-platform/attributes/platform.rb, "
-       "recipes/install/cuda.rb:22-23, aws-parallelcluster-environment/attributes/environment.rb:72"},
-      {"3.10.1", "535.183.01", "535.183.01", "12.2.2", "1.32.0", "", "",
-       "aws-parallelcluster-cookbook v3.10.1 cookbooks/aws-parallelcluster-platform/attributes/platform.rb, "
-       "recipes/install/cuda.rb:22-23, aws-parallelcluster-environment/attributes/environment.rb:72"},
-      {"3.11.0", "550.90.07", "550.90.07", "12.4.1", "1.34.0", "3.4.1", "0.20.0",
-       "aws-parallelcluster-cookbook v3.11.0 "
-       "cookbooks/aws-parallelcluster-platform/attributes/platform.rb:13,14,18, "
-       "recipes/install/cuda.rb:22-23, "
-       "aws-parallelcluster-environment/attributes/environment.rb:73"},
-      {"3.11.1", "550.90.07", "550.90.07", "12.4.1", "1.34.0", "3.4.1", "0.20.0",
-       "aws-parallelcluster-cookbook v3.11.1 "
-       "cookbooks/aws-parallelcluster-platform/attributes/platform.rb:13,19, recipes/install/cuda.rb:22-23, "
-       "aws-parallelcluster-environment/attributes/environment.rb:73, "
-       "cookbooks/aws-parallelcluster-slurm/attributes/slurm_attributes.rb:26"},
-  };
-  for (const auto& b : table)
-    if (parallelcluster_version == b.release) return &b;
-  return nullptr;
-}
-
 bool has_nvswitch(const std::string& instance_type) {
   for (const char* family : {"p4d.", "p4de.", "p5.", "p5e.", "p5en."})
     if (instance_type.rfind(family, 0) == 0) return true;
@@ -398,20 +356,28 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
     return it == spec.versions.end() ? std::string() : it->second;
   };
 
-  for (const auto& os : os_support()) {
-    if (spec.os != os.os) continue;
-    const bool too_old = compare(spec.parallelcluster_version, os.first) < 0;
-    const bool too_new = *os.last != '\0' && compare(spec.parallelcluster_version, os.last) > 0;
-    if (too_old || too_new) {
-      found.push_back({"base.os " + spec.os, "base.parallelcluster_version " + spec.parallelcluster_version,
-                       "official " + spec.os + " AMIs exist from ParallelCluster " + os.first +
-                           (*os.last ? std::string(" to ") + os.last : std::string(" on")),
-                       os.source});
-    }
+  if (const std::string why = parallelcluster::os_support_problem(spec.parallelcluster_version, spec.os);
+      !why.empty()) {
+    found.push_back({"base.os " + spec.os, "base.parallelcluster_version " + spec.parallelcluster_version,
+                     why, "pcdino/core/parallelcluster.hpp, operating systems"});
+  }
+  if (parallelcluster::find_release(spec.parallelcluster_version) == nullptr) {
+    found.push_back({"base.parallelcluster_version " + spec.parallelcluster_version, "its official AMI",
+                     std::string("not a release pcdino knows (") +
+                         parallelcluster::releases().front().release + " to " +
+                         parallelcluster::newest_release().release + ")",
+                     "pcdino/core/parallelcluster.hpp, releases"});
   }
 
   check_source_build(spec, &found);
   check_node_exporter(spec, &found);
+  if (spec.versions.count("dcgm_exporter") != 0 && spec.os != "ubuntu2204") {
+    found.push_back(
+        {"versions.dcgm_exporter " + spec.versions.at("dcgm_exporter"), "base.os " + spec.os,
+         "pcdino installs dcgm-exporter from NVIDIA's CUDA repository for Ubuntu only: leave it out on " +
+             spec.os,
+         "ami/src/packer.cpp, 77-dcgm-exporter.sh"});
+  }
   check_instance_accelerator(spec, &found);
   if (spec.accelerator == "habana") check_habana(spec, &found);
   if (spec.accelerator == "neuron") check_neuron(spec, &found);
@@ -421,7 +387,10 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
   // Fabric Manager: pinned, it is the driver's; on NVSwitch nodes a driver other than the base AMI's needs
   // it.
   const std::string fm = v("fabric_manager");
-  const BaseAmi* base = spec.base_ami.empty() ? base_ami(spec.parallelcluster_version) : nullptr;
+  parallelcluster::Release official;
+  const bool official_ami =
+      spec.base_ami.empty() && parallelcluster::base_ami(spec.parallelcluster_version, spec.os, &official);
+  const parallelcluster::Release* base = official_ami ? &official : nullptr;
   if (!fm.empty() && fm != driver) {
     found.push_back({"versions.fabric_manager " + fm, "versions.nvidia_driver " + driver,
                      "Fabric Manager must be the driver's exact version", kFabricManagerSource});
@@ -429,7 +398,8 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
              (base == nullptr || driver != base->nvidia_driver)) {
     found.push_back(
         {"versions.nvidia_driver " + driver,
-         "the base AMI's Fabric Manager " + std::string(base != nullptr ? base->fabric_manager : "(unknown)"),
+         "the base AMI's Fabric Manager " +
+             std::string(base != nullptr && *base->nvidia_driver ? base->nvidia_driver : "(unknown)"),
          spec.verify_instance_type +
              " has NVSwitches: replacing the driver needs versions.fabric_manager: \"" + driver +
              "\" (the base AMI's stays at its own driver's version and CUDA finds no GPU)",
@@ -440,7 +410,7 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
   const auto min = cuda_min_driver().find(cuda_mm);
   if (min == cuda_min_driver().end()) {
     found.push_back({"versions.cuda " + cuda, "versions.nvidia_driver " + driver,
-                     "CUDA " + cuda_mm + " is not in the driver table (known: 11.0-12.8)", kCudaNotes});
+                     "CUDA " + cuda_mm + " is not in the driver table (known: 11.0-13.3)", kCudaNotes});
   } else if (compare(driver, min->second) < 0) {
     found.push_back({"versions.nvidia_driver " + driver, "versions.cuda " + cuda,
                      "CUDA " + cuda_mm + " needs driver >= " + min->second, kCudaNotes});

@@ -11,7 +11,9 @@
 #include "pcdino/ami/node_exporter.hpp"
 #include "pcdino/ami/source_build.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/exporters.hpp"
 #include "pcdino/core/fs.hpp"
+#include "pcdino/core/parallelcluster.hpp"
 #include "pcdino/core/text_template.hpp"
 
 namespace pcdino::ami {
@@ -62,6 +64,27 @@ fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
 )SH";
 
+// pcdino's metrics on an OS without a prometheus-cpp package: its pinned release, core only, static, built
+// into the build's own folder (nothing of it stays on the image), found by pcdino's CMAKE_PREFIX_PATH. A
+// copy in PCDINO_FILES is used instead of the download (same digest check).
+const char* const kPrometheusCppBuild =
+    R"SH(# prometheus-cpp @PROMCPP_VERSION@ for pcdino's metrics: @OS@ packages none (digest: @PROMCPP_SOURCE@).
+prom=${PCDINO_FILES:-/tmp/pcdino-files}/prometheus-cpp-@PROMCPP_VERSION@.tar.gz
+if [ ! -f "$prom" ]; then
+  prom=$WORK/prometheus-cpp-@PROMCPP_VERSION@.tar.gz
+  wget -q -O "$prom" "@PROMCPP_URL@"
+fi
+echo "@PROMCPP_SHA256@  $prom" | sha256sum -c --quiet - ||
+  fail "$prom is not the pinned prometheus-cpp @PROMCPP_VERSION@ (sha256 differs)"
+tar -xzf "$prom" -C "$WORK"
+cmake -S "$WORK/prometheus-cpp-@PROMCPP_VERSION@" -B "$WORK/prometheus-cpp-build" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DENABLE_PULL=OFF \
+  -DENABLE_PUSH=OFF -DENABLE_COMPRESSION=OFF -DENABLE_TESTING=OFF -DCMAKE_INSTALL_PREFIX="$WORK/prometheus-cpp" \
+  >/dev/null
+cmake --build "$WORK/prometheus-cpp-build" --parallel "$(nproc)" >/dev/null
+cmake --install "$WORK/prometheus-cpp-build" >/dev/null
+)SH";
+
 struct Script {
   std::string name;       // file name
   std::string component;  // key in versions (or "base"/"system"/"manifest")
@@ -72,9 +95,12 @@ std::vector<Script> scripts_for(const ImageSpec& s, const Vars& v) {
   std::vector<Script> out;
   // What ParallelCluster's AMI of this release holds (nullptr from another base AMI): a component it ships at
   // the wanted version is named in a comment and checked, not rebuilt.
-  const BaseAmi* base = s.base_ami.empty() ? base_ami(s.parallelcluster_version) : nullptr;
-  const auto ships = [base](const std::string& wanted, const char* BaseAmi::*field) {
-    return base != nullptr && wanted == base->*field;
+  // A component whose version in the release is unknown ("") is not shipped: the image installs its own.
+  parallelcluster::Release base;
+  const bool official =
+      s.base_ami.empty() && parallelcluster::base_ami(s.parallelcluster_version, s.os, &base);
+  const auto ships = [&](const std::string& wanted, const char* parallelcluster::Release::*field) {
+    return official && *(base.*field) != '\0' && wanted == base.*field;
   };
   const auto shipped = [](const std::string& what) {
     return "# ParallelCluster @PC_VERSION@'s AMI ships " + what + " (@BASE_SOURCE@).\n";
@@ -151,7 +177,7 @@ installed=$(rpm -q --qf '%{VERSION}' "$PKG")
 done_ok
 )SH"});
     }
-    const bool base_cuda = ships(v.at("CUDA_FULL"), &BaseAmi::cuda);
+    const bool base_cuda = ships(v.at("CUDA_FULL"), &parallelcluster::Release::cuda);
     out.push_back({"20-cuda.sh", "cuda",
                    std::string("CUDA_MM=@CUDA_MM@\n") +
                        (base_cuda ? shipped("CUDA @CUDA_FULL@")
@@ -244,7 +270,7 @@ echo "export PATH=/opt/aws/neuron/bin:\$PATH" >/etc/profile.d/neuron.sh
 done_ok
 )SH"});
   }
-  const bool base_efa = ships(s.versions.at("efa_installer"), &BaseAmi::efa_installer);
+  const bool base_efa = ships(s.versions.at("efa_installer"), &parallelcluster::Release::efa_installer);
   out.push_back(
       {"50-efa.sh", "efa_installer",
        std::string(
@@ -280,8 +306,8 @@ done_ok
   // Enroot and Pyxis: what ParallelCluster's AMI already holds at the wanted version is checked, not rebuilt.
   // Pyxis goes where ParallelCluster puts it (a node-local path; its example plugstack line names it); the
   // head node's OnNodeConfigured action enables it (`pcdino cluster generate`, spank.pyxis).
-  const bool base_enroot = ships(s.versions.at("enroot"), &BaseAmi::enroot);
-  const bool base_pyxis = ships(s.versions.at("pyxis"), &BaseAmi::pyxis);
+  const bool base_enroot = ships(s.versions.at("enroot"), &parallelcluster::Release::enroot);
+  const bool base_pyxis = ships(s.versions.at("pyxis"), &parallelcluster::Release::pyxis);
   std::string enroot_pyxis = base_enroot ? shipped("enroot $VERSION")
                              : apt ? R"SH(base=https://github.com/NVIDIA/enroot/releases/download/v$VERSION
 wget -q -O /tmp/enroot.deb "$base/enroot_$VERSION-1_amd64.deb"
@@ -335,6 +361,27 @@ mv /etc/default/@NODE_EXPORTER_PACKAGE@.tmp /etc/default/@NODE_EXPORTER_PACKAGE@
 systemctl enable @NODE_EXPORTER_PACKAGE@.service
 [ "$(stat -c %a "$TEXTFILE_DIR")" = 1777 ] || fail "$TEXTFILE_DIR is not mode 1777"
 systemctl is-enabled --quiet @NODE_EXPORTER_PACKAGE@.service || fail "@NODE_EXPORTER_PACKAGE@ does not start at boot"
+done_ok
+)SH"});
+  }
+  if (s.versions.count("dcgm_exporter") != 0) {
+    // check_compatibility() has refused it off Ubuntu. The package depends on DCGM 4
+    // (datacenter-gpu-manager-4-core), which ParallelCluster's AMI installs (its nvidia_dcgm resource).
+    out.push_back(
+        {"77-dcgm-exporter.sh", "dcgm_exporter",
+         R"SH(# NVIDIA's dcgm-exporter from its CUDA repository for @FM_REPO@, at the pinned package version; the
+# head node's Prometheus scrapes it on :@DCGM_EXPORTER_PORT@ (its default) for the dashboard's GPU panels.
+PKG=@DCGM_EXPORTER_PACKAGE@
+wget -q -O /tmp/dcgm-exporter.deb "https://developer.download.nvidia.com/compute/cuda/repos/@FM_REPO@/x86_64/${PKG}_${VERSION}_amd64.deb"
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades /tmp/dcgm-exporter.deb
+rm -f /tmp/dcgm-exporter.deb
+installed=$(dpkg-query -W -f='${Version}' "$PKG")
+[ "$installed" = "$VERSION" ] || fail "$PKG is '$installed', not $VERSION"
+# The fields the dashboard and the alert read are among the ones the service exports.
+for field in @DCGM_FIELDS@; do
+  grep -q "^ *$field *," @DCGM_COUNTERS@ || fail "@DCGM_COUNTERS@ does not export $field"
+done
+systemctl enable nvidia-dcgm-exporter.service
 done_ok
 )SH"});
   }
@@ -406,10 +453,11 @@ else
 fi
 WORK=$(mktemp -d /tmp/pcdino-build.XXXXXX)
 tar -xzf "$SRC" -C "$WORK"
-export PKG_CONFIG_PATH="$EFA_HOME/lib64/pkgconfig:$EFA_HOME/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+@PROMETHEUS_CPP@export PKG_CONFIG_PATH="$EFA_HOME/lib64/pkgconfig:$EFA_HOME/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 # The install keeps the link-time library paths (LibTorch, NCCL, Open MPI) as RUNPATH: nothing is copied.
 cmake -S "$WORK/@SOURCE_DIR@" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPCDINO_BUILD_TESTS=OFF \
-  -DPCDINO_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$TORCH" -DSLURM_INCLUDE_DIR="$SLURM_PREFIX/include" \
+  -DPCDINO_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$TORCH@PROMETHEUS_CPP_PREFIX@" -DPCDINO_REQUIRE_METRICS=ON \
+  -DSLURM_INCLUDE_DIR="$SLURM_PREFIX/include" \
   -DMPI_HOME="$MPI_HOME" @CUDA_CMAKE@-DCMAKE_INSTALL_PREFIX="$PREFIX" -DCMAKE_INSTALL_RPATH_USE_LINK_PATH=ON
 cmake --build "$WORK/build" --parallel "$(nproc)"
 DESTDIR="$WORK/stage" cmake --install "$WORK/build" >/dev/null
@@ -424,6 +472,9 @@ rm -rf "$WORK"
 mkdir -p /usr/local/lib/slurm
 install -m 0755 "$plugin" /usr/local/lib/slurm/spank_pcdino.so.new
 mv -f /usr/local/lib/slurm/spank_pcdino.so.new /usr/local/lib/slurm/spank_pcdino.so
+)SH";
+    body += R"SH(# The node exporter reads pcdino's metrics only from a build that writes them.
+"$PREFIX/bin/pcdino" --version | grep -q "^  metrics   prometheus-cpp" || fail "pcdino is built without metrics"
 )SH";
     if (s.accelerator == "nvidia")
       body += R"SH(# A CPU trainer on a GPU node is a broken image, not a slow job.
@@ -732,7 +783,19 @@ if [ -n "$(want node_exporter)" ]; then
   check "textfile directory" "@TEXTFILE_DIR@ 1777" "$(stat -c '%n %a' @TEXTFILE_DIR@ 2>/dev/null || echo missing)"
   check node_textfile_scrape_error 0 "$(sed -n 's/^node_textfile_scrape_error \([0-9.e+-]*\)$/\1/p' <<<"$metrics")"
 fi
+# dcgm-exporter (versions.dcgm_exporter): it answers on :@DCGM_EXPORTER_PORT@ with a GPU utilisation series per GPU.
+if [ -n "$(want dcgm_exporter)" ]; then
+  installed=$(dpkg-query -W -f='${Version}' @DCGM_EXPORTER_PACKAGE@ 2>/dev/null || echo missing)
+  check dcgm_exporter "$(want dcgm_exporter)" "$installed"
+  gpus=$(curl -fsS --max-time 10 http://localhost:@DCGM_EXPORTER_PORT@/metrics 2>/dev/null | grep -c '^DCGM_FI_DEV_GPU_UTIL{' || true)
+  check "dcgm-exporter GPUs" "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)" "$gpus"
+fi
 check pcdino "$(want pcdino)" "$("$PCDINO_PREFIX/bin/pcdino" --version 2>/dev/null | sed -n '1s/^pcdino \([^ ]*\).*/\1/p')"
+# A pcdino built on the image writes its metrics (85-pcdino.sh requires prometheus-cpp there).
+PCDINO_BUILT=@PCDINO_FROM@
+if [ "$PCDINO_BUILT" = source ]; then
+  check "pcdino metrics" "prometheus-cpp" "$("$PCDINO_PREFIX/bin/pcdino" --version 2>/dev/null | sed -n 's/^  metrics   \([^ ]*\).*/\1/p')"
+fi
 # The system libraries the package was built against (its package.txt), each resolved on this node.
 plugin=$SLURM_PREFIX/lib/slurm/spank_pcdino.so
 resolved=$(ldd "$PCDINO_PREFIX"/bin/* "$plugin" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1}' | sort -u)
@@ -819,14 +882,21 @@ std::vector<GeneratedFile> generate_image(const ImageSpec& spec) {
             {"PYXIS", spec.versions.at("pyxis")},
             {"PACKAGE_DIR", package_name(spec.versions.at("pcdino"), spec.os)},
             {"PACKAGE", package_name(spec.versions.at("pcdino"), spec.os) + ".tar.gz"}};
-  if (const BaseAmi* base = base_ami(spec.parallelcluster_version)) v["BASE_SOURCE"] = base->source;
+  if (const parallelcluster::Release* base = parallelcluster::find_release(spec.parallelcluster_version))
+    v["BASE_SOURCE"] = base->source;
   v["TEXTFILE_DIR"] = kTextfileDirectory;
   v["NODE_EXPORTER_PORT"] = std::to_string(kNodeExporterPort);
+  v["PCDINO_FROM"] = spec.pcdino_from;
+  v["DCGM_EXPORTER_PORT"] = std::to_string(exporters::kDcgmExporterPort);
+  v["DCGM_EXPORTER_PACKAGE"] = exporters::kDcgmExporterPackage;
+  v["DCGM_COUNTERS"] = exporters::kDcgmCountersFile;
+  for (const char* field : exporters::dcgm_fields_used())
+    v["DCGM_FIELDS"] += (v["DCGM_FIELDS"].empty() ? "" : " ") + std::string(field);
   if (const NodeExporterPackage* exporter = node_exporter_package(spec.os)) {
     v["NODE_EXPORTER_PACKAGE"] = exporter->package;
     v["NODE_EXPORTER_SOURCE"] = exporter->source;
   }
-  const SlurmRelease* slurm = slurm_release(spec.parallelcluster_version);
+  const parallelcluster::Release* slurm = parallelcluster::find_release(spec.parallelcluster_version);
   v["SLURM"] = slurm != nullptr ? slurm->slurm : "";
   v["SLURM_SOURCE"] = slurm != nullptr ? slurm->source : "not in pcdino's table";
   v["SOURCE_DIR"] = source_package_name(spec.versions.at("pcdino"));
@@ -837,6 +907,18 @@ std::vector<GeneratedFile> generate_image(const ImageSpec& spec) {
     for (const char* p : packages->packages)
       v["OS_PACKAGES"] += (v["OS_PACKAGES"].empty() ? "" : " ") + std::string(p);
     v["OS_PACKAGES_SOURCE"] = packages->source;
+    v["PROMETHEUS_CPP"] = v["PROMETHEUS_CPP_PREFIX"] = "";
+    if (*packages->prometheus_cpp != '\0') {
+      v["OS_PACKAGES"] += std::string(" ") + packages->prometheus_cpp;
+    } else {
+      const SourceRelease& prom = prometheus_cpp_release();
+      v["PROMETHEUS_CPP"] = fill_template(kPrometheusCppBuild, {{"PROMCPP_VERSION", prom.version},
+                                                                {"PROMCPP_URL", prom.url},
+                                                                {"PROMCPP_SHA256", prom.sha256},
+                                                                {"PROMCPP_SOURCE", prom.source},
+                                                                {"OS", spec.os}});
+      v["PROMETHEUS_CPP_PREFIX"] = ";$WORK/prometheus-cpp";
+    }
     const LibTorchArtifact* torch = libtorch_artifact(spec.versions.at("libtorch"));
     v["LIBTORCH"] = torch->version;
     v["LIBTORCH_URL"] = torch->url;

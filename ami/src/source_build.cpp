@@ -5,56 +5,6 @@
 
 namespace pcdino::ami {
 
-const std::vector<SlurmRelease>& slurm_releases() {
-  // The cookbook builds Slurm from source into /opt/slurm at the version of its attributes.
-  static const std::vector<SlurmRelease> table = {
-      {"3.6.0", "23.02.2",
-       "aws-parallelcluster-cookbook v3.6.0 cookbooks/aws-parallelcluster-slurm/attributes/versions.rb:2"},
-      {"3.6.1", "23.02.2",
-       "aws-parallelcluster-cookbook v3.6.1 cookbooks/aws-parallelcluster-slurm/attributes/versions.rb:2"},
-      {"3.7.0", "23.02.4",
-       "aws-parallelcluster-cookbook v3.7.0 cookbooks/aws-parallelcluster-slurm/attributes/versions.rb:2"},
-      {"3.7.1", "23.02.5",
-       "aws-parallelcluster-cookbook v3.7.1 cookbooks/aws-parallelcluster-slurm/attributes/versions.rb:2"},
-      {"3.7.2", "23.02.6",
-       "aws-parallelcluster-cookbook v3.7.2 cookbooks/aws-parallelcluster-slurm/attributes/versions.rb:2"},
-      {"3.8.0", "23.02.7",
-       "aws-parallelcluster-cookbook v3.8.0 cookbooks/aws-parallelcluster-slurm/attributes/versions.rb:2"},
-      {"3.9.0", "23.11.4",
-       "aws-parallelcluster-cookbook v3.9.0 cookbooks/aws-parallelcluster-slurm/attributes/versions.rb:2"},
-      {"3.9.1", "23.11.4",
-       "aws-parallelcluster-cookbook v3.9.1 cookbooks/aws-parallelcluster-slurm/attributes/versions.rb:2"},
-      {"3.9.2", "23.11.7",
-       "aws-parallelcluster-cookbook v3.9.2 cookbooks/aws-parallelcluster-slurm/attributes/versions.rb:2"},
-      {"3.9.3", "23.11.7",
-       "aws-parallelcluster-cookbook v3.9.3 cookbooks/aws-parallelcluster-slurm/attributes/versions.rb:2"},
-      {"3.10.0", "23.11.7",
-       "aws-parallelcluster-cookbook v3.10.0 cookbooks/aws-parallelcluster-slurm/attributes/versions.rb:2"},
-      {"3.10.1", "23.11.7",
-       "aws-parallelcluster-cookbook v3.10.1 cookbooks/aws-parallelcluster-slurm/attributes/versions.rb:2"},
-      {"3.11.0", "23.11.10",
-       "aws-parallelcluster-cookbook v3.11.0 cookbooks/aws-parallelcluster-slurm/attributes/versions.rb:2"},
-      {"3.11.1", "23.11.10",
-       "aws-parallelcluster-cookbook v3.11.1 cookbooks/aws-parallelcluster-slurm/attributes/versions.rb:2"},
-      {"3.12.0", "23.11.10",
-       "aws-samples/aws-eda-slurm-cluster source/cdk/config_schema.py PARALLEL_CLUSTER_SLURM_VERSIONS"},
-      {"3.13.0", "24.05.7",
-       "aws-parallelcluster-cookbook PR #2909 (versions.rb 24-05-7-1); aws-eda-slurm-cluster "
-       "config_schema.py"},
-      {"3.13.1", "24.05.8", "aws-parallelcluster CHANGELOG.md 3.13.1; aws-parallelcluster-cookbook PR #2934"},
-      {"3.13.2", "24.05.8",
-       "aws-parallelcluster-cookbook PR #2976 (Slurm unchanged); aws-eda-slurm-cluster config_schema.py"},
-      {"3.14.0", "24.11.6", "aws-parallelcluster CHANGELOG.md 3.14.0 'Upgrade Slurm to version 24.11.6'"},
-  };
-  return table;
-}
-
-const SlurmRelease* slurm_release(const std::string& parallelcluster_version) {
-  for (const auto& row : slurm_releases())
-    if (parallelcluster_version == row.parallelcluster) return &row;
-  return nullptr;
-}
-
 const std::vector<LibTorchArtifact>& libtorch_artifacts() {
   // PyTorch's C++ distributions: "cxx11-abi" zips up to 2.7 (the pre-C++11-ABI ones cannot link the OS's
   // C++ libraries), one ABI from 2.8 ("libtorch-shared-with-deps"). PyTorch publishes no digests: each was
@@ -104,6 +54,10 @@ const std::vector<LibTorchArtifact>& libtorch_artifacts() {
       {"2.8.0+cpu", "https://download.pytorch.org/libtorch/cpu/libtorch-shared-with-deps-2.8.0%2Bcpu.zip",
        "8dea5bcfed4b53ca0f6852517bea4b4d1f3ff1cc0c21da662e834d34af1ec824",
        "kamisaberi/xtorch cmake/amd.cmake:25-26 (EXPECTED_HASH) and one test"},
+      {"2.9.1+cu128",
+       "https://download.pytorch.org/libtorch/cu128/libtorch-shared-with-deps-2.9.1%2Bcu128.zip",
+       "b052452965093db69f537b3cf376812d5acf6dca28819b20d28d7f0b171d7699",
+       "fasiondog/hikyuu_extern_libs packages/l/libtorch/xmake.lua:11 (033285db; one source)"},
   };
   return table;
 }
@@ -124,6 +78,17 @@ std::string libtorch_cuda(const std::string& libtorch_version) {
   return m[3].str() + "." + m[4].str();  // cu124 -> 12.4, cu118 -> 11.8
 }
 
+const SourceRelease& prometheus_cpp_release() {
+  // GitHub's tag archive; its bytes are also Debian's prometheus-cpp_1.0.1.orig.tar.gz (deb.debian.org pool,
+  // same sha256, checked 2026-11-27), which the image-build test uses through PCDINO_FILES.
+  static const SourceRelease release = {
+      "prometheus-cpp", "1.0.1", "https://github.com/jupp0r/prometheus-cpp/archive/refs/tags/v1.0.1.tar.gz",
+      "593e028d401d3298eada804d252bc38d8cab3ea1c9e88bcd72095281f85e6d16",
+      "open-telemetry/opentelemetry-cpp bazel/repository.bzl (Bazel http_archive sha256 of v1.0.1) and "
+      "Debian's prometheus-cpp_1.0.1.orig.tar.gz"};
+  return release;
+}
+
 const OsBuildPackages* os_build_packages(const std::string& os) {
   static const std::vector<OsBuildPackages> table = {
       {"ubuntu2204",
@@ -131,6 +96,7 @@ const OsBuildPackages* os_build_packages(const std::string& os) {
         "libyaml-cpp-dev", "libhdf5-dev", "libopencv-dev", "libtiff-dev", "libpugixml-dev", "libfaiss-dev",
         "libcli11-dev", "libspdlog-dev", "libfmt-dev", "nlohmann-json3-dev"},
        {},
+       "",
        "packages.ubuntu.com jammy: cmake 3.22.1, libhdf5-dev 1.10.7, libopencv-dev 4.5.4, libfaiss-dev "
        "1.7.2, "
        "libcli11-dev 2.1.2, libspdlog-dev 1.9.2, nlohmann-json3-dev 3.10.5, libpugixml-dev 1.12.1"},
@@ -138,12 +104,14 @@ const OsBuildPackages* os_build_packages(const std::string& os) {
        {"gcc-c++", "make", "cmake", "ninja-build", "unzip", "wget", "zlib-devel", "libtiff-devel"},
        {"HDF5 (amazonlinux/amazon-linux-2023 issue #296)",
         "OpenCV (amazonlinux/amazon-linux-2023 issue #1018)", "FAISS", "CLI11"},
+       "",
        "amazonlinux/amazon-linux-2023 issues #296 and #1018 (open); FAISS and CLI11: no AL2023 package "
        "found"},
       {"alinux2",
        {"gcc-c++", "make", "cmake3", "unzip", "wget", "zlib-devel", "libtiff-devel"},
        {"OpenCV (amazonlinux/amazon-linux-2023 issue #1018: none on Amazon Linux 2 either)",
         "HDF5 (EPEL only)", "FAISS", "CLI11", "a C++17 compiler (gcc 7.3)"},
+       "",
        "Amazon Linux 2 user guide (gcc 7.3); amazonlinux/amazon-linux-2023 issues #296, #1018"},
   };
   for (const auto& row : table)

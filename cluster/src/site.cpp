@@ -8,6 +8,7 @@
 #include "pcdino/cluster/validate.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
+#include "pcdino/core/parallelcluster.hpp"
 #include "pcdino/core/yaml_reader.hpp"
 
 namespace pcdino::cluster {
@@ -53,15 +54,14 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
           "storage", "iam", "slurm", "tags", "monitoring", "custom_actions", "network", "spank"});
   SiteSpec s;
   s.source = source;
-  // Only a release whose schema and validators pcdino restates: the configuration is checked against it.
-  const std::string release = parallelcluster_release();
+  // A release of the table whose cluster schema pcdino restates (first_checked_release() on, with the keys
+  // changed since); the newest by default.
+  const std::string newest = parallelcluster::newest_release().release;
   s.parallelcluster_version = r.text(root, "parallelcluster_version", "parallelcluster_version", false,
-                                     "[0-9]+\\.[0-9]+\\.[0-9]+", "a release like " + release);
-  if (s.parallelcluster_version.empty()) s.parallelcluster_version = release;
-  if (s.parallelcluster_version != release)
-    r.fail(root["parallelcluster_version"], "parallelcluster_version",
-           "pcdino checks configurations against ParallelCluster " + release + " only, not " +
-               s.parallelcluster_version);
+                                     "[0-9]+\\.[0-9]+\\.[0-9]+", "a release like " + newest);
+  if (s.parallelcluster_version.empty()) s.parallelcluster_version = newest;
+  if (const std::string why = release_problem(s.parallelcluster_version); !why.empty())
+    r.fail(root["parallelcluster_version"], "parallelcluster_version", why);
   // ParallelCluster's cluster name: letters, digits, hyphens, starting with a letter, at most 60.
   s.name = r.text(root, "name", "name", true, R"([A-Za-z][A-Za-z0-9-]{0,59})",
                   "a cluster name (letters, digits, '-')");
@@ -89,10 +89,13 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
 
   const YAML::Node image = r.map(root, "image", "image", false);
   r.only(image, "image", {"os", "custom_ami", "ami_spec"});
-  const std::string os =
-      r.text(image, "os", "image.os", false, "alinux2|alinux2023|ubuntu2204|ubuntu2004|rhel8|rhel9",
-             "alinux2, alinux2023, ubuntu2004, ubuntu2204, rhel8 or rhel9");
+  const std::string os = r.text(image, "os", "image.os", false,
+                                "alinux2|alinux2023|ubuntu2204|ubuntu2404|ubuntu2004|rhel8|rhel9",
+                                "alinux2, alinux2023, ubuntu2004, ubuntu2204, ubuntu2404, rhel8 or rhel9");
   if (!os.empty()) s.os = os;
+  if (const std::string why = parallelcluster::os_support_problem(s.parallelcluster_version, s.os);
+      !why.empty())
+    r.fail(image["os"].IsDefined() ? image["os"] : root, "image.os", why);
   s.custom_ami = r.text(image, "custom_ami", "image.custom_ami", false, R"(ami-[0-9a-f]{8,17})", "an AMI id");
   s.head_root_volume_gib = root_volume(r, head, "head_node.root_volume_gib", !s.custom_ami.empty());
   s.ami_spec = r.text(image, "ami_spec", "image.ami_spec", false, kAnyText, "the path of a pcdino ami spec");
@@ -160,6 +163,9 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
            {"mount_dir", "capacity_gib", "deployment_type", "throughput_per_tib", "compression",
             "file_system_id", "import_path", "export_path"});
     s.fsx.enabled = true;
+    if (const std::string why = parallelcluster::lustre_problem(s.parallelcluster_version, s.os);
+        !why.empty())
+      r.fail(f, "storage.fsx", why);
     const std::string mount =
         r.text(f, "mount_dir", "storage.fsx.mount_dir", false, R"(/[A-Za-z0-9/_.-]*)", "an absolute path");
     if (!mount.empty()) s.fsx.mount_dir = mount;

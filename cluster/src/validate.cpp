@@ -7,9 +7,11 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "pcdino/cluster/catalogue.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/parallelcluster.hpp"
 #include "pcdino/core/yaml_reader.hpp"
 #include "schema.hpp"
 
@@ -760,6 +762,66 @@ std::string parallelcluster_release() {
   return ParallelClusterSchema::get().release();
 }
 
+const std::vector<SchemaChange>& schema_changes() {
+  // The 3.13 to 3.16 schemas could not be read (no tag after v3.12.0 in any snapshot, PyPI unreachable):
+  // only changes named in a source are here; keys added since are unknown keys to the schema walk.
+  static const std::vector<SchemaChange> table = {
+      {"LoginNodes.Pools[].Ssh.KeyName", "3.15.1",
+       "awslabs/awsome-distributed-ai PR #1211 ('The only configuration parameter removed in the 3.14.2 -> "
+       "3.15.1 delta is LoginNodes/Pools/Ssh/KeyName', checked with 3.15.1's ClusterSchema)"},
+  };
+  return table;
+}
+
+namespace {
+// The newest release the restated schema is known to equal: v3.12.0's cluster_schema.py has no field added
+// or removed against v3.11.1 (git diff at the hanwen-cluster/aws-parallelcluster v3.12.0 tag).
+const char* const kSchemaSameThrough = "3.12.0";
+const char* const kFirstChecked = "3.11.0";  // v3.11.0 -> v3.11.1: no change in cli/src/pcluster/schemas/
+
+// The nodes at `path` ("A.B[].C"): every element of a list step.
+std::vector<YAML::Node> nodes_at(const YAML::Node& root, const std::string& path) {
+  std::vector<YAML::Node> level = {root};
+  std::stringstream in(path);
+  std::string step;
+  while (std::getline(in, step, '.')) {
+    const bool each = step.size() > 2 && step.compare(step.size() - 2, 2, "[]") == 0;
+    const std::string key = each ? step.substr(0, step.size() - 2) : step;
+    std::vector<YAML::Node> next;
+    for (const auto& n : level) {
+      if (!n.IsMap() || !n[key].IsDefined()) continue;
+      if (!each)
+        next.push_back(n[key]);
+      else if (n[key].IsSequence())
+        for (const auto& item : n[key]) next.push_back(item);
+    }
+    level = next;
+  }
+  return level;
+}
+}  // namespace
+
+std::string release_problem(const std::string& release) {
+  const parallelcluster::Release* row = parallelcluster::find_release(release);
+  if (row == nullptr || parallelcluster::compare_versions(release, kFirstChecked) < 0)
+    return "pcdino checks configurations for ParallelCluster " + std::string(kFirstChecked) + " to " +
+           parallelcluster::newest_release().release + " (the " + parallelcluster_release() +
+           " schema, with the changes known since), not " + release;
+  return "";
+}
+
+std::string schema_basis(const std::string& release) {
+  std::size_t removed = 0;
+  for (const auto& change : schema_changes())
+    if (parallelcluster::compare_versions(release, change.removed) >= 0) ++removed;
+  return "ParallelCluster " + release + ": the " + parallelcluster_release() +
+         " schema and offline validators, unchanged through " + kSchemaSameThrough +
+         (parallelcluster::compare_versions(release, kSchemaSameThrough) > 0
+              ? ", with " + std::to_string(removed) + " key(s) removed since; keys added after " +
+                    kSchemaSameThrough + " are not known to pcdino"
+              : std::string());
+}
+
 std::vector<Finding> validate_cluster_config(const std::string& yaml_text, const std::string& name,
                                              const ValidateOptions& options) {
   const YAML::Node root = load_yaml(yaml_text, name);
@@ -792,6 +854,16 @@ std::vector<Finding> validate_cluster_config(const std::string& yaml_text, const
               "no key pair: nobody can log in to the head node unless the AMI allows another way",
               validator("ec2_validators.py", "KeyPairValidator"));
   check_policy(c, root, queues, options);
+  const std::string release =
+      options.release.empty() ? std::string(parallelcluster::newest_release().release) : options.release;
+  for (const auto& change : schema_changes()) {
+    if (parallelcluster::compare_versions(release, change.removed) < 0) continue;
+    for (const auto& node : nodes_at(root, change.path))
+      c.error(node, change.path,
+              std::string("removed from ParallelCluster's schema by ") + change.removed +
+                  " (this file is for " + release + ")",
+              change.source);
+  }
   return c.findings;
 }
 

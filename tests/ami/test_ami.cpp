@@ -13,6 +13,7 @@
 #include "pcdino/ami/source_build.hpp"
 #include "pcdino/ami/spec.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/parallelcluster.hpp"
 
 namespace pcdino::ami {
 namespace {
@@ -47,6 +48,7 @@ versions: {efa_installer: "1.25.1", enroot: "3.4.0", pyxis: "0.12.0", pcdino: "0
 TEST(AmiSpec, ExamplesAreCompatible) {
   EXPECT_EQ(all_messages(example("workshop.yaml")), "");
   EXPECT_EQ(all_messages(example("current.yaml")), "");
+  EXPECT_EQ(all_messages(example("p5-3.11.yaml")), "");
   EXPECT_EQ(all_messages(example("dl1.yaml")), "");
   EXPECT_EQ(all_messages(example("trn1.yaml")), "");
   EXPECT_EQ(example("workshop.yaml").versions.at("nccl"), "2.12.7-1");
@@ -93,8 +95,24 @@ TEST(AmiCompat, DriverTooOldForCudaNamesBoth) {
   EXPECT_THROW(generate_image(s), ConfigError);
 }
 
-TEST(AmiCompat, NcclBuiltForAnotherCudaMajor) {
+// ParallelCluster 3.16.3's driver (595) runs every CUDA 12 and 13 LibTorch up to 13.2, not a later one.
+TEST(AmiCompat, ALibTorchForACudaThe595DriverCannotRunIsRefused) {
   ImageSpec s = example("current.yaml");
+  ASSERT_EQ(s.versions.at("nvidia_driver"), "595.112.07");
+  s.versions["libtorch"] = "2.9.1+cu128";
+  s.versions["cuda"] = "12.8.1";
+  EXPECT_EQ(all_messages(s), "") << "a CUDA 12.8 LibTorch on the 595 driver";
+  s.versions["libtorch"] = "2.13.0+cu133";
+  const std::string m = all_messages(s);
+  EXPECT_NE(
+      m.find("versions.libtorch 2.13.0+cu133 and versions.nvidia_driver 595.112.07 do not work together: "
+             "LibTorch's CUDA 13.3 runtime needs driver >= 610.43.02"),
+      std::string::npos)
+      << m;
+}
+
+TEST(AmiCompat, NcclBuiltForAnotherCudaMajor) {
+  ImageSpec s = example("p5-3.11.yaml");
   s.versions["nccl"] = "2.12.7-1";  // published for CUDA 10.2, 11.0, 11.6 only
   const std::string m = all_messages(s);
   EXPECT_NE(m.find("versions.nccl 2.12.7-1 and versions.cuda 12.4.1"), std::string::npos) << m;
@@ -106,7 +124,7 @@ TEST(AmiCompat, NcclBuiltForAnotherCudaMajor) {
 }
 
 TEST(AmiCompat, OfiNcclAgainstEfaLibfabricAndOsAgainstParallelCluster) {
-  ImageSpec s = example("current.yaml");
+  ImageSpec s = example("p5-3.11.yaml");
   s.versions["aws_ofi_nccl"] = "1.13.0";   // needs libfabric >= 1.22
   s.versions["efa_installer"] = "1.29.1";  // ships libfabric 1.19.0
   std::string m = all_messages(s);
@@ -114,7 +132,7 @@ TEST(AmiCompat, OfiNcclAgainstEfaLibfabricAndOsAgainstParallelCluster) {
       m.find("aws-ofi-nccl 1.13.0 needs libfabric >= 1.22.0, EFA installer 1.29.1 ships libfabric 1.19.0"),
       std::string::npos)
       << m;
-  s = example("current.yaml");
+  s = example("p5-3.11.yaml");
   s.parallelcluster_version = "3.6.0";
   m = all_messages(s);
   EXPECT_NE(m.find("base.os ubuntu2204 and base.parallelcluster_version 3.6.0"), std::string::npos) << m;
@@ -124,7 +142,7 @@ TEST(AmiCompat, OfiNcclAgainstEfaLibfabricAndOsAgainstParallelCluster) {
 // On NVSwitch systems Fabric Manager runs at exactly the driver's version; the base AMI's is locked at its
 // own driver's (ParallelCluster 3.11.1: 550.90.07).
 TEST(AmiCompat, FabricManagerFollowsTheDriverOnNvswitchTypes) {
-  ImageSpec s = example("current.yaml");
+  ImageSpec s = example("p5-3.11.yaml");
   EXPECT_EQ(all_messages(s), "");
   s.versions.erase("fabric_manager");
   std::string m = all_messages(s);
@@ -147,14 +165,15 @@ TEST(AmiCompat, FabricManagerFollowsTheDriverOnNvswitchTypes) {
       << m;
   EXPECT_TRUE(has_nvswitch("p4de.24xlarge"));
   EXPECT_FALSE(has_nvswitch("g6.48xlarge"));
-  ASSERT_NE(base_ami("3.11.1"), nullptr);
-  EXPECT_STREQ(base_ami("3.11.1")->nvidia_driver, "550.90.07");
+  parallelcluster::Release base;
+  ASSERT_TRUE(parallelcluster::base_ami("3.11.1", "ubuntu2204", &base));
+  EXPECT_STREQ(base.nvidia_driver, "550.90.07");
 }
 
 // The generated script replaces and re-locks Fabric Manager at the driver's version.
 TEST(AmiGenerate, FabricManagerPinnedToTheDriver) {
   std::string fm;
-  for (const auto& f : generate_image(example("current.yaml")))
+  for (const auto& f : generate_image(example("p5-3.11.yaml")))
     if (f.path == "scripts/15-fabric-manager.sh") fm = f.content;
   ASSERT_FALSE(fm.empty());
   EXPECT_NE(fm.find("VERSION=550.127.05\n"), std::string::npos) << fm;
@@ -192,7 +211,7 @@ TEST(AmiGenerate, TemplatesScriptsAndManifest) {
   }
   // no EFA, no published floor for g4dn: verify.sh reports without judging
   EXPECT_NE(by_path.at("verify.sh").find("THRESHOLD=0"), std::string::npos);
-  const auto p5 = generate_image(example("current.yaml"));
+  const auto p5 = generate_image(example("p5-3.11.yaml"));
   for (const auto& f : p5) {
     if (f.path == "verify.sh") {
       EXPECT_NE(f.content.find("THRESHOLD=250"), std::string::npos);
@@ -231,7 +250,7 @@ TEST(AmiGenerate, APrebuiltPackageIsCheckedFirst) {
 // ships (CUDA, EFA installer, Enroot, Pyxis) at the wanted version is checked, not rebuilt.
 TEST(AmiGenerate, SourceBuildChecksSlurmFirstAndWhatTheBaseShipsIsNotRebuilt) {
   std::map<std::string, std::string> p5;
-  for (const auto& f : generate_image(example("current.yaml"))) p5[f.path] = f.content;
+  for (const auto& f : generate_image(example("p5-3.11.yaml"))) p5[f.path] = f.content;
   EXPECT_EQ(source_package_name("0.1.0"), "pcdino-0.1.0-src");
   EXPECT_NE(p5.at("scripts/00-base.sh").find("[ -f \"$FILES/pcdino-0.1.0-src.tar.gz\" ] || fail"),
             std::string::npos);
@@ -268,7 +287,7 @@ TEST(AmiGenerate, SourceBuildChecksSlurmFirstAndWhatTheBaseShipsIsNotRebuilt) {
   // The driver is judged by its kernel module: the CPU build instance has no nvidia-smi to ask.
   EXPECT_NE(p5.at("scripts/10-nvidia-driver.sh").find("current=$(modinfo -F version nvidia"),
             std::string::npos);
-  ImageSpec same = example("current.yaml");
+  ImageSpec same = example("p5-3.11.yaml");
   same.versions["enroot"] = "3.4.1";
   same.versions["efa_installer"] = "1.34.0";
   std::map<std::string, std::string> as_base;
@@ -280,11 +299,6 @@ TEST(AmiGenerate, SourceBuildChecksSlurmFirstAndWhatTheBaseShipsIsNotRebuilt) {
 
 // The facts a source build is checked against, and the rules over them.
 TEST(AmiSourceBuild, TablesAndRules) {
-  ASSERT_NE(slurm_release("3.11.1"), nullptr);
-  EXPECT_STREQ(slurm_release("3.11.1")->slurm, "23.11.10");
-  EXPECT_NE(std::string(slurm_release("3.11.1")->source).find("versions.rb"), std::string::npos);
-  EXPECT_STREQ(slurm_release("3.10.0")->slurm, "23.11.7");
-  EXPECT_EQ(slurm_release("2.11.9"), nullptr);
   EXPECT_EQ(libtorch_cuda("2.5.1+cu124"), "12.4");
   EXPECT_EQ(libtorch_cuda("2.7.1+cu118"), "11.8");
   EXPECT_EQ(libtorch_cuda("2.5.1+cpu"), "");
@@ -299,11 +313,11 @@ TEST(AmiSourceBuild, TablesAndRules) {
   EXPECT_TRUE(os_build_packages("ubuntu2204")->missing.empty());
   EXPECT_FALSE(os_build_packages("alinux2023")->missing.empty());
 
-  ImageSpec s = example("current.yaml");
+  ImageSpec s = example("p5-3.11.yaml");
   s.versions["libtorch"] = "2.5.1+cu121";
   std::string m = all_messages(s);
   EXPECT_NE(m.find("versions.libtorch 2.5.1+cu121 and versions.cuda 12.4.1"), std::string::npos) << m;
-  s = example("current.yaml");
+  s = example("p5-3.11.yaml");
   s.versions["cuda"] = "12.6.2";
   s.versions["libtorch"] = "2.6.0+cu126";
   s.versions["nvidia_driver"] = "555.42.02";  // below CUDA 12.6's 560.28.03
@@ -311,11 +325,11 @@ TEST(AmiSourceBuild, TablesAndRules) {
   EXPECT_NE(m.find("versions.libtorch 2.6.0+cu126 and versions.nvidia_driver 555.42.02"), std::string::npos)
       << m;
   EXPECT_NE(m.find("CUDA 12.6 runtime needs driver >= 560.28.03"), std::string::npos) << m;
-  s = example("current.yaml");
+  s = example("p5-3.11.yaml");
   s.versions["libtorch"] = "1.0.0+cu124";
   m = all_messages(s);
   EXPECT_NE(m.find("versions.libtorch 1.0.0+cu124 and its download"), std::string::npos) << m;
-  s = example("current.yaml");
+  s = example("p5-3.11.yaml");
   s.os = "alinux2023";
   m = all_messages(s);
   EXPECT_NE(m.find("base.os alinux2023 and build.pcdino source"), std::string::npos) << m;
@@ -324,10 +338,16 @@ TEST(AmiSourceBuild, TablesAndRules) {
   s.versions.erase("libtorch");
   s.versions.erase("node_exporter");  // not an alinux2023 package (AmiNodeExporter)
   EXPECT_EQ(all_messages(s), "") << "a package built elsewhere needs no packages of the image's OS";
-  s = example("current.yaml");
-  s.parallelcluster_version = "3.15.0";  // not in the Slurm table
+  s = example("p5-3.11.yaml");
+  s.parallelcluster_version = "3.15.0";  // in the table, its Slurm patch unknown
   m = all_messages(s);
-  EXPECT_NE(m.find("the Slurm of this release is not in the table"), std::string::npos) << m;
+  EXPECT_NE(m.find("the Slurm of this release is unknown"), std::string::npos) << m;
+  s.parallelcluster_version = "3.17.0";  // not in the table
+  m = all_messages(s);
+  EXPECT_NE(m.find("base.parallelcluster_version 3.17.0 and its official AMI do not work together: not a "
+                   "release pcdino knows (3.6.0 to 3.16.3)"),
+            std::string::npos)
+      << m;
 
   // versions.libtorch against build.pcdino: spec head (after name and region) -> the error it must give.
   const std::pair<const char*, const char*> libtorch_cases[] = {
@@ -394,11 +414,11 @@ TEST(AmiCompat, GaudiAndTrainiumRefuseWhatTheVendorsDoNotSupport) {
        "dl1.24xlarge's first-generation Gaudi (HL-205) is last supported by Intel Gaudi software 1.21"},
       {"dl1.yaml", "gaudi_software: \"1.21.0-555\"", "gaudi_software: \"1.9.0-580\"",
        "Intel Gaudi software 1.9 is not in the table"},
-      {"dl1.yaml", "parallelcluster_version: \"3.11.1\"\n  os: ubuntu2204",
-       "parallelcluster_version: \"3.11.1\"\n  os: alinux2023",
+      {"dl1.yaml", "parallelcluster_version: \"3.16.3\"\n  os: ubuntu2204",
+       "parallelcluster_version: \"3.16.3\"\n  os: alinux2023",
        "Intel Gaudi software 1.21 supports ubuntu2204 among pcdino's base.os values"},
-      {"dl1.yaml", "parallelcluster_version: \"3.11.1\"\n  os: ubuntu2204",
-       "parallelcluster_version: \"3.11.1\"\n  os: alinux2", "supports ubuntu2204"},
+      {"dl1.yaml", "parallelcluster_version: \"3.16.3\"\n  os: ubuntu2204",
+       "parallelcluster_version: \"3.16.3\"\n  os: alinux2", "supports ubuntu2204"},
       {"dl1.yaml", "instance_type: dl1.24xlarge", "instance_type: trn1.32xlarge",
        "trn1.32xlarge carries Trainium devices: its image needs accelerator: neuron"},
       {"dl1.yaml", "instance_type: dl1.24xlarge", "instance_type: g5.12xlarge",
@@ -430,7 +450,7 @@ TEST(AmiCompat, GaudiAndTrainiumRefuseWhatTheVendorsDoNotSupport) {
       std::string::npos)
       << all_messages(on_trn2);
   // An NVIDIA or accelerator-less image on a Gaudi node lacks its drivers.
-  ImageSpec nvidia = example("current.yaml");
+  ImageSpec nvidia = example("p5-3.11.yaml");
   nvidia.verify_instance_type = "dl1.24xlarge";
   EXPECT_NE(all_messages(nvidia).find("its image needs accelerator: habana"), std::string::npos);
 }
@@ -486,8 +506,9 @@ TEST(AmiGenerate, GaudiAndNeuronScriptsPinEveryPackage) {
   for (const char* name : {"workshop.yaml", "current.yaml", "dl1.yaml", "trn1.yaml"}) {
     for (const auto& f : generate_image(example(name))) {
       EXPECT_FALSE(std::regex_search(f.content, placeholder)) << name << " " << f.path;
-      if (f.path == "verify.sh" && std::string(name) != "dl1.yaml")
+      if (f.path == "verify.sh" && std::string(name) != "dl1.yaml") {
         EXPECT_EQ(f.content.find("Gaudi cards"), std::string::npos) << name;
+      }
     }
   }
 }
@@ -502,7 +523,7 @@ namespace {
 // installs it, points the textfile collector at pcdino's metrics directory and enables it at boot, and
 // verify.sh asks the running exporter.
 TEST(AmiNodeExporter, OsPackageOnlyAndTheTextfileCollector) {
-  ImageSpec s = example("current.yaml");
+  ImageSpec s = example("p5-3.11.yaml");
   ASSERT_EQ(s.versions.at("node_exporter"), "1.3.1");
   EXPECT_EQ(all_messages(s), "");
   s.versions["node_exporter"] = "1.7.0";
@@ -528,7 +549,7 @@ TEST(AmiNodeExporter, OsPackageOnlyAndTheTextfileCollector) {
   EXPECT_EQ(spec_error(minimal), "(no error)");
 
   std::map<std::string, std::string> files;
-  for (const auto& f : generate_image(example("current.yaml"))) files[f.path] = f.content;
+  for (const auto& f : generate_image(example("p5-3.11.yaml"))) files[f.path] = f.content;
   const std::string& sh = files.at("scripts/75-node-exporter.sh");
   EXPECT_NE(sh.find("apt-get install -y -q prometheus-node-exporter\n"), std::string::npos) << sh;
   EXPECT_NE(sh.find("TEXTFILE_DIR=/var/lib/prometheus/node-exporter\n"), std::string::npos);
@@ -546,3 +567,53 @@ TEST(AmiNodeExporter, OsPackageOnlyAndTheTextfileCollector) {
 
 }  // namespace
 }  // namespace pcdino::ami
+
+namespace pcdino::parallelcluster {
+namespace {
+
+// Every release from 3.11.0 to 3.16.3 has a row with its source; the facts read for 3.16.3 are its notes'.
+TEST(ParallelClusterReleases, EveryReleaseFrom311To3163HasASourcedRow) {
+  for (const char* v : {"3.11.0", "3.11.1", "3.12.0", "3.13.0", "3.13.1", "3.13.2", "3.14.0", "3.14.1",
+                        "3.14.2", "3.15.0", "3.15.1", "3.16.0", "3.16.1", "3.16.2", "3.16.3"}) {
+    const Release* row = find_release(v);
+    ASSERT_NE(row, nullptr) << v;
+    EXPECT_FALSE(row->source.empty()) << v;
+  }
+  for (std::size_t i = 1; i < releases().size(); ++i)
+    EXPECT_LT(compare_versions(releases()[i - 1].release, releases()[i].release), 0) << releases()[i].release;
+  EXPECT_STREQ(newest_release().release, "3.16.3");
+  const Release& newest = newest_release();
+  EXPECT_STREQ(newest.slurm, "25.11.8");
+  EXPECT_STREQ(newest.nvidia_driver, "595.112.07");
+  EXPECT_STREQ(newest.efa_installer, "1.51.0");
+  EXPECT_STREQ(newest.cuda, "") << "3.16's CUDA was not read at its tag: unknown, not guessed";
+  EXPECT_STREQ(find_release("3.13.0")->slurm, "24.05.7");
+  EXPECT_STREQ(find_release("3.14.0")->slurm, "24.11.6");
+  EXPECT_STREQ(find_release("3.14.1")->slurm, "");
+  EXPECT_EQ(find_release("3.17.0"), nullptr);
+  Release al2;
+  ASSERT_TRUE(base_ami("3.13.0", "alinux2", &al2));
+  EXPECT_STREQ(al2.nvidia_driver, "550.127.08") << "Amazon Linux 2 kept its driver from 3.13.0";
+  ASSERT_TRUE(base_ami("3.13.0", "ubuntu2204", &al2));
+  EXPECT_STREQ(al2.nvidia_driver, "570.86.15");
+}
+
+TEST(ParallelClusterReleases, OperatingSystemsAndTheirLustreClient) {
+  EXPECT_EQ(os_support_problem("3.16.3", "ubuntu2204"), "");
+  EXPECT_NE(os_support_problem("3.12.0", "ubuntu2404").find("from ParallelCluster 3.13.0"),
+            std::string::npos);
+  EXPECT_NE(os_support_problem("3.14.0", "ubuntu2004").find("until 3.14.0 (removed there)"),
+            std::string::npos);
+  EXPECT_EQ(os_support_problem("3.13.2", "ubuntu2004"), "");
+  EXPECT_NE(os_support_problem("3.16.3", "centos7"), "");
+  EXPECT_NE(os_support_note("3.16.3", "ubuntu2204").find("through ParallelCluster 3.14.0"),
+            std::string::npos);
+  EXPECT_EQ(os_support_note("3.14.0", "ubuntu2204"), "");
+  EXPECT_NE(lustre_problem("3.16.3", "ubuntu2404").find("no Lustre client"), std::string::npos);
+  EXPECT_NE(lustre_problem("3.13.0", "ubuntu2404").find("does not support Lustre"), std::string::npos);
+  EXPECT_EQ(lustre_problem("3.16.3", "ubuntu2204"), "");
+  EXPECT_EQ(lustre_problem("3.16.3", "alinux2023"), "");
+}
+
+}  // namespace
+}  // namespace pcdino::parallelcluster

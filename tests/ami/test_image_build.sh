@@ -5,12 +5,15 @@
 # /opt/amazon/openmpi and /opt/amazon/efa. It installs the packages it names, builds pcdino from the
 # `scripts/package --source` tarball and installs it to /opt/pcdino; the plugin it built is then loaded by
 # the local two-node cluster (srun --help lists --accel-profile, a job's tasks see the profile's variables)
-# and its `pcdino train` trains one epoch inside the root.
+# and its `pcdino train` trains one epoch inside the root, whose metrics (the pinned prometheus-cpp the script
+# built, since Ubuntu 22.04 packages none) are read back through Debian's node exporter.
 #
 # Stand-ins, each documented: Debian's Slurm 22.05 headers and binaries form /opt/slurm (the script's
-# SLURM_RELEASE line names 22.05.8 instead of ParallelCluster 3.11.1's 23.11.10, since the local cluster's
-# daemons are Debian's); Debian's Open MPI and libfabric stand where the EFA installer puts its own; Debian's
-# CPU LibTorch replaces the download through PCDINO_LIBTORCH_DIR (the README's switch).
+# SLURM_RELEASE line names 22.05.8 instead of ParallelCluster 3.16.3's 25.11.8, since the local cluster's
+# daemons are Debian's, and no Debian release packages Slurm 25.11; ami.source_build runs the same script's
+# guard with 25.11 headers); Debian's Open MPI and libfabric stand where the EFA installer puts its own;
+# Debian's CPU LibTorch replaces the download through PCDINO_LIBTORCH_DIR (the README's switch); Debian's
+# prometheus-cpp_1.0.1.orig.tar.gz, the same bytes as the pinned GitHub archive, lies in files/.
 #
 # It downloads ~1.5 GB of Debian packages and builds pcdino once more (313 s from nothing, 228 s with the
 # cached root on the 2-core machine, 2026-11-25), so ctest skips it (exit 77) unless PCDINO_TEST_IMAGE_BUILD=1
@@ -67,9 +70,9 @@ slurm=$(n=$(awk '$2 == "SLURM_VERSION_NUMBER" {print $3}' /usr/include/slurm/slu
 cat >"$W/image.yaml" <<'YAML'
 name: image-build-test
 region: us-east-1
-base: {parallelcluster_version: "3.11.1", os: ubuntu2204}
+base: {parallelcluster_version: "3.16.3", os: ubuntu2204}
 accelerator: none
-versions: {efa_installer: "1.36.0", enroot: "3.4.1", pyxis: "0.20.0", pcdino: "0.1.0", libtorch: "2.5.1+cpu"}
+versions: {efa_installer: "1.51.0", enroot: "3.5.0", pyxis: "0.20.0", pcdino: "0.1.0", libtorch: "2.5.1+cpu"}
 YAML
 run "$PCDINO_BIN" ami generate "$W/image.yaml" --out "$W/image"
 assert_rc 0 "generate the source-built image"
@@ -77,8 +80,19 @@ run env PCDINO_BUILD_DIR="$W/src" "$PCDINO_SOURCE_DIR/scripts/package" --source
 assert_rc 0 "scripts/package --source"
 mkdir -p "$R/tmp/pcdino-files"
 cp "$W/src/package/pcdino-0.1.0-src.tar.gz" "$R/tmp/pcdino-files/"
-grep -q '^SLURM_RELEASE=23.11.10$' "$W/image/scripts/85-pcdino.sh" || fail "the script pins 3.11.1's Slurm"
-sed "s/^SLURM_RELEASE=23.11.10\$/SLURM_RELEASE=$slurm/" "$W/image/scripts/85-pcdino.sh" >"$R/tmp/85-pcdino.sh"
+# Ubuntu 22.04 packages no prometheus-cpp: the script builds the pinned release, from files/ where a copy
+# lies there. Debian's orig tarball is that release's tag archive, byte for byte (the script checks it).
+PROM=$(sed -n 's|^prom=.*/\(prometheus-cpp-[0-9.]*\.tar\.gz\)$|\1|p' "$W/image/scripts/85-pcdino.sh")
+[ -n "$PROM" ] || fail "the script builds no pinned prometheus-cpp"
+PROM_CACHE="$(dirname "$CACHE")/$PROM"
+if [ ! -f "$PROM_CACHE" ]; then
+  v=${PROM#prometheus-cpp-} && v=${v%.tar.gz}
+  curl -fsS -o "$PROM_CACHE.tmp" "http://deb.debian.org/debian/pool/main/p/prometheus-cpp/prometheus-cpp_$v.orig.tar.gz" &&
+    mv "$PROM_CACHE.tmp" "$PROM_CACHE" || fatal "cannot download Debian's prometheus-cpp_$v.orig.tar.gz"
+fi
+cp "$PROM_CACHE" "$R/tmp/pcdino-files/$PROM"
+grep -q '^SLURM_RELEASE=25.11.8$' "$W/image/scripts/85-pcdino.sh" || fail "the script pins 3.16.3's Slurm"
+sed "s/^SLURM_RELEASE=25.11.8\$/SLURM_RELEASE=$slurm/" "$W/image/scripts/85-pcdino.sh" >"$R/tmp/85-pcdino.sh"
 
 # 3. The script, as Packer runs it (as root, bash), with the documented LibTorch switch.
 start=$SECONDS
@@ -88,6 +102,8 @@ echo "85-pcdino.sh ran for $((SECONDS - start)) s (its output: $R/tmp/85-pcdino.
 assert_rc 0 "85-pcdino.sh installs the OS packages, builds and installs pcdino"
 assert_contains "$OUT" "LibTorch from PCDINO_LIBTORCH_DIR=/usr instead of the pinned 2.5.1+cpu" "the switch is said"
 assert_contains "$OUT" "pcdino 0.1.0 installed and checked" "its checks pass"
+run in_root /opt/pcdino/bin/pcdino --version
+assert_contains "$OUT" "metrics   prometheus-cpp ${v:-1}" "pcdino on the image writes metrics (the pinned prometheus-cpp)"
 assert_eq "$(cat "$R/opt/pcdino/versions/pcdino")" "0.1.0" "the version stamp"
 PLUGIN="$R/opt/pcdino/lib/slurm/spank_pcdino.so"
 run "$PCDINO_BIN" ami check-plugin "$PLUGIN" --slurm "$slurm"
@@ -123,8 +139,24 @@ mkdir -p "$R/work"
 tiny_pipeline "$R/work/pipeline.yaml" image /work
 run in_root /opt/pcdino/bin/pcdino meanstd -c /work/pipeline.yaml
 assert_rc 0 "the built pcdino's meanstd"
+mkdir -p "$R/var/lib/prometheus/node-exporter"  # the node exporter's textfile folder, pcdino's default
 run in_root /opt/pcdino/bin/pcdino train -c /work/pipeline.yaml --threads 1 --device cpu --model-dir /work/model
 assert_rc 0 "the built pcdino trains one epoch"
 [ -s "$R/work/model/checkpoint.pth" ] || fail "no checkpoint.pth after the epoch"
 assert_eq "$(wc -l <"$R/work/model/log.txt")" 1 "one epoch in log.txt"
+
+# 6. Its metrics, read back through a node exporter's textfile collector on the image's folder.
+EXPORTER=127.0.0.1:$((${TEST_CLUSTER_PORT:-18977} + 50))  # past the local cluster's ports, as monitoring.scrape
+prometheus-node-exporter --web.listen-address="$EXPORTER" --collector.disable-defaults --collector.textfile \
+  --collector.textfile.directory="$R/var/lib/prometheus/node-exporter" >"$W/exporter.log" 2>&1 &
+exporter=$!
+scraped() { curl -sf "http://$EXPORTER/metrics" >"$W/scrape.txt"; }
+wait_for 30 scraped || fail "the node exporter did not answer: $(tail -n 3 "$W/exporter.log")"
+kill "$exporter"
+steps=$(sed -n 's/^pcdino_train_steps_total{.*} \([0-9.e+]*\)$/\1/p' "$W/scrape.txt")
+if [ -n "$steps" ] && [ "$(printf '%.0f' "$steps")" -gt 0 ]; then
+  pass "pcdino_train_steps_total $steps, read through the node exporter"
+else
+  fail "no pcdino_train_steps_total through the node exporter: $(grep -c '^pcdino_' "$W/scrape.txt") pcdino_ lines"
+fi
 finish

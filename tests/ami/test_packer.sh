@@ -8,7 +8,7 @@ W="$PCDINO_BUILD_DIR/test-work/ami_packer"
 rm -rf "$W" && mkdir -p "$W"
 EX="$PCDINO_SOURCE_DIR/ami/examples"
 
-for name in workshop current dl1 trn1; do
+for name in workshop current p5-3.11 dl1 trn1; do
   run "$PCDINO_BIN" ami generate "$EX/$name.yaml" --out "$W/$name"
   assert_rc 0 "$name: generate"
   run bash -c "cd '$W/$name' && timeout 120 packer validate image.pkr.hcl"
@@ -62,12 +62,21 @@ assert_rc 78 "and nothing is generated for it"
 assert_eq "$(ls "$W/never" 2>/dev/null)" "" "no output folder contents"
 
 # p5 (NVSwitches) with a new driver and the base AMI's Fabric Manager: refused; with its own: accepted.
-grep -v 'fabric_manager' "$EX/current.yaml" >"$W/p5-no-fm.yaml"
+grep -v 'fabric_manager' "$EX/p5-3.11.yaml" >"$W/p5-no-fm.yaml"
 run "$PCDINO_BIN" ami check "$W/p5-no-fm.yaml"
 assert_rc 78 "a p5 driver change without its Fabric Manager is rejected"
 assert_contains "$OUT" "replacing the driver needs versions.fabric_manager" "naming the key to pin"
-run "$PCDINO_BIN" ami check "$EX/current.yaml"
+run "$PCDINO_BIN" ami check "$EX/p5-3.11.yaml"
 assert_rc 0 "with Fabric Manager pinned to the driver it is accepted"
+# The default (ParallelCluster 3.16.3) keeps the AMI's driver, so its Fabric Manager is the driver's.
+run "$PCDINO_BIN" ami check "$EX/current.yaml"
+assert_rc 0 "the 3.16.3 example keeps the AMI's driver and Fabric Manager"
+assert_contains "$OUT" "compatible (nvidia on ubuntu2204, ParallelCluster 3.16.3)" "on 3.16.3"
+assert_not_contains "$(ls "$W/current/scripts")" "15-fabric-manager.sh" "and installs no Fabric Manager"
+sed 's/nvidia_driver: "595.112.07"/nvidia_driver: "580.126.20"/' "$EX/current.yaml" >"$W/p5-316-580.yaml"
+run "$PCDINO_BIN" ami check "$W/p5-316-580.yaml"
+assert_rc 78 "another driver on 3.16.3's p5 without its Fabric Manager is rejected"
+assert_contains "$OUT" "the base AMI's Fabric Manager 595.112.07" "naming the AMI's"
 
 # verify.sh on this machine (no GPU, no EFA, no enroot): every missing component is reported, exit 1.
 run env MANIFEST="$W/workshop/files/manifest.json" bash "$W/workshop/verify.sh"

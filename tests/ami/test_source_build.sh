@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Integration (issue #36): the guards of a source-built image, by running the generated scripts here.
-# 85-pcdino.sh of the p5 example (ParallelCluster 3.11.1: Slurm 23.11.10) against an /opt/slurm whose
+# 85-pcdino.sh of the default p5 example (ParallelCluster 3.16.3: Slurm 25.11.8) against an /opt/slurm whose
 # slurm_version.h is this host's Slurm stops before installing or building, naming both versions; with
-# 23.11 headers it passes that guard (and stops at the next, the missing source tarball). A prebuilt package
+# 25.11 headers it passes that guard (and stops at the next, the missing source tarball). A prebuilt package
 # whose package.txt names another Slurm is refused by 00-base.sh. `ami check` refuses a LibTorch for another
 # CUDA than the image's, one whose CUDA needs a newer driver, and a source build on an OS without the
 # packages (alinux2023), naming them.
@@ -18,22 +18,22 @@ assert_rc 0 "generate the p5 example"
 host=$(n=$(awk '$2 == "SLURM_VERSION_NUMBER" {print $3}' /usr/include/slurm/slurm_version.h)
   printf '%d.%02d.%d' $((n >> 16 & 255)) $((n >> 8 & 255)) $((n & 255)))
 [ "$host" != 0.00.0 ] || fatal "no SLURM_VERSION_NUMBER in /usr/include/slurm/slurm_version.h (libslurm-dev)"
-mkdir -p "$W/slurm-host/include" "$W/slurm-23.11/include"
+mkdir -p "$W/slurm-host/include" "$W/slurm-25.11/include"
 cp -r /usr/include/slurm "$W/slurm-host/include/"
-cp -r /usr/include/slurm "$W/slurm-23.11/include/"
-sed -i 's/^#define SLURM_VERSION_NUMBER .*/#define SLURM_VERSION_NUMBER 0x170b0a/' \
-  "$W/slurm-23.11/include/slurm/slurm_version.h"
+cp -r /usr/include/slurm "$W/slurm-25.11/include/"
+sed -i 's/^#define SLURM_VERSION_NUMBER .*/#define SLURM_VERSION_NUMBER 0x190b08/' \
+  "$W/slurm-25.11/include/slurm/slurm_version.h"
 
 run env SLURM_PREFIX="$W/slurm-host" bash "$W/p5/scripts/85-pcdino.sh"
 assert_rc 1 "85-pcdino.sh against another Slurm's headers stops"
-assert_contains "$ERR" "slurm_version.h is Slurm $host, ParallelCluster 3.11.1 runs Slurm 23.11.10" \
+assert_contains "$ERR" "slurm_version.h is Slurm $host, ParallelCluster 3.16.3 runs Slurm 25.11.8" \
   "naming both versions"
 assert_not_contains "$ERR" "missing files/" "before anything else is looked at"
 assert_not_contains "$OUT$ERR" "apt-get" "nothing installed"
 [ ! -e "$W/prefix/bin" ] || fail "nothing built or installed"
 
-run env SLURM_PREFIX="$W/slurm-23.11" bash "$W/p5/scripts/85-pcdino.sh"
-assert_rc 1 "with 23.11 headers the guard passes and the next check stops it"
+run env SLURM_PREFIX="$W/slurm-25.11" bash "$W/p5/scripts/85-pcdino.sh"
+assert_rc 1 "with 25.11 headers the guard passes and the next check stops it"
 assert_contains "$ERR" "missing files/pcdino-0.1.0-src.tar.gz: make it with scripts/package --source" \
   "the source tarball is named"
 assert_not_contains "$ERR" "slurm_version.h is" "the Slurm guard passed"
@@ -52,7 +52,7 @@ printf 'name=pcdino\nversion=0.1.0\nos=ubuntu2204\nslurm=%s\n' "$host" >"$W/pkg/
 tar -czf "$W/files/$pkg.tar.gz" -C "$W/pkg" "$pkg"
 run bash "$W/p5-package/scripts/00-base.sh"
 assert_rc 1 "a package built for another Slurm is refused"
-assert_contains "$ERR" "spank_pcdino.so is built for Slurm $host, ParallelCluster 3.11.1 runs Slurm 23.11.10" \
+assert_contains "$ERR" "spank_pcdino.so is built for Slurm $host, ParallelCluster 3.16.3 runs Slurm 25.11.8" \
   "naming both versions"
 assert_not_contains "$OUT" "already installed" "before anything is installed"
 

@@ -16,6 +16,7 @@
 #include "pcdino/cluster/site.hpp"
 #include "pcdino/cluster/validate.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/parallelcluster.hpp"
 
 namespace pcdino::cluster {
 namespace {
@@ -175,7 +176,8 @@ TEST(ClusterValidate, NamesCountsSubnetsImdsAndSsh) {
   EXPECT_NE(findings(config(q, "", "    AllowedIps: 0.0.0.0/0\n"))
                 .find("P HeadNode.Ssh.AllowedIps: SSH from anywhere"),
             std::string::npos);
-  EXPECT_EQ(findings(config(q, "", "    KeyName: k\n    AllowedIps: 0.0.0.0/0\n"), {true}).find("AllowedIps"),
+  EXPECT_EQ(findings(config(q, "", "    KeyName: k\n    AllowedIps: 0.0.0.0/0\n"), {true, false, ""})
+                .find("AllowedIps"),
             std::string::npos);
   EXPECT_NE(findings(config(q, "", "    KeyName: k\n")).find("P HeadNode.Ssh.AllowedIps: not set"),
             std::string::npos);
@@ -326,7 +328,7 @@ TEST(ClusterGenerate, PrometheusOnTheHeadNode) {
   SiteSpec site = example("p5-efa.yaml");
   site.prometheus = {true, "30d", site.spank.s3_prefix};
   const ClusterFiles files = generate_cluster(site);
-  EXPECT_EQ(findings(files.cluster_config, {false, true}), "") << "schema and validators, as a template";
+  EXPECT_EQ(findings(files.cluster_config, {false, true, ""}), "") << "schema and validators, as a template";
   const YAML::Node c = YAML::Load(files.cluster_config);
   EXPECT_EQ(c["HeadNode"]["CustomActions"]["OnNodeConfigured"]["Script"].as<std::string>(),
             "s3://research-bucket/pcluster/pcdino/head-node.sh");
@@ -366,7 +368,7 @@ TEST(ClusterGenerate, PrometheusOnTheHeadNode) {
   EXPECT_EQ(YAML::Load(a.cluster_config)["HeadNode"]["CustomActions"]["OnNodeConfigured"]["Script"]
                 .as<std::string>(),
             "s3://bkt/mon/head-node.sh");
-  EXPECT_EQ(findings(a.cluster_config, {false, true}), "");
+  EXPECT_EQ(findings(a.cluster_config, {false, true, ""}), "");
   // Off: nothing.
   EXPECT_EQ(generate_cluster(example("p5-efa.yaml")).prometheus_config, "");
 }
@@ -440,24 +442,24 @@ TEST(ClusterSite, SpankNeedsTheImageAndTheImageTheSitesRelease) {
                                      "/specs/site/s.yaml");
   EXPECT_EQ(s.spank.s3_prefix, "s3://bkt/p");
   EXPECT_EQ(s.ami_spec, "/specs/ami/x.yaml") << "resolved against the site spec's folder";
-  EXPECT_NO_THROW(check_image_spec(s, parallelcluster_release(), "alinux2023", "x.yaml"));
+  EXPECT_NO_THROW(check_image_spec(s, s.parallelcluster_version, "alinux2023", "x.yaml"));
   try {
     check_image_spec(s, "3.10.1", "alinux2023", "x.yaml");
     FAIL() << "accepted";
   } catch (const ConfigError& e) {
     EXPECT_NE(
         std::string(e.what()).find("image.ami_spec: x.yaml builds for ParallelCluster 3.10.1 on alinux2023, "
-                                   "the cluster is ParallelCluster 3.11.1 on alinux2023"),
+                                   "the cluster is ParallelCluster 3.16.3 on alinux2023"),
         std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(check_image_spec(s, parallelcluster_release(), "ubuntu2204", "x.yaml"), ConfigError);
+  EXPECT_THROW(check_image_spec(s, s.parallelcluster_version, "ubuntu2204", "x.yaml"), ConfigError);
 }
 
 // commands.sh checks the pinned release first and asks ParallelCluster (--dryrun) before creating.
 TEST(ClusterGenerate, CommandsPinTheReleaseAndDryRunFirst) {
   const std::string sh = generate_cluster(example("p5-efa.yaml")).commands;
-  EXPECT_NE(sh.find("PCLUSTER_VERSION=" + parallelcluster_release() + "\n"), std::string::npos) << sh;
+  EXPECT_NE(sh.find("PCLUSTER_VERSION=3.16.3\n"), std::string::npos) << sh;
   const auto version = sh.find("pcluster version"), deploy = sh.find("aws cloudformation deploy"),
              dry = sh.find("create --dryrun true\n"), real = sh.find("\ncreate\n");
   ASSERT_NE(version, std::string::npos);
@@ -483,7 +485,7 @@ TEST(ClusterSite, ReservationsRootVolumesSlurmSettingsAndRelease) {
   };
   const SiteSpec plain = parse_site_spec(base + "}\n", "site.yaml");
   EXPECT_EQ(plain.os, "alinux2023");
-  EXPECT_EQ(plain.parallelcluster_version, parallelcluster_release());
+  EXPECT_EQ(plain.parallelcluster_version, parallelcluster::newest_release().release);
   // On-demand capacity reservations: by id or by resource group, not both, never on spot.
   EXPECT_EQ(error(", capacity_reservation_id: cr-0123456789abcdef0"), "no error");
   EXPECT_EQ(error(", capacity_reservation_resource_group_arn: "
@@ -518,10 +520,75 @@ TEST(ClusterSite, ReservationsRootVolumesSlurmSettingsAndRelease) {
   // S3 access and the release.
   EXPECT_NE(error("", "iam:\n  s3_access:\n    - {bucket: Not_A_Bucket}\n").find("iam.s3_access[0].bucket"),
             std::string::npos);
-  EXPECT_NE(error("", "parallelcluster_version: 3.12.0\n")
-                .find("parallelcluster_version: pcdino checks configurations against ParallelCluster " +
-                      parallelcluster_release() + " only, not 3.12.0"),
+  EXPECT_EQ(error("", "parallelcluster_version: 3.12.0\n"), "no error");
+  EXPECT_EQ(error("", "parallelcluster_version: 3.11.0\n"), "no error");
+  EXPECT_NE(error("", "parallelcluster_version: 3.10.1\n")
+                .find("parallelcluster_version: pcdino checks configurations for ParallelCluster 3.11.0 to "
+                      "3.16.3 (the 3.11.1 schema, with the changes known since), not 3.10.1"),
             std::string::npos);
+  EXPECT_NE(error("", "parallelcluster_version: 3.17.0\n").find("not 3.17.0"), std::string::npos);
+  // The OS against the release, and FSx for Lustre against the OS's official AMI.
+  EXPECT_NE(error("", "image: {os: ubuntu2004}\n")
+                .find("image.os: official ubuntu2004 AMIs exist from "
+                      "ParallelCluster 3.0.0 until 3.14.0 (removed there)"),
+            std::string::npos);
+  EXPECT_EQ(error("", "parallelcluster_version: 3.13.2\nimage: {os: ubuntu2004}\n"), "no error");
+  EXPECT_EQ(error("", "image: {os: ubuntu2404}\n"), "no error");
+  const std::string fsx = "storage: {fsx: {capacity_gib: 1200}}\n";
+  EXPECT_EQ(error("", fsx), "no error");
+  EXPECT_NE(
+      error("", "image: {os: ubuntu2404}\n" + fsx)
+          .find("storage.fsx: ParallelCluster 3.16.3's official ubuntu2404 AMI has no Lustre client known to "
+                "pcdino, so FSx for Lustre does not mount on its nodes"),
+      std::string::npos)
+      << error("", "image: {os: ubuntu2404}\n" + fsx);
+  EXPECT_NE(error("", "image: {os: ubuntu2404}\n" + fsx).find("does not support Lustre"), std::string::npos)
+      << "citing the cookbook's 3.13.0 note";
+  EXPECT_NE(error("", "parallelcluster_version: 3.12.0\nimage: {os: ubuntu2404}\n")
+                .find("from ParallelCluster "
+                      "3.13.0"),
+            std::string::npos);
+}
+
+// A key removed from ParallelCluster's schema after the restated release is an error for a file of a release
+// that no longer has it, and accepted for an older one.
+TEST(ClusterValidate, KeysRemovedSinceTheRestatedSchema) {
+  const std::string text = R"(Region: us-west-2
+Image: {Os: alinux2023}
+HeadNode:
+  InstanceType: c5.xlarge
+  Networking: {SubnetId: subnet-0123456789abcdef0}
+  Ssh: {KeyName: k}
+LoginNodes:
+  Pools:
+    - Name: login
+      Count: 1
+      InstanceType: c5.xlarge
+      Networking: {SubnetIds: [subnet-0123456789abcdef0]}
+      Ssh: {KeyName: k}
+Scheduling:
+  Scheduler: slurm
+  SlurmQueues:
+    - Name: q
+      Networking: {SubnetIds: [subnet-0123456789abcdef0]}
+      ComputeResources: [{Name: c, InstanceType: c5.xlarge, MinCount: 0, MaxCount: 2}]
+)";
+  const auto removed = [&](const std::string& release) {
+    for (const auto& f : validate_cluster_config(text, "c.yaml", {false, false, release}))
+      if (f.path == "LoginNodes.Pools[].Ssh.KeyName" && f.severity == Severity::error) return f.str();
+    return std::string();
+  };
+  EXPECT_EQ(removed("3.14.0"), "");
+  EXPECT_NE(
+      removed("3.16.3").find("c.yaml:13:22: LoginNodes.Pools[].Ssh.KeyName: removed from ParallelCluster's "
+                             "schema by 3.15.1 (this file is for 3.16.3)"),
+      std::string::npos)
+      << removed("3.16.3");
+  EXPECT_NE(removed("").find("removed"), std::string::npos) << "the newest release by default";
+  EXPECT_NE(schema_basis("3.16.3").find("keys added after 3.12.0 are not known to pcdino"),
+            std::string::npos);
+  EXPECT_EQ(release_problem("3.16.3"), "");
+  EXPECT_NE(release_problem("3.9.0"), "");
 }
 
 // ParallelCluster 3.11.1 slurm_settings_validator.py: parameters it writes itself are refused at each level
@@ -687,7 +754,7 @@ TEST(ClusterExamples, PassTheSchemaTheValidatorsAndStrict) {
             ? "W HeadNode.Ssh.KeyName: no key pair: nobody can log in to the head node unless the AMI allows "
               "another way\n"
             : "";
-    EXPECT_EQ(findings(text, {false, true}), expected) << name << " as a template";
+    EXPECT_EQ(findings(text, {false, true, ""}), expected) << name << " as a template";
     EXPECT_EQ(findings(rendered(text)), expected) << name << " rendered";
     EXPECT_NE(findings(text).find("E HeadNode.Networking.SubnetId: '${PUBLIC_SUBNET_ID}' is an unrendered"),
               std::string::npos)
@@ -718,8 +785,8 @@ TEST(ClusterExamples, ParallelClustersMinimalExampleHasNoError) {
 TEST(ClusterExamples, ParallelClustersFullExampleGetsItsOwnErrors) {
   std::string errors, sources;
   for (const auto& f : validate_cluster_config(
-           read_text(std::string(PCDINO_SOURCE_DIR) + "/tests/cluster/pcluster-slurm.full.yaml"),
-           "full.yaml")) {
+           read_text(std::string(PCDINO_SOURCE_DIR) + "/tests/cluster/pcluster-slurm.full.yaml"), "full.yaml",
+           {false, false, parallelcluster_release()})) {
     if (f.severity != Severity::error) continue;
     errors += f.path + "\n";
     sources += f.source + "\n";
@@ -776,7 +843,7 @@ TEST(ClusterCorpus, SameVerdictAsParallelCluster) {
       text.insert(text.find(after) + after.size(), block);
     }
     std::vector<std::string> errors;
-    for (const auto& f : validate_cluster_config(text, name))
+    for (const auto& f : validate_cluster_config(text, name, {false, false, parallelcluster_release()}))
       if (f.severity == Severity::error) errors.push_back(f.path + ": " + f.message);
     std::string all;
     for (const auto& e : errors) all += "\n  " + e;
@@ -821,7 +888,8 @@ TEST(ClusterGenerate, WorkshopSpecGivesTheWorkshopsConfiguration) {
   once << c;
   twice << YAML::Load(once.c_str());
   EXPECT_EQ(std::string(once.c_str()), std::string(twice.c_str()));
-  EXPECT_EQ(findings(files.cluster_config, {false, true}), "") << "a template, no error, policy or warning";
+  EXPECT_EQ(findings(files.cluster_config, {false, true, ""}), "")
+      << "a template, no error, policy or warning";
 }
 
 TEST(ClusterGenerate, WorkshopGpuMismatchIsReported) {

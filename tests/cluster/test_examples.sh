@@ -55,7 +55,7 @@ run "$PCDINO_BIN" cluster validate --template --strict "$EX/workshop/cluster-con
 assert_rc 0 "as a template it passes --strict"
 
 # commands.sh against stand-ins for the two cloud CLIs (no AWS account here): `pcluster version` prints
-# what ParallelCluster 3.11.1 prints (cli/commands/version.py: json.dumps({"version": ...}, indent=2)),
+# what ParallelCluster prints (v3.11.1 cli/commands/version.py: json.dumps({"version": ...}, indent=2)),
 # and every call is logged. envsubst is the real one.
 mkdir -p "$W/bin"
 cat >"$W/bin/pcluster" <<'SH'
@@ -72,13 +72,13 @@ SH
 chmod +x "$W/bin/pcluster" "$W/bin/aws"
 cp -r "$EX/p5-efa" "$W/commands"
 export CALLS="$W/calls.log"
-FAKE_PCLUSTER_VERSION=3.12.0 PATH="$W/bin:$PATH" run "$W/commands/commands.sh"
+FAKE_PCLUSTER_VERSION=3.11.1 PATH="$W/bin:$PATH" run "$W/commands/commands.sh"
 assert_rc 69 "commands.sh refuses a pcluster of another release"
-assert_contains "$ERR" "this configuration is for pcluster 3.11.1, found '3.12.0'" "naming both releases"
+assert_contains "$ERR" "this configuration is for pcluster 3.16.3, found '3.11.1'" "naming both releases"
 assert_eq "$(cat "$CALLS")" "pcluster version" "and calls nothing else"
 rm -f "$CALLS"
-FAKE_PCLUSTER_VERSION=3.11.1 PATH="$W/bin:$PATH" run "$W/commands/commands.sh"
-assert_rc 0 "commands.sh with pcluster 3.11.1"
+FAKE_PCLUSTER_VERSION=3.16.3 PATH="$W/bin:$PATH" run "$W/commands/commands.sh"
+assert_rc 0 "commands.sh with pcluster 3.16.3"
 assert_eq "$(grep -c '^pcluster create-cluster' "$CALLS")" 2 "create-cluster runs twice"
 assert_contains "$(grep '^pcluster create-cluster' "$CALLS" | head -1)" "--dryrun true" "first as a dry run"
 upload=$(grep -n '^aws s3 cp' "$CALLS" | cut -d: -f1)
@@ -96,9 +96,14 @@ sed "s/os: ubuntu2204/os: alinux2023/" "$PCDINO_SOURCE_DIR/ami/examples/current.
 sed "s|ami_spec: .*|ami_spec: $W/other-image.yaml|" "$EX/p5-efa.yaml" >"$W/p5-other-os.yaml"
 run "$PCDINO_BIN" cluster generate "$W/p5-other-os.yaml" --out "$W/other-os"
 assert_rc 78 "generate refuses an image built for another OS"
-assert_contains "$ERR" "builds for ParallelCluster 3.11.1 on alinux2023, the cluster is ParallelCluster 3.11.1 on ubuntu2204" \
+assert_contains "$ERR" "builds for ParallelCluster 3.16.3 on alinux2023, the cluster is ParallelCluster 3.16.3 on ubuntu2204" \
   "naming both"
 assert_eq "$(ls "$W/other-os" 2>/dev/null)" "" "and writes nothing"
+# Ubuntu 24.04's official AMI has no Lustre client: the p5 site (FSx for Lustre) on it is refused.
+sed "s/os: ubuntu2204/os: ubuntu2404/" "$EX/p5-efa.yaml" >"$W/p5-2404.yaml"
+run "$PCDINO_BIN" cluster generate "$W/p5-2404.yaml" --out "$W/p5-2404"
+assert_rc 78 "FSx for Lustre on ubuntu2404 is refused"
+assert_contains "$ERR" "storage.fsx: ParallelCluster 3.16.3's official ubuntu2404 AMI has no Lustre client" "saying why"
 
 # monitoring.prometheus on the p5 site: the configuration still passes (--strict), head-node.sh passes
 # ShellCheck, and the prometheus.yml it writes passes `promtool check config` with pcdino's rules.

@@ -1,6 +1,7 @@
 // The metrics files of issue #40: what a process writes into the node exporter's textfile directory, when
 // it goes away, the names it accepts, and that the alert rules and the dashboard use only those names.
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "pcdino/core/exporters.hpp"
 #include "pcdino/monitoring/metrics.hpp"
 
 namespace fs = std::filesystem;
@@ -208,4 +210,34 @@ TEST(Metrics, RulesAndDashboardUseExportedNames) {
     }
   }
   EXPECT_GT(used, 20u);
+}
+
+// Every DCGM field the dashboard and the alerts read is one dcgm-exporter exports by default, as its
+// counters file at the pinned tag says (monitoring/upstream/dcgm-exporter-counters.yaml), and the image
+// checks exactly the fields they read (pcdino/core/exporters.hpp).
+TEST(Metrics, GpuPanelsAndAlertUseDcgmExportersDefaultCounters) {
+  const YAML::Node counters = YAML::LoadFile(
+      (fs::path(PCDINO_SOURCE_DIR) / "monitoring/upstream/dcgm-exporter-counters.yaml").string());
+  ASSERT_EQ(counters["release"].Scalar(), pcdino::exporters::kDcgmExporterRelease);
+  ASSERT_EQ(counters["port"].as<int>(), pcdino::exporters::kDcgmExporterPort);
+  std::set<std::string> enabled;
+  for (const auto& kv : counters["enabled"]) enabled.insert(kv.first.Scalar());
+  ASSERT_GT(enabled.size(), 20u);
+  const std::regex field("DCGM_[A-Z0-9_]+");
+  std::set<std::string> used;
+  for (const char* file : {"monitoring/rules/pcdino-alerts.yml", "monitoring/grafana/pcdino-job.json"}) {
+    const std::string text = slurp(fs::path(PCDINO_SOURCE_DIR) / file);
+    for (std::sregex_iterator it(text.begin(), text.end(), field), end; it != end; ++it) {
+      EXPECT_TRUE(enabled.count(it->str()))
+          << file << " reads " << it->str() << ", which dcgm-exporter does not export by default";
+      used.insert(it->str());
+    }
+  }
+  const std::set<std::string> checked(pcdino::exporters::dcgm_fields_used().begin(),
+                                      pcdino::exporters::dcgm_fields_used().end());
+  EXPECT_EQ(used, checked) << "the image checks the fields the dashboard and the alerts read";
+  // The four GPU panels: utilisation, memory, power, XID.
+  const std::string dashboard = slurp(fs::path(PCDINO_SOURCE_DIR) / "monitoring/grafana/pcdino-job.json");
+  for (const char* title : {"GPU utilisation", "GPU memory used", "GPU power", "XID errors"})
+    EXPECT_NE(dashboard.find(std::string("\"title\": \"") + title + "\""), std::string::npos) << title;
 }

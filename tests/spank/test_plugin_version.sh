@@ -34,6 +34,16 @@ run "$PCDINO_BIN" ami check-plugin "$OTHER"
 assert_rc 78 "the plugin built for 23.11 is refused"
 assert_contains "$ERR" "is built for Slurm 23.11.10 but the node runs Slurm $slurm" "naming both versions"
 assert_contains "$ERR" "rebuild pcdino against this Slurm's headers" "and the rebuild to do"
+# Judged against a release's AMIs instead of this node: 3.11.1 runs 23.11.10, 3.16.3 runs 25.11.8.
+run "$PCDINO_BIN" ami check-plugin "$OTHER" --parallelcluster 3.11.1
+assert_rc 0 "the 23.11 plugin loads on ParallelCluster 3.11.1's AMIs"
+run "$PCDINO_BIN" ami check-plugin "$OTHER" --parallelcluster 3.16.3
+assert_rc 78 "the 23.11 plugin is refused for ParallelCluster 3.16.3"
+assert_contains "$ERR" "is built for Slurm 23.11.10 but the node runs Slurm 25.11.8" "naming 3.16.3's Slurm"
+assert_contains "$ERR" "(ParallelCluster 3.16.3's AMIs)" "and the release"
+run "$PCDINO_BIN" ami check-plugin "$OTHER" --parallelcluster 3.14.1
+assert_rc 78 "a release whose Slurm is unknown is refused, not guessed"
+assert_contains "$ERR" "its Slurm is unknown" "saying so"
 
 # Listed in plugstack.conf: the real srun refuses to load it (Slurm's own version check).
 echo "required $OTHER" >"$LOCAL_CLUSTER_DIR/etc/plugstack.conf.new"

@@ -18,15 +18,15 @@ source "amazon-ebs" "node" {
   instance_type = "c6i.4xlarge"
   source_ami_filter {
     filters = {
-      name                = "aws-parallelcluster-3.11.1-ubuntu-2204-lts-hvm-x86_64*"
+      name                = "aws-parallelcluster-3.16.3-ubuntu-2204-lts-hvm-x86_64*"
       virtualization-type = "hvm"
     }
     owners      = ["amazon"]
     most_recent = true
   }
   ssh_username  = "ubuntu"
-  ami_name      = "pcdino-p5-cuda124-{{timestamp}}"
-  ami_description = "pcdino compute-node image: driver 550.127.05, CUDA 12.4.1, NCCL 2.21.5-1, EFA 1.36.0"
+  ami_name      = "pcdino-p5-pc316-{{timestamp}}"
+  ami_description = "pcdino compute-node image: driver 595.112.07, CUDA 12.4.1, NCCL 2.21.5-1, EFA 1.51.0"
 
   launch_block_device_mappings {
     device_name           = "/dev/sda1"
@@ -39,21 +39,21 @@ source "amazon-ebs" "node" {
 
   # ParallelCluster checks these on a custom AMI; the rest record the stack.
   tags = {
-    "parallelcluster:version" = "3.11.1"
+    "parallelcluster:version" = "3.16.3"
     "parallelcluster:os"      = "ubuntu2204"
     "parallelcluster:build_status" = "available"
-    "pcdino:spec"             = "pcdino-p5-cuda124"
+    "pcdino:spec"             = "pcdino-p5-pc316"
     "pcdino:aws_ofi_nccl" = "1.12.0"
     "pcdino:cuda" = "12.4.1"
     "pcdino:cudnn" = "9.1.0.70"
-    "pcdino:efa_installer" = "1.36.0"
+    "pcdino:dcgm_exporter" = "4.8.2-1"
+    "pcdino:efa_installer" = "1.51.0"
     "pcdino:enroot" = "3.5.0"
-    "pcdino:fabric_manager" = "550.127.05"
     "pcdino:libtorch" = "2.5.1+cu124"
     "pcdino:nccl" = "2.21.5-1"
     "pcdino:nccl_tests" = "2.13.11"
     "pcdino:node_exporter" = "1.3.1"
-    "pcdino:nvidia_driver" = "550.127.05"
+    "pcdino:nvidia_driver" = "595.112.07"
     "pcdino:pcdino" = "0.1.0"
     "pcdino:pyxis" = "0.20.0"
   }
@@ -77,7 +77,6 @@ build {
     scripts = [
       "scripts/00-base.sh",
       "scripts/10-nvidia-driver.sh",
-      "scripts/15-fabric-manager.sh",
       "scripts/20-cuda.sh",
       "scripts/30-cudnn.sh",
       "scripts/40-nccl.sh",
@@ -85,6 +84,7 @@ build {
       "scripts/60-aws-ofi-nccl.sh",
       "scripts/70-enroot-pyxis.sh",
       "scripts/75-node-exporter.sh",
+      "scripts/77-dcgm-exporter.sh",
       "scripts/80-nccl-tests.sh",
       "scripts/85-pcdino.sh",
       "scripts/90-system.sh",

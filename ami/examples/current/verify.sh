@@ -37,7 +37,19 @@ if [ -n "$(want node_exporter)" ]; then
   check "textfile directory" "/var/lib/prometheus/node-exporter 1777" "$(stat -c '%n %a' /var/lib/prometheus/node-exporter 2>/dev/null || echo missing)"
   check node_textfile_scrape_error 0 "$(sed -n 's/^node_textfile_scrape_error \([0-9.e+-]*\)$/\1/p' <<<"$metrics")"
 fi
+# dcgm-exporter (versions.dcgm_exporter): it answers on :9400 with a GPU utilisation series per GPU.
+if [ -n "$(want dcgm_exporter)" ]; then
+  installed=$(dpkg-query -W -f='${Version}' datacenter-gpu-manager-exporter 2>/dev/null || echo missing)
+  check dcgm_exporter "$(want dcgm_exporter)" "$installed"
+  gpus=$(curl -fsS --max-time 10 http://localhost:9400/metrics 2>/dev/null | grep -c '^DCGM_FI_DEV_GPU_UTIL{' || true)
+  check "dcgm-exporter GPUs" "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)" "$gpus"
+fi
 check pcdino "$(want pcdino)" "$("$PCDINO_PREFIX/bin/pcdino" --version 2>/dev/null | sed -n '1s/^pcdino \([^ ]*\).*/\1/p')"
+# A pcdino built on the image writes its metrics (85-pcdino.sh requires prometheus-cpp there).
+PCDINO_BUILT=source
+if [ "$PCDINO_BUILT" = source ]; then
+  check "pcdino metrics" "prometheus-cpp" "$("$PCDINO_PREFIX/bin/pcdino" --version 2>/dev/null | sed -n 's/^  metrics   \([^ ]*\).*/\1/p')"
+fi
 # The system libraries the package was built against (its package.txt), each resolved on this node.
 plugin=$SLURM_PREFIX/lib/slurm/spank_pcdino.so
 resolved=$(ldd "$PCDINO_PREFIX"/bin/* "$plugin" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1}' | sort -u)

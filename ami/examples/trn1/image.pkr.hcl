@@ -18,7 +18,7 @@ source "amazon-ebs" "node" {
   instance_type = "c6i.4xlarge"
   source_ami_filter {
     filters = {
-      name                = "aws-parallelcluster-3.11.1-ubuntu-2204-lts-hvm-x86_64*"
+      name                = "aws-parallelcluster-3.16.3-ubuntu-2204-lts-hvm-x86_64*"
       virtualization-type = "hvm"
     }
     owners      = ["amazon"]
@@ -39,11 +39,11 @@ source "amazon-ebs" "node" {
 
   # ParallelCluster checks these on a custom AMI; the rest record the stack.
   tags = {
-    "parallelcluster:version" = "3.11.1"
+    "parallelcluster:version" = "3.16.3"
     "parallelcluster:os"      = "ubuntu2204"
     "parallelcluster:build_status" = "available"
     "pcdino:spec"             = "pcdino-trn1-neuron"
-    "pcdino:efa_installer" = "1.36.0"
+    "pcdino:efa_installer" = "1.51.0"
     "pcdino:enroot" = "3.5.0"
     "pcdino:libtorch" = "2.5.1+cpu"
     "pcdino:neuron_sdk" = "2.22.0"

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 REGION=us-west-2
-PCLUSTER_VERSION=3.11.1
+PCLUSTER_VERSION=3.16.3
 installed=$(pcluster version | sed -n 's/.*"version": *"\([^"]*\)".*/\1/p')
 if [ "$installed" != "$PCLUSTER_VERSION" ]; then
   echo "commands.sh: this configuration is for pcluster $PCLUSTER_VERSION, found '${installed}'" >&2

@@ -14,7 +14,10 @@ mkdir -p "$PREFIX/versions"
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
 CUDA_MM=12.4
-# ParallelCluster 3.11.1's AMI ships CUDA 12.4.1 (aws-parallelcluster-cookbook v3.11.1 cookbooks/aws-parallelcluster-platform/attributes/platform.rb:13,19, recipes/install/cuda.rb:22-23, aws-parallelcluster-environment/attributes/environment.rb:73, cookbooks/aws-parallelcluster-slurm/attributes/slurm_attributes.rb:26).
+RUNFILE=cuda_12.4.1_550.54.15_linux.run
+wget -q -O /tmp/cuda.run "https://developer.download.nvidia.com/compute/cuda/12.4.1/local_installers/$RUNFILE"
+sh /tmp/cuda.run --silent --toolkit --toolkitpath="/usr/local/cuda-$CUDA_MM" --no-opengl-libs --override
+rm -f /tmp/cuda.run
 ln -sfn "/usr/local/cuda-$CUDA_MM" /usr/local/cuda
 "/usr/local/cuda/bin/nvcc" --version | grep -q "release $CUDA_MM" || fail "nvcc does not report release $CUDA_MM"
 done_ok

@@ -19,6 +19,13 @@ wget -q -O /tmp/enroot-caps.deb "$base/enroot+caps_$VERSION-1_amd64.deb"
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades /tmp/enroot.deb /tmp/enroot-caps.deb
 rm -f /tmp/enroot.deb /tmp/enroot-caps.deb
 enroot version | grep -qx "$VERSION" || fail "enroot version is $(enroot version)"
-# ParallelCluster 3.11.1's AMI ships Pyxis 0.20.0 (aws-parallelcluster-cookbook v3.11.1 cookbooks/aws-parallelcluster-platform/attributes/platform.rb:13,19, recipes/install/cuda.rb:22-23, aws-parallelcluster-environment/attributes/environment.rb:73, cookbooks/aws-parallelcluster-slurm/attributes/slurm_attributes.rb:26).
+PYXIS=0.20.0
+rm -rf /tmp/pyxis
+git clone -q --depth 1 --branch "v$PYXIS" https://github.com/NVIDIA/pyxis.git /tmp/pyxis
+make -C /tmp/pyxis CPPFLAGS="-I /opt/slurm/include"
+mkdir -p /usr/local/lib/slurm
+install -m 0755 /tmp/pyxis/spank_pyxis.so /usr/local/lib/slurm/spank_pyxis.so.new
+mv -f /usr/local/lib/slurm/spank_pyxis.so.new /usr/local/lib/slurm/spank_pyxis.so
+rm -rf /tmp/pyxis
 [ -f /usr/local/lib/slurm/spank_pyxis.so ] || fail "no /usr/local/lib/slurm/spank_pyxis.so"
 done_ok

@@ -17,5 +17,5 @@ mkdir -p /opt/pcdino
 install -m 0644 /tmp/pcdino-files/manifest.json /opt/pcdino/manifest.json.tmp
 mv /opt/pcdino/manifest.json.tmp /opt/pcdino/manifest.json
 install -m 0755 /tmp/pcdino-files/verify.sh /opt/pcdino/verify.sh
-grep -q '"name": "pcdino-p5-cuda124"' /opt/pcdino/manifest.json || fail "manifest not installed"
+grep -q '"name": "pcdino-p5-pc316"' /opt/pcdino/manifest.json || fail "manifest not installed"
 done_ok

@@ -16,9 +16,9 @@ done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$CO
 SLURM_PREFIX=${SLURM_PREFIX:-/opt/slurm}
 MPI_HOME=${MPI_HOME:-/opt/amazon/openmpi}
 EFA_HOME=${EFA_HOME:-/opt/amazon/efa}
-# The Slurm that ParallelCluster 3.11.1's nodes run (aws-parallelcluster-cookbook v3.11.1 cookbooks/aws-parallelcluster-slurm/attributes/versions.rb:2). Slurm loads a SPANK plugin only
+# The Slurm that ParallelCluster 3.16.3's nodes run (release page v3.16.3 (2026-11-17): 'NVIDIA driver, Fabric Manager, and IMEX to version 595.112.07', 'EFA installer to 1.51.0' (libfabric-aws 2.7.0-1, openmpi40-aws 4.1.8-1, openmpi50-aws 5.0.9-11); no Slurm line (25.11.8 since 3.16.1); its CUDA was not read at the tag). Slurm loads a SPANK plugin only
 # of its own major.minor, so the headers must be that Slurm's: checked before anything is installed or built.
-SLURM_RELEASE=23.11.10
+SLURM_RELEASE=25.11.8
 header=$SLURM_PREFIX/include/slurm/slurm_version.h
 [ -f "$header" ] || fail "no $header: this is not ParallelCluster's AMI (its Slurm headers are missing)"
 # SLURM_VERSION_NUMBER = major << 16 | minor << 8 | micro; Slurm names releases with a two-digit minor.
@@ -26,7 +26,7 @@ number=$(awk '$1 == "#define" && $2 == "SLURM_VERSION_NUMBER" {print $3}' "$head
 [ -n "$number" ] || fail "no SLURM_VERSION_NUMBER in $header"
 headers=$(printf '%d.%02d.%d' $((number >> 16 & 255)) $((number >> 8 & 255)) $((number & 255)))
 if [ "${headers%.*}" != "${SLURM_RELEASE%.*}" ]; then
-  fail "$header is Slurm $headers, ParallelCluster 3.11.1 runs Slurm $SLURM_RELEASE: a plugin built against these headers would not load; build on ParallelCluster 3.11.1's own AMI"
+  fail "$header is Slurm $headers, ParallelCluster 3.16.3 runs Slurm $SLURM_RELEASE: a plugin built against these headers would not load; build on ParallelCluster 3.16.3's own AMI"
 fi
 SRC=${PCDINO_FILES:-/tmp/pcdino-files}/pcdino-0.1.0-src.tar.gz
 [ -f "$SRC" ] || fail "missing files/pcdino-0.1.0-src.tar.gz: make it with scripts/package --source (see files/README)"
@@ -51,10 +51,26 @@ else
 fi
 WORK=$(mktemp -d /tmp/pcdino-build.XXXXXX)
 tar -xzf "$SRC" -C "$WORK"
+# prometheus-cpp 1.0.1 for pcdino's metrics: ubuntu2204 packages none (digest: open-telemetry/opentelemetry-cpp bazel/repository.bzl (Bazel http_archive sha256 of v1.0.1) and Debian's prometheus-cpp_1.0.1.orig.tar.gz).
+prom=${PCDINO_FILES:-/tmp/pcdino-files}/prometheus-cpp-1.0.1.tar.gz
+if [ ! -f "$prom" ]; then
+  prom=$WORK/prometheus-cpp-1.0.1.tar.gz
+  wget -q -O "$prom" "https://github.com/jupp0r/prometheus-cpp/archive/refs/tags/v1.0.1.tar.gz"
+fi
+echo "593e028d401d3298eada804d252bc38d8cab3ea1c9e88bcd72095281f85e6d16  $prom" | sha256sum -c --quiet - ||
+  fail "$prom is not the pinned prometheus-cpp 1.0.1 (sha256 differs)"
+tar -xzf "$prom" -C "$WORK"
+cmake -S "$WORK/prometheus-cpp-1.0.1" -B "$WORK/prometheus-cpp-build" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DENABLE_PULL=OFF \
+  -DENABLE_PUSH=OFF -DENABLE_COMPRESSION=OFF -DENABLE_TESTING=OFF -DCMAKE_INSTALL_PREFIX="$WORK/prometheus-cpp" \
+  >/dev/null
+cmake --build "$WORK/prometheus-cpp-build" --parallel "$(nproc)" >/dev/null
+cmake --install "$WORK/prometheus-cpp-build" >/dev/null
 export PKG_CONFIG_PATH="$EFA_HOME/lib64/pkgconfig:$EFA_HOME/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 # The install keeps the link-time library paths (LibTorch, NCCL, Open MPI) as RUNPATH: nothing is copied.
 cmake -S "$WORK/pcdino-0.1.0-src" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPCDINO_BUILD_TESTS=OFF \
-  -DPCDINO_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$TORCH" -DSLURM_INCLUDE_DIR="$SLURM_PREFIX/include" \
+  -DPCDINO_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$TORCH;$WORK/prometheus-cpp" -DPCDINO_REQUIRE_METRICS=ON \
+  -DSLURM_INCLUDE_DIR="$SLURM_PREFIX/include" \
   -DMPI_HOME="$MPI_HOME" -DCMAKE_INSTALL_PREFIX="$PREFIX" -DCMAKE_INSTALL_RPATH_USE_LINK_PATH=ON
 cmake --build "$WORK/build" --parallel "$(nproc)"
 DESTDIR="$WORK/stage" cmake --install "$WORK/build" >/dev/null
@@ -72,4 +88,6 @@ missing=$(ldd "$PREFIX"/bin/* "$plugin" | awk '/not found/ {print $1}' | sort -u
 mkdir -p /usr/local/lib/slurm
 install -m 0755 "$plugin" /usr/local/lib/slurm/spank_pcdino.so.new
 mv -f /usr/local/lib/slurm/spank_pcdino.so.new /usr/local/lib/slurm/spank_pcdino.so
+# The node exporter reads pcdino's metrics only from a build that writes them.
+"$PREFIX/bin/pcdino" --version | grep -q "^  metrics   prometheus-cpp" || fail "pcdino is built without metrics"
 done_ok

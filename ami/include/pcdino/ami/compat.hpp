@@ -30,20 +30,6 @@ struct Incompatibility {
 /// version (node_exporter.hpp); an OS without one refuses it.
 std::vector<Incompatibility> check_compatibility(const ImageSpec& spec);
 
-/// What ParallelCluster's official AMI of a release already holds (its cookbook's attributes), or nullptr
-/// for a release the table does not know.
-struct BaseAmi {
-  const char* release;
-  const char* nvidia_driver;
-  const char* fabric_manager;  ///< installed at the driver's version and version-locked
-  const char* cuda;            ///< full version, in /usr/local/cuda-<major.minor>
-  const char* efa_installer;
-  const char* enroot;  ///< "" where the release installs none
-  const char* pyxis;
-  const char* source;
-};
-const BaseAmi* base_ami(const std::string& parallelcluster_version);
-
 /// Whether `instance_type` has NVSwitches (p4d, p4de, p5, p5e, p5en), where NVIDIA Fabric Manager must run
 /// at exactly the driver's version or CUDA reports "system not yet initialized".
 bool has_nvswitch(const std::string& instance_type);

@@ -6,13 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "pcdino/core/exporters.hpp"
+
 namespace pcdino::ami {
 
-/// The textfile collector's directory: Debian's and Ubuntu's default `--collector.textfile.directory`
-/// (their prometheus-node-exporter package), and the default of pcdino's metrics directory.
-inline constexpr const char* kTextfileDirectory = "/var/lib/prometheus/node-exporter";
-/// The node exporter's port (its default `--web.listen-address`, :9100).
-inline constexpr int kNodeExporterPort = 9100;
+using exporters::kNodeExporterPort;
+using exporters::kTextfileDirectory;
 
 /// What an OS's own repositories offer for the node exporter. `package` is "" where they have none; `why`
 /// then says so and where it is found instead (a repository the image does not use).

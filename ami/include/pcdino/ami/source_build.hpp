@@ -1,26 +1,14 @@
 // What an image needs to build pcdino from its source on the build instance, the way ParallelCluster's
 // cookbook builds Pyxis there (aws-parallelcluster-cookbook install_pyxis.rb: against /opt/slurm/include):
-// the Slurm each ParallelCluster release installs, the pinned LibTorch downloads, and each OS's packages
-// for pcdino's dependencies. Each fact is a table row with its source.
+// the pinned LibTorch downloads and library sources, and each OS's packages for pcdino's dependencies (the
+// Slurm each release installs is in pcdino/core/parallelcluster.hpp). Each fact is a table row with its
+// source.
 #pragma once
 
 #include <string>
 #include <vector>
 
 namespace pcdino::ami {
-
-/// The Slurm a ParallelCluster release builds into its AMIs' /opt/slurm (headers in /opt/slurm/include).
-struct SlurmRelease {
-  const char* parallelcluster;  ///< "3.11.1"
-  const char* slurm;            ///< "23.11.10"
-  const char* source;           ///< the cookbook file (and line) or CHANGELOG entry
-};
-
-/// The row for `parallelcluster_version`, or nullptr for a release the table does not know.
-const SlurmRelease* slurm_release(const std::string& parallelcluster_version);
-
-/// Every row, oldest release first (for messages and tests).
-const std::vector<SlurmRelease>& slurm_releases();
 
 /// One LibTorch C++ distribution of PyTorch: release x compute variant.
 struct LibTorchArtifact {
@@ -40,6 +28,21 @@ const std::vector<LibTorchArtifact>& libtorch_artifacts();
 /// "" for a CPU variant ("+cpu"). Throws std::invalid_argument for a version without "+cpu" or "+cuXYZ".
 std::string libtorch_cuda(const std::string& libtorch_version);
 
+/// A library's source release that the image builds where its OS packages none, pinned by digest as the
+/// LibTorch downloads are.
+struct SourceRelease {
+  const char* name;     ///< "prometheus-cpp"
+  const char* version;  ///< "1.0.1"
+  const char* url;      ///< the release's source tarball
+  const char* sha256;   ///< recorded where `source` says
+  const char* source;
+};
+
+/// prometheus-cpp for pcdino's metrics (monitoring/): the release that Debian 12 and Ubuntu 24.04 package,
+/// built (core only, static) by the image's 85-pcdino.sh on an OS without a package
+/// (OsBuildPackages::prometheus_cpp empty).
+const SourceRelease& prometheus_cpp_release();
+
 /// How an OS provides pcdino's build dependencies. `packages` is the install list for the image's package
 /// manager; `missing` names the dependencies the OS's own repositories lack (then a source build on it is
 /// refused by check_compatibility, naming them). MPI, libfabric, Slurm, CUDA and NCCL are not here: the
@@ -49,6 +52,7 @@ struct OsBuildPackages {
   const char* os;  ///< ParallelCluster's Image.Os name
   std::vector<const char*> packages;
   std::vector<const char*> missing;  ///< "HDF5 (source)" per dependency the OS lacks
+  const char* prometheus_cpp;        ///< its prometheus-cpp package, "" = none: the pinned release is built
   const char* source;
 };
 

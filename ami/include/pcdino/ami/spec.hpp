@@ -57,8 +57,10 @@ inline const char* const kNeuronComponents[] = {"neuron_sdk"};
 /// Pinned when pcdino is built from source: the LibTorch download ("2.5.1+cu124", source_build.hpp).
 inline const char* const kSourceBuildComponents[] = {"libtorch"};
 /// Pinned only where needed: Fabric Manager, which NVSwitch systems (p4d, p5) need at the driver's
-/// exact version when the image replaces the base AMI's driver (check_compatibility says when).
-inline const char* const kOptionalNvidiaComponents[] = {"fabric_manager"};
+/// exact version when the image replaces the base AMI's driver (check_compatibility says when); and where
+/// wanted, NVIDIA's dcgm-exporter (its Ubuntu package's version, "4.8.2-1"; pcdino/core/exporters.hpp),
+/// which serves the GPUs' DCGM fields to the head node's Prometheus beside the node exporter.
+inline const char* const kOptionalNvidiaComponents[] = {"fabric_manager", "dcgm_exporter"};
 /// Pinned only where wanted, on any accelerator: the Prometheus node exporter from the OS's own package at
 /// its version (node_exporter.hpp; "1.3.1" on ubuntu2204), with its textfile collector on the directory
 /// pcdino's stages write their metrics to. check_compatibility refuses it on an OS without the package.

@@ -7,14 +7,15 @@
 #include <vector>
 
 #include "pcdino/cluster/site.hpp"
+#include "pcdino/core/exporters.hpp"
 
 namespace pcdino::cluster {
 
 /// Where the pcdino image holds pcdino's alert and recording rules (the package's share/pcdino under
 /// /opt/pcdino, as spank/'s profiles).
 inline constexpr const char* kRulesDirectory = "/opt/pcdino/share/pcdino/monitoring/rules";
-/// The node exporter's port on every compute node (the pcdino image's; ami/node_exporter.hpp).
-inline constexpr int kNodeExporterPort = 9100;
+using exporters::kDcgmExporterPort;
+using exporters::kNodeExporterPort;
 /// Prometheus's own port on the head node (its default --web.listen-address).
 inline constexpr int kPrometheusPort = 9090;
 

@@ -38,10 +38,29 @@ struct ValidateOptions {
   /// cluster-config.yaml, rendered by commands.sh): such a value passes its key's pattern. Without this,
   /// any "${" left in a value is an error.
   bool template_placeholders = false;
+  /// The ParallelCluster release the file is for ("" = the newest in pcdino/core/parallelcluster.hpp): the
+  /// keys removed by then (schema_changes()) are errors.
+  std::string release;
 };
 
 /// The ParallelCluster release whose schema and validators are restated ("3.11.1").
 std::string parallelcluster_release();
+
+/// A change of the cluster schema after parallelcluster_release(), as far as it was found in a source.
+struct SchemaChange {
+  const char* path;     ///< "LoginNodes.Pools[].Ssh.KeyName"
+  const char* removed;  ///< the release from which ParallelCluster refuses it
+  const char* source;
+};
+const std::vector<SchemaChange>& schema_changes();
+
+/// Why configurations for `release` cannot be checked ("" if they can): a release missing from the table, or
+/// older than the schema pcdino restates (3.11.0; its cluster schema equals 3.11.1's).
+std::string release_problem(const std::string& release);
+
+/// What a configuration for `release` is checked against, for messages: "ParallelCluster 3.16.3 (the 3.11.1
+/// schema and offline validators, unchanged through 3.12.0, and 1 key removed since)".
+std::string schema_basis(const std::string& release);
 
 /// Checks a ParallelCluster v3 configuration (YAML text; `name` for messages): the schema walk (unknown
 /// keys with a did-you-mean, types as ParallelCluster's loader reads them, required keys, allowed values,

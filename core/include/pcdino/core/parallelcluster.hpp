@@ -1,0 +1,76 @@
+// What each AWS ParallelCluster release installs on its official AMIs, and for which operating systems it
+// publishes them: one row per release, each with its source (the cookbook at the release's tag, its
+// CHANGELOG, or the release page). The image generator (ami/), its compatibility check, the cluster
+// generator (cluster/) and the doctor read these rows; nothing else names a release's components.
+//
+// An empty field is a fact pcdino could not find: it is shown as "unknown", never guessed, and a check that
+// needs it refuses (or, where the image can bring its own, the image installs its pinned version).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace pcdino::parallelcluster {
+
+/// One release: what its official AMIs hold. Fabric Manager is installed at the driver's version (the
+/// cookbook's fabric_manager resource: `fabric_manager_version` is the driver's), so it has no column.
+struct Release {
+  const char* release;        ///< "3.16.3"
+  const char* slurm;          ///< built into /opt/slurm: "25.11.8"
+  const char* nvidia_driver;  ///< "595.112.07"; "" = unknown
+  const char* cuda;           ///< full version in /usr/local/cuda-<major.minor>: "12.4.1"; "" = unknown
+  const char* efa_installer;  ///< "1.51.0"; "" = unknown
+  const char* enroot;         ///< "" = unknown (or none installed, before 3.11.0)
+  const char* pyxis;          ///< "" = unknown (or none installed)
+  std::string source;         ///< where each column was read
+};
+
+/// Every release from 3.6.0 (Slurm only before 3.10.0), oldest first.
+const std::vector<Release>& releases();
+
+/// The row of `version` ("3.16.3"), or nullptr for a release the table does not hold.
+const Release* find_release(const std::string& version);
+
+/// The newest release in the table: what the examples and the defaults target.
+const Release& newest_release();
+
+/// What the official AMI of `version` on `os` holds: the release's row, with the exceptions one OS keeps
+/// (Amazon Linux 2 stayed on driver 550.127.08 and CUDA 12.4.1 from 3.13.0). nullptr-free: returns false
+/// for a release the table does not hold.
+bool base_ami(const std::string& version, const std::string& os, Release* out);
+
+/// An operating system of ParallelCluster's official AMIs (Image.Os) over releases.
+struct OsSupport {
+  const char* os;       ///< "ubuntu2204"
+  const char* first;    ///< first release with official AMIs for it
+  const char* removed;  ///< first release without them; "" = none known
+  const char*
+      known_through;  ///< newest release whose support was read in a source ("" = all through the table)
+  /// First release whose official AMI has a Lustre client (FSx for Lustre mounts); "" = none known (the
+  /// first AMIs had none and no later release was found to add one): such a node cannot mount FSx for Lustre.
+  const char* lustre_from;
+  const char* source;
+};
+
+/// Every OS row.
+const std::vector<OsSupport>& operating_systems();
+
+/// The row of `os`, or nullptr.
+const OsSupport* find_os(const std::string& os);
+
+/// Why `version` has no official AMI for `os` ("" if it has one). Names the releases that do, and says
+/// "unknown" where the support of a release after `known_through` was not found in a source.
+std::string os_support_problem(const std::string& version, const std::string& os);
+
+/// A caveat ("" if none): `version` is newer than the newest release whose support of `os` was read in a
+/// source, and no removal was found. `ami check` prints it as a note; it does not refuse.
+std::string os_support_note(const std::string& version, const std::string& os);
+
+/// Why FSx for Lustre does not mount on the official AMI of `version` on `os` ("" if it does), with the
+/// source: the OS's official AMI without a Lustre client (Ubuntu 24.04 from 3.13.0).
+std::string lustre_problem(const std::string& version, const std::string& os);
+
+/// -1, 0, 1 as dotted version `a` is older than, equal to or newer than `b` ("3.9.0" < "3.16.3").
+int compare_versions(const std::string& a, const std::string& b);
+
+}  // namespace pcdino::parallelcluster
