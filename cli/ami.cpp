@@ -67,7 +67,7 @@ void add_ami_commands(CLI::App& app) {
       "against `scontrol --version`; exit 78 naming both versions when their major.minor differ (verify.sh)");
   plugin->add_option("plugin", args->plugin, "The plugin (spank_pcdino.so)")->required();
   CLI::Option* slurm_option = plugin->add_option(
-      "--slurm", args->slurm, "Judge against this Slurm version instead of srun's (23.11.10)");
+      "--slurm", args->slurm, "Judge against this Slurm version instead of srun's (25.11.8)");
   plugin
       ->add_option("--parallelcluster", args->parallelcluster,
                    "Judge against the Slurm of this ParallelCluster release's AMIs (3.16.3)")

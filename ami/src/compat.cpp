@@ -374,7 +374,7 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
   if (spec.versions.count("dcgm_exporter") != 0 && spec.os != "ubuntu2204") {
     found.push_back(
         {"versions.dcgm_exporter " + spec.versions.at("dcgm_exporter"), "base.os " + spec.os,
-         "pcdino installs dcgm-exporter from NVIDIA's CUDA repository for Ubuntu only: leave it out on " +
+         "pcdino installs dcgm-exporter from NVIDIA's CUDA repository for ubuntu2204 only: leave it out on " +
              spec.os,
          "ami/src/packer.cpp, 77-dcgm-exporter.sh"});
   }

@@ -365,15 +365,22 @@ done_ok
 )SH"});
   }
   if (s.versions.count("dcgm_exporter") != 0) {
-    // check_compatibility() has refused it off Ubuntu. The package depends on DCGM 4
-    // (datacenter-gpu-manager-4-core), which ParallelCluster's AMI installs (its nvidia_dcgm resource).
+    // check_compatibility() has refused it off ubuntu2204. The package depends on DCGM 4
+    // (datacenter-gpu-manager-4-core), which the cookbook's nvidia_dcgm resource installs from
+    // ParallelCluster's own bucket (its platform.rb dcgm_version '4.6.0-1' in a 2026 commit, 02106c37; not
+    // read at a 3.16 tag) and leaves no NVIDIA repository behind: the dependency is checked against what is
+    // installed, before apt would look for it in a repository the image does not have.
     out.push_back(
         {"77-dcgm-exporter.sh", "dcgm_exporter",
          R"SH(# NVIDIA's dcgm-exporter from its CUDA repository for @FM_REPO@, at the pinned package version; the
 # head node's Prometheus scrapes it on :@DCGM_EXPORTER_PORT@ (its default) for the dashboard's GPU panels.
 PKG=@DCGM_EXPORTER_PACKAGE@
 wget -q -O /tmp/dcgm-exporter.deb "https://developer.download.nvidia.com/compute/cuda/repos/@FM_REPO@/x86_64/${PKG}_${VERSION}_amd64.deb"
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades /tmp/dcgm-exporter.deb
+needs=$(dpkg-deb -f /tmp/dcgm-exporter.deb Depends)
+dcgm=$(dpkg-query -W -f='${Package} ${Version}\n' 'datacenter-gpu-manager*' 2>/dev/null || true)
+if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades /tmp/dcgm-exporter.deb; then
+  fail "$PKG $VERSION needs '$needs'; the AMI has '${dcgm:-no DCGM package}'"
+fi
 rm -f /tmp/dcgm-exporter.deb
 installed=$(dpkg-query -W -f='${Version}' "$PKG")
 [ "$installed" = "$VERSION" ] || fail "$PKG is '$installed', not $VERSION"

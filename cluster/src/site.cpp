@@ -163,8 +163,9 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
            {"mount_dir", "capacity_gib", "deployment_type", "throughput_per_tib", "compression",
             "file_system_id", "import_path", "export_path"});
     s.fsx.enabled = true;
+    // A custom AMI may carry the Lustre client the official one lacks: the site's to know.
     if (const std::string why = parallelcluster::lustre_problem(s.parallelcluster_version, s.os);
-        !why.empty())
+        !why.empty() && s.custom_ami.empty())
       r.fail(f, "storage.fsx", why);
     const std::string mount =
         r.text(f, "mount_dir", "storage.fsx.mount_dir", false, R"(/[A-Za-z0-9/_.-]*)", "an absolute path");

@@ -766,7 +766,7 @@ const std::vector<SchemaChange>& schema_changes() {
   // The 3.13 to 3.16 schemas could not be read (no tag after v3.12.0 in any snapshot, PyPI unreachable):
   // only changes named in a source are here; keys added since are unknown keys to the schema walk.
   static const std::vector<SchemaChange> table = {
-      {"LoginNodes.Pools[].Ssh.KeyName", "3.15.1",
+      {"LoginNodes.Pools[].Ssh.KeyName", "3.15.0", "3.15.1",
        "awslabs/awsome-distributed-ai PR #1211 ('The only configuration parameter removed in the 3.14.2 -> "
        "3.15.1 delta is LoginNodes/Pools/Ssh/KeyName', checked with 3.15.1's ClusterSchema)"},
   };
@@ -833,12 +833,23 @@ std::vector<Finding> validate_cluster_config(const std::string& yaml_text, const
   // The schema data restates Slurm's sections only: an AWS Batch cluster's are not unknown, just unchecked
   // (check_schema_rules says so).
   const bool batch = text(at(root, {"Scheduling", "Scheduler"})) == "awsbatch";
+  const std::string release =
+      options.release.empty() ? std::string(parallelcluster::newest_release().release) : options.release;
+  // Image.Os follows the release's operating systems (the schema's enum is 3.11.1's: no ubuntu2404, and
+  // ubuntu2004 still in it); the custom-AMI-only ones (rocky8, rocky9) keep the schema's verdict.
+  const YAML::Node os = at(root, {"Image", "Os"});
+  const bool release_os = os.IsScalar() && parallelcluster::find_os(os.Scalar()) != nullptr;
   walk_schema(root, options.template_placeholders,
               [&](const YAML::Node& node, const std::string& path, const std::string& message,
                   const std::string& source) {
-                if (!(batch && path.rfind("Scheduling.AwsBatch", 0) == 0))
-                  c.error(node, path, message, source);
+                if (batch && path.rfind("Scheduling.AwsBatch", 0) == 0) return;
+                if (path == "Image.Os" && release_os) return;
+                c.error(node, path, message, source);
               });
+  if (release_os) {
+    if (const std::string why = parallelcluster::os_support_problem(release, os.Scalar()); !why.empty())
+      c.error(os, "Image.Os", why + " (this file is for " + release + ")", "pcdino/core/parallelcluster.hpp");
+  }
   check_schema_rules(c, root);
   const auto queues = items(at(root, {"Scheduling", "SlurmQueues"}));
   const auto storage = items(at(root, {"SharedStorage"}));
@@ -854,15 +865,22 @@ std::vector<Finding> validate_cluster_config(const std::string& yaml_text, const
               "no key pair: nobody can log in to the head node unless the AMI allows another way",
               validator("ec2_validators.py", "KeyPairValidator"));
   check_policy(c, root, queues, options);
-  const std::string release =
-      options.release.empty() ? std::string(parallelcluster::newest_release().release) : options.release;
   for (const auto& change : schema_changes()) {
-    if (parallelcluster::compare_versions(release, change.removed) < 0) continue;
-    for (const auto& node : nodes_at(root, change.path))
-      c.error(node, change.path,
-              std::string("removed from ParallelCluster's schema by ") + change.removed +
-                  " (this file is for " + release + ")",
-              change.source);
+    const bool removed = parallelcluster::compare_versions(release, change.removed) >= 0;
+    const bool maybe = !removed && parallelcluster::compare_versions(release, change.maybe_from) >= 0;
+    if (!removed && !maybe) continue;
+    for (const auto& node : nodes_at(root, change.path)) {
+      if (removed)
+        c.error(node, change.path,
+                std::string("removed from ParallelCluster's schema by ") + change.removed +
+                    " (this file is for " + release + ")",
+                change.source);
+      else
+        c.warning(node, change.path,
+                  std::string("removed from ParallelCluster's schema in ") + change.maybe_from + " or by " +
+                      change.removed + " (this file is for " + release + ")",
+                  change.source);
+    }
   }
   return c.findings;
 }

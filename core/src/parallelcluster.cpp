@@ -1,6 +1,7 @@
 #include "pcdino/core/parallelcluster.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 namespace pcdino::parallelcluster {
@@ -83,19 +84,21 @@ const std::vector<Release>& releases() {
          "Toolkit to version 12.8.1', 'EFA installer to 1.43.2'"},
         {"3.14.1", "", "", "", "", "", "", "release notes not read (its components are unknown)"},
         {"3.14.2", "", "", "", "", "", "", "release notes not read (its components are unknown)"},
-        {"3.15.0", "", "580.126.20", "13.0.2", "1.47.0", "", "",
-         "awslabs/awsome-distributed-ai PR #1211 ('3.15.x ... upgrades ... NVIDIA driver to 580.126.20, CUDA "
-         "to 13.0.2', 'EFA installer to 1.47.0'), the values 3.16.0's notes upgrade from; its Slurm 25.11 "
-         "patch "
-         "is unknown"},
+        {"3.15.0", "", "", "", "", "", "",
+         "release notes not read; awslabs/awsome-distributed-ai PR #1211 gives '3.15.x' figures without "
+         "saying "
+         "which release brought them (see 3.15.1)"},
         {"3.15.1", "25.11.4", "580.126.20", "13.0.2", "1.47.0", "", "",
-         "awslabs/awsome-distributed-ai PR #1211 ('3.15.x ... upgrades Slurm to 25.11.4'); "
-         "aws-parallelcluster "
-         "CHANGELOG.md 3.16.0 (PR #7523) 'from 580.126.20', 'from 13.0.2'"},
-        {"3.16.0", "25.11.6", "580.173.02", "13.3.1", "", "", "",
+         "awslabs/awsome-distributed-ai PR #1211 ('3.15.x ... upgrades Slurm to 25.11.4, EFA installer to "
+         "1.47.0, NVIDIA driver to 580.126.20, CUDA to 13.0.2'), the driver and CUDA confirmed by "
+         "aws-parallelcluster CHANGELOG.md 3.16.0 (PR #7523) 'from 580.126.20', 'from 13.0.2'"},
+        // The 3.16.0 CHANGELOG's CUDA 13.3.1 is not taken: CUDA 13.3 needs a driver >= 610.43.02 (NVIDIA's
+        // table), not its 580.173.02, and a later cookbook change (PR #3249) pairs 595 with 13.2.2.
+        {"3.16.0", "25.11.6", "580.173.02", "", "", "", "",
          "aws-parallelcluster CHANGELOG.md 3.16.0 (PR #7523): 'NVIDIA driver, Fabric Manager, and IMEX to "
-         "version 580.173.02', 'CUDA Toolkit to version 13.3.1'; release page v3.16.1: Slurm 'from 25.11.6'"},
-        {"3.16.1", "25.11.8", "580.173.02", "13.3.1", "", "", "",
+         "version 580.173.02' (its 'CUDA Toolkit to version 13.3.1' contradicts that driver); release page "
+         "v3.16.1: Slurm 'from 25.11.6'"},
+        {"3.16.1", "25.11.8", "580.173.02", "", "", "", "",
          "release page v3.16.1: 'Upgrade Slurm to version 25.11.8 (from 25.11.6)', its only change"},
         {"3.16.2", "25.11.8", "595.71.05", "", "1.49.0", "", "",
          "release page v3.16.3: driver 'from 595.71.05', EFA installer 'from 1.49.0'; its CUDA (13.2.2 by "
@@ -127,10 +130,14 @@ bool base_ami(const std::string& version, const std::string& os, Release* out) {
   const Release* row = find_release(version);
   if (row == nullptr) return false;
   *out = *row;
-  // "for all OSs except AL2" (cookbook CHANGELOG.md 3.13.0, 3.14.0): Amazon Linux 2 kept 3.12's driver/CUDA.
+  // Amazon Linux 2 kept 3.12's driver and CUDA: cookbook CHANGELOG.md 3.13.0 'Upgrade NVIDIA driver to
+  // version 570.86.15 (from 550.127.08) for all OSs except AL2', 'Upgrade CUDA Toolkit to version 12.8.0
+  // (from 12.4.1) for all OSs except AL2'; 3.14.0 the same for 570.172.08 and 12.8.1 ('except Amazon Linux
+  // 2'). After 3.14.0 nothing says: unknown.
   if (os == "alinux2" && compare_versions(version, "3.13.0") >= 0) {
-    out->nvidia_driver = compare_versions(version, "3.14.0") <= 0 ? "550.127.08" : "";
-    out->cuda = compare_versions(version, "3.14.0") <= 0 ? "12.4.1" : "";
+    const bool stated = compare_versions(version, "3.14.0") <= 0;
+    out->nvidia_driver = stated ? "550.127.08" : "";
+    out->cuda = stated ? "12.4.1" : "";
   }
   return true;
 }

@@ -111,6 +111,26 @@ TEST(AmiCompat, ALibTorchForACudaThe595DriverCannotRunIsRefused) {
       << m;
 }
 
+// Each release's own driver runs its own CUDA (NVIDIA's table): a pair that does not is a fact misread.
+TEST(AmiCompat, EveryReleasesDriverRunsItsCuda) {
+  std::size_t checked = 0;
+  for (const auto& row : parallelcluster::releases()) {
+    if (*row.nvidia_driver == '\0' || *row.cuda == '\0') continue;
+    ImageSpec s = example("p5-3.11.yaml");
+    s.parallelcluster_version = row.release;
+    s.versions["nvidia_driver"] = row.nvidia_driver;
+    s.versions["cuda"] = row.cuda;
+    s.versions.erase("fabric_manager");
+    const std::string m = all_messages(s);
+    EXPECT_EQ(m.find("versions.nvidia_driver " + std::string(row.nvidia_driver) + " and versions.cuda"),
+              std::string::npos)
+        << row.release << ": " << m;
+    EXPECT_EQ(m.find("is not in the driver table"), std::string::npos) << row.release << ": " << m;
+    ++checked;
+  }
+  EXPECT_GE(checked, 10u);
+}
+
 TEST(AmiCompat, NcclBuiltForAnotherCudaMajor) {
   ImageSpec s = example("p5-3.11.yaml");
   s.versions["nccl"] = "2.12.7-1";  // published for CUDA 10.2, 11.0, 11.6 only

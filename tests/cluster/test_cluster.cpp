@@ -6,6 +6,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -356,6 +357,28 @@ TEST(ClusterGenerate, PrometheusOnTheHeadNode) {
                                                          {"instance-state-name", "running"}}));
   EXPECT_EQ(node["relabel_configs"][0]["source_labels"][0].as<std::string>(), "__meta_ec2_private_dns_name");
   EXPECT_EQ(node["relabel_configs"][0]["target_label"].as<std::string>(), "instance");
+  // dcgm-exporter's job: the same nodes on :9400, the same instance label (the dashboard joins on it), and
+  // only the instance types with NVIDIA GPUs.
+  const YAML::Node dcgm = p["scrape_configs"][2];
+  EXPECT_EQ(dcgm["job_name"].as<std::string>(), "dcgm");
+  EXPECT_EQ(dcgm["ec2_sd_configs"][0]["port"].as<int>(), 9400);
+  EXPECT_EQ(YAML::Dump(dcgm["ec2_sd_configs"][0]["filters"]), YAML::Dump(sd["filters"]));
+  EXPECT_EQ(dcgm["relabel_configs"][0]["target_label"].as<std::string>(), "instance");
+  const auto kept = [&](const std::string& type) {
+    bool keep = false, drop = false;
+    for (const auto& rule : dcgm["relabel_configs"]) {
+      if (!rule["action"]) continue;
+      const bool match = std::regex_match(type, std::regex(rule["regex"].as<std::string>()));
+      keep = keep || (rule["action"].as<std::string>() == "keep" && match);
+      drop = drop || (rule["action"].as<std::string>() == "drop" && match);
+    }
+    return keep && !drop;
+  };
+  for (const char* gpu : {"p5.48xlarge", "p4d.24xlarge", "p5en.48xlarge", "p6-b200.48xlarge", "g5.12xlarge",
+                          "g6e.xlarge", "g4dn.12xlarge"})
+    EXPECT_TRUE(kept(gpu)) << gpu;
+  for (const char* other : {"c5.4xlarge", "m6i.large", "g4ad.xlarge", "hpc7g.16xlarge", "trn1.32xlarge"})
+    EXPECT_FALSE(kept(other)) << other;
 
   // Prometheus alone: a script without the plugin's part, uploaded to its own prefix.
   SiteSpec alone = site;
@@ -544,6 +567,8 @@ TEST(ClusterSite, ReservationsRootVolumesSlurmSettingsAndRelease) {
       << error("", "image: {os: ubuntu2404}\n" + fsx);
   EXPECT_NE(error("", "image: {os: ubuntu2404}\n" + fsx).find("does not support Lustre"), std::string::npos)
       << "citing the cookbook's 3.13.0 note";
+  EXPECT_EQ(error("", "image: {os: ubuntu2404, custom_ami: ami-0123456789abcdef0}\n" + fsx), "no error")
+      << "a custom AMI may carry the Lustre client";
   EXPECT_NE(error("", "parallelcluster_version: 3.12.0\nimage: {os: ubuntu2404}\n")
                 .find("from ParallelCluster "
                       "3.13.0"),
@@ -579,6 +604,15 @@ Scheduling:
     return std::string();
   };
   EXPECT_EQ(removed("3.14.0"), "");
+  const auto warned = [&](const std::string& release) {
+    for (const auto& f : validate_cluster_config(text, "c.yaml", {false, false, release}))
+      if (f.path == "LoginNodes.Pools[].Ssh.KeyName" && f.severity == Severity::warning) return f.str();
+    return std::string();
+  };
+  EXPECT_EQ(removed("3.15.0"), "") << "3.15.0 may or may not have it";
+  EXPECT_NE(warned("3.15.0").find("removed from ParallelCluster's schema in 3.15.0 or by 3.15.1"),
+            std::string::npos)
+      << warned("3.15.0");
   EXPECT_NE(
       removed("3.16.3").find("c.yaml:13:22: LoginNodes.Pools[].Ssh.KeyName: removed from ParallelCluster's "
                              "schema by 3.15.1 (this file is for 3.16.3)"),
@@ -587,6 +621,22 @@ Scheduling:
   EXPECT_NE(removed("").find("removed"), std::string::npos) << "the newest release by default";
   EXPECT_NE(schema_basis("3.16.3").find("keys added after 3.12.0 are not known to pcdino"),
             std::string::npos);
+  // Image.Os follows the release's operating systems, not the 3.11.1 schema's list.
+  const auto os_error = [&](const std::string& os, const std::string& release) {
+    std::string yaml = text;
+    yaml.replace(yaml.find("Os: alinux2023"), 14, "Os: " + os);
+    for (const auto& f : validate_cluster_config(yaml, "c.yaml", {false, false, release}))
+      if (f.path == "Image.Os" && f.severity == Severity::error) return f.str();
+    return std::string();
+  };
+  EXPECT_EQ(os_error("ubuntu2404", "3.16.3"), "");
+  EXPECT_NE(
+      os_error("ubuntu2404", "3.12.0").find("official ubuntu2404 AMIs exist from ParallelCluster 3.13.0"),
+      std::string::npos);
+  EXPECT_NE(os_error("ubuntu2004", "3.16.3").find("removed there"), std::string::npos);
+  EXPECT_EQ(os_error("ubuntu2004", "3.13.2"), "");
+  EXPECT_EQ(os_error("rocky9", "3.16.3"), "") << "a custom-AMI OS: the schema's verdict";
+  EXPECT_NE(os_error("centos7", "3.16.3"), "") << "not in the schema";
   EXPECT_EQ(release_problem("3.16.3"), "");
   EXPECT_NE(release_problem("3.9.0"), "");
 }

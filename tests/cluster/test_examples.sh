@@ -99,11 +99,15 @@ assert_rc 78 "generate refuses an image built for another OS"
 assert_contains "$ERR" "builds for ParallelCluster 3.16.3 on alinux2023, the cluster is ParallelCluster 3.16.3 on ubuntu2204" \
   "naming both"
 assert_eq "$(ls "$W/other-os" 2>/dev/null)" "" "and writes nothing"
-# Ubuntu 24.04's official AMI has no Lustre client: the p5 site (FSx for Lustre) on it is refused.
-sed "s/os: ubuntu2204/os: ubuntu2404/" "$EX/p5-efa.yaml" >"$W/p5-2404.yaml"
+# Ubuntu 24.04's official AMI has no Lustre client: the p5 site (FSx for Lustre) on it is refused; with its
+# own AMI (which may carry the client) it is the site's call.
+sed "s/os: ubuntu2204/os: ubuntu2404/; /custom_ami:/d; /ami_spec:/d" "$EX/p5-efa.yaml" >"$W/p5-2404.yaml"
 run "$PCDINO_BIN" cluster generate "$W/p5-2404.yaml" --out "$W/p5-2404"
-assert_rc 78 "FSx for Lustre on ubuntu2404 is refused"
+assert_rc 78 "FSx for Lustre on ubuntu2404's official AMI is refused"
 assert_contains "$ERR" "storage.fsx: ParallelCluster 3.16.3's official ubuntu2404 AMI has no Lustre client" "saying why"
+sed "s/os: ubuntu2204/os: ubuntu2404/; /ami_spec:/d" "$EX/p5-efa.yaml" >"$W/p5-2404-own.yaml"
+run "$PCDINO_BIN" cluster generate "$W/p5-2404-own.yaml" --out "$W/p5-2404-own"
+assert_rc 0 "with a custom AMI it is generated, and its configuration (Image.Os ubuntu2404) validates"
 
 # monitoring.prometheus on the p5 site: the configuration still passes (--strict), head-node.sh passes
 # ShellCheck, and the prometheus.yml it writes passes `promtool check config` with pcdino's rules.

@@ -17,7 +17,11 @@ done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$CO
 # head node's Prometheus scrapes it on :9400 (its default) for the dashboard's GPU panels.
 PKG=datacenter-gpu-manager-exporter
 wget -q -O /tmp/dcgm-exporter.deb "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/${PKG}_${VERSION}_amd64.deb"
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades /tmp/dcgm-exporter.deb
+needs=$(dpkg-deb -f /tmp/dcgm-exporter.deb Depends)
+dcgm=$(dpkg-query -W -f='${Package} ${Version}\n' 'datacenter-gpu-manager*' 2>/dev/null || true)
+if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades /tmp/dcgm-exporter.deb; then
+  fail "$PKG $VERSION needs '$needs'; the AMI has '${dcgm:-no DCGM package}'"
+fi
 rm -f /tmp/dcgm-exporter.deb
 installed=$(dpkg-query -W -f='${Version}' "$PKG")
 [ "$installed" = "$VERSION" ] || fail "$PKG is '$installed', not $VERSION"

@@ -39,7 +39,7 @@ struct ValidateOptions {
   /// any "${" left in a value is an error.
   bool template_placeholders = false;
   /// The ParallelCluster release the file is for ("" = the newest in pcdino/core/parallelcluster.hpp): the
-  /// keys removed by then (schema_changes()) are errors.
+  /// keys removed by then (schema_changes()) are errors, and Image.Os must be one of its operating systems.
   std::string release;
 };
 
@@ -48,8 +48,9 @@ std::string parallelcluster_release();
 
 /// A change of the cluster schema after parallelcluster_release(), as far as it was found in a source.
 struct SchemaChange {
-  const char* path;     ///< "LoginNodes.Pools[].Ssh.KeyName"
-  const char* removed;  ///< the release from which ParallelCluster refuses it
+  const char* path;        ///< "LoginNodes.Pools[].Ssh.KeyName"
+  const char* maybe_from;  ///< the first release that may have removed it (a warning from there)
+  const char* removed;     ///< the first release known to refuse it (an error from there)
   const char* source;
 };
 const std::vector<SchemaChange>& schema_changes();
@@ -58,8 +59,9 @@ const std::vector<SchemaChange>& schema_changes();
 /// older than the schema pcdino restates (3.11.0; its cluster schema equals 3.11.1's).
 std::string release_problem(const std::string& release);
 
-/// What a configuration for `release` is checked against, for messages: "ParallelCluster 3.16.3 (the 3.11.1
-/// schema and offline validators, unchanged through 3.12.0, and 1 key removed since)".
+/// What a configuration for `release` is checked against, for messages: "ParallelCluster 3.16.3: the 3.11.1
+/// schema and offline validators, unchanged through 3.12.0, with 1 key(s) removed since; keys added after
+/// 3.12.0 are not known to pcdino".
 std::string schema_basis(const std::string& release);
 
 /// Checks a ParallelCluster v3 configuration (YAML text; `name` for messages): the schema walk (unknown

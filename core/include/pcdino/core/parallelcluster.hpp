@@ -1,7 +1,7 @@
 // What each AWS ParallelCluster release installs on its official AMIs, and for which operating systems it
 // publishes them: one row per release, each with its source (the cookbook at the release's tag, its
-// CHANGELOG, or the release page). The image generator (ami/), its compatibility check, the cluster
-// generator (cluster/) and the doctor read these rows; nothing else names a release's components.
+// CHANGELOG, or the release page). The image generator (ami/), its compatibility check and the cluster
+// generator (cluster/) read these rows; nothing else names a release's components.
 //
 // An empty field is a fact pcdino could not find: it is shown as "unknown", never guessed, and a check that
 // needs it refuses (or, where the image can bring its own, the image installs its pinned version).
@@ -35,8 +35,8 @@ const Release* find_release(const std::string& version);
 const Release& newest_release();
 
 /// What the official AMI of `version` on `os` holds: the release's row, with the exceptions one OS keeps
-/// (Amazon Linux 2 stayed on driver 550.127.08 and CUDA 12.4.1 from 3.13.0). nullptr-free: returns false
-/// for a release the table does not hold.
+/// (Amazon Linux 2 kept driver 550.127.08 through 3.14.0 and CUDA 12.4.1 in 3.13; later, unknown). Returns
+/// false for a release the table does not hold.
 bool base_ami(const std::string& version, const std::string& os, Release* out);
 
 /// An operating system of ParallelCluster's official AMIs (Image.Os) over releases.
@@ -58,8 +58,8 @@ const std::vector<OsSupport>& operating_systems();
 /// The row of `os`, or nullptr.
 const OsSupport* find_os(const std::string& os);
 
-/// Why `version` has no official AMI for `os` ("" if it has one). Names the releases that do, and says
-/// "unknown" where the support of a release after `known_through` was not found in a source.
+/// Why `version` has no official AMI for `os` ("" if it has one, or if no removal is known: see
+/// os_support_note). Names the releases that do, with the source.
 std::string os_support_problem(const std::string& version, const std::string& os);
 
 /// A caveat ("" if none): `version` is newer than the newest release whose support of `os` was read in a
