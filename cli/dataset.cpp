@@ -100,7 +100,7 @@ void add_dataset_commands(CLI::App& app) {
   pack->add_flag("--overwrite", pack_args->overwrite, "Replace a pack already in the output folder");
   pack->callback([pack_args] {
     const PipelineConfig config = pack_args->config.load();
-    const Dataset source = Dataset::open(config.meta.dataset_dir, config.meta.folder_depth_for_labels);
+    const Dataset source = Dataset::open(config.meta);
     PackOptions options;
     options.images_per_shard = pack_args->images_per_shard;
     options.threads = app::default_threads(pack_args->threads, 1);

@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "pcdino/core/config.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/mpi_world.hpp"
 #include "pcdino/core/packed.hpp"
@@ -121,6 +122,14 @@ Dataset Dataset::open(const std::string& dataset_dir, int folder_depth_for_label
   Dataset dataset;
   dataset.impl_ = std::move(d);
   return dataset;
+}
+
+Dataset Dataset::open(const MetaConfig& meta) {
+  return open(meta.dataset_dir, meta.folder_depth_for_labels);
+}
+
+Dataset Dataset::open(const MetaConfig& meta, const MpiWorld& world) {
+  return open(meta.dataset_dir, meta.folder_depth_for_labels, world);
 }
 
 Dataset Dataset::open(const std::string& dataset_dir, int folder_depth_for_labels, const MpiWorld& world) {

@@ -140,7 +140,7 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
                     " has statistics for " + std::to_string(ms.mean.size()));
   }
 
-  const Dataset dataset = Dataset::open(config.meta.dataset_dir, config.meta.folder_depth_for_labels, world);
+  const Dataset dataset = Dataset::open(config.meta, world);
   const auto images = held_out_images(config, dataset);
   const auto mine = shard(images, world.rank(), world.size());
   const ImageTransform transform{config.selected_channels(), config.meta.center_crop};

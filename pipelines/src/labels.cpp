@@ -36,7 +36,7 @@ std::string channel_names_suffix(const PipelineConfig& config) {
 }
 
 LabelsReport run_labels_stage(const PipelineConfig& config) {
-  const Dataset dataset = Dataset::open(config.meta.dataset_dir, config.meta.folder_depth_for_labels);
+  const Dataset dataset = Dataset::open(config.meta);
   const auto images = held_out_images(config, dataset);
   std::vector<std::string> labels, paths;
   for (std::size_t i : images) {

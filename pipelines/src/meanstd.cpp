@@ -94,7 +94,7 @@ std::vector<Moments> accumulate_moments(const Dataset& dataset, const std::vecto
 
 MeanStdReport run_meanstd_stage(const PipelineConfig& config, const MpiWorld& world, int threads) {
   MeanStdReport report;
-  const Dataset dataset = Dataset::open(config.meta.dataset_dir, config.meta.folder_depth_for_labels, world);
+  const Dataset dataset = Dataset::open(config.meta, world);
   const auto sample =
       mean_std_sample(dataset.size(), config.train.fraction_for_mean_std_calc, config.meta.seed);
   if (sample.empty()) {

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "../lib/temp_dir.hpp"
+#include "pcdino/core/config.hpp"
 #include "pcdino/core/dataset.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/packed.hpp"
@@ -44,6 +45,12 @@ TEST(Dataset, OrderAndLabelsFollowImageFolderAndScDino) {
   // Depth 1: one folder higher; "a/z.tiff" has no folder two levels up.
   EXPECT_THROW(Dataset::open(d.path().string(), 1), ConfigError);
   EXPECT_EQ(ds.read(2).at(0, 0, 0), 2);
+  // A pipeline's meta: the same folder and label depth, read from the configuration.
+  MetaConfig meta;
+  meta.dataset_dir = d.path().string();
+  EXPECT_EQ(Dataset::open(meta).labels(), ds.labels());
+  meta.folder_depth_for_labels = 1;
+  EXPECT_THROW(Dataset::open(meta), ConfigError);
 }
 
 TEST(Dataset, BadLayoutsNameTheFolder) {

@@ -600,7 +600,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   torch::manual_seed(c.meta.seed);
   stop_requested.store(false);
 
-  const Dataset ds = Dataset::open(c.meta.dataset_dir, c.meta.folder_depth_for_labels);
+  const Dataset ds = Dataset::open(c.meta);
   std::vector<std::size_t> train =
       train_heldout_split(ds.size(), c.meta.train_datasetsplit_fraction, c.meta.seed).train;
   if (rt.limit_images > 0 && static_cast<std::size_t>(rt.limit_images) < train.size())

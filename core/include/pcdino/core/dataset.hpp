@@ -17,6 +17,7 @@
 namespace pcdino {
 
 class MpiWorld;
+struct MetaConfig;
 
 /// Name of the file that marks a packed dataset directory.
 inline constexpr const char* kPackManifest = "pack.json";
@@ -35,6 +36,11 @@ class Dataset {
   /// metadata server). A packed dataset is opened by each rank (its index is in the HDF5 files). An error
   /// on rank 0 is thrown on every rank, with the same exit code and message.
   static Dataset open(const std::string& dataset_dir, int folder_depth_for_labels, const MpiWorld& world);
+
+  /// The pipeline's dataset: open(meta.dataset_dir, meta.folder_depth_for_labels), and with `world` its
+  /// one-scan form. Every stage opens it through these, so the two keys are read in one place.
+  static Dataset open(const MetaConfig& meta);
+  static Dataset open(const MetaConfig& meta, const MpiWorld& world);
 
   /// Number of images N.
   std::size_t size() const;
