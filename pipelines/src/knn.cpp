@@ -17,6 +17,7 @@
 #include "faiss_id.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
+#include "pcdino/core/knn_vote.hpp"
 #include "pcdino/core/run_files.hpp"
 #include "pcdino/core/split.hpp"
 #include "pcdino/pipelines/features.hpp"
@@ -81,51 +82,20 @@ KnnResult weighted_knn(const std::vector<float>& bank, const std::vector<int>& b
     index = ivf.get();
   }
   index->add(static_cast<FaissId>(nb), b.data());
-  std::vector<float> sims(nq * static_cast<std::size_t>(kmax));
-  std::vector<FaissId> ids(nq * static_cast<std::size_t>(kmax));
+  KnnNeighbours neighbours;
+  neighbours.queries = nq;
+  neighbours.kmax = static_cast<std::size_t>(kmax);
+  neighbours.similarity.resize(nq * neighbours.kmax);
+  std::vector<FaissId> ids(nq * neighbours.kmax);
   // Results come sorted by decreasing similarity, so the k nearest are the first k of the kmax nearest.
-  index->search(static_cast<FaissId>(nq), q.data(), kmax, sims.data(), ids.data());
+  index->search(static_cast<FaissId>(nq), q.data(), kmax, neighbours.similarity.data(), ids.data());
+  neighbours.index.assign(ids.begin(), ids.end());
 
   KnnResult result;
   for (int k : options.ks) {
-    KnnScore score;
-    score.k = k;
-    score.temperature = options.temperature;
-    std::vector<int> predicted(nq);
-    long hits1 = 0, hits2 = 0, hits5 = 0;
-    std::vector<double> votes(static_cast<std::size_t>(num_classes));
-    std::vector<int> order(static_cast<std::size_t>(num_classes));
-    for (std::size_t i = 0; i < nq; ++i) {
-      std::fill(votes.begin(), votes.end(), 0.0);
-      for (int j = 0; j < k; ++j) {
-        const std::size_t at = i * static_cast<std::size_t>(kmax) + static_cast<std::size_t>(j);
-        if (ids[at] < 0) continue;  // IVF found fewer than k neighbours
-        votes[static_cast<std::size_t>(bank_labels[static_cast<std::size_t>(ids[at])])] +=
-            std::exp(static_cast<double>(sims[at]) / options.temperature);
-      }
-      // Classes by decreasing vote, ties by class index, as DINO ranks them (probs.sort over all classes):
-      // with fewer voted classes than min(5, k), classes without votes fill the ranking in index order.
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
-        return votes[static_cast<std::size_t>(x)] > votes[static_cast<std::size_t>(y)];
-      });
-      predicted[i] = order[0];
-      const int target = query_labels[i];
-      const auto hit_within = [&](int m) {
-        const int n = std::min({m, k, num_classes});
-        for (int r = 0; r < n; ++r) {
-          if (order[static_cast<std::size_t>(r)] == target) return true;
-        }
-        return false;
-      };
-      hits1 += hit_within(1), hits2 += hit_within(2), hits5 += hit_within(5);
-    }
-    const double n = static_cast<double>(nq);
-    score.top1 = 100.0 * static_cast<double>(hits1) / n;
-    score.top2 = 100.0 * static_cast<double>(hits2) / n;
-    score.top5 = 100.0 * static_cast<double>(hits5) / n;
-    result.scores.push_back(score);
-    result.predictions.push_back(std::move(predicted));
+    KnnVote vote = weighted_vote(neighbours, k, options.temperature, bank_labels, query_labels, num_classes);
+    result.scores.push_back({k, options.temperature, vote.top1, vote.top2, vote.top5});
+    result.predictions.push_back(std::move(vote.predictions));
   }
   return result;
 }

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/knn_vote.hpp"
 #include "pcdino/core/split.hpp"
-#include "pcdino/pipelines/knn.hpp"
 
 namespace pcdino::train {
 
@@ -53,18 +53,22 @@ double OnlineKnn::top1(VisionTransformer& backbone, const torch::Device& device)
     features.push_back(backbone->forward(batch.to(device)).to(torch::kCPU, torch::kFloat32));
   }
   backbone->train(training);
-  const auto all = torch::cat(features, 0).contiguous();
-  const auto dim = static_cast<std::size_t>(all.size(1));
-  const float* data = all.data_ptr<float>();
-  const std::vector<float> bank(data, data + bank_ * dim);
-  const std::vector<float> queries(data + bank_ * dim, data + static_cast<std::size_t>(all.numel()));
+  // DINO's knn_classifier: L2-normalised features, similarities by one matrix product, the k nearest by
+  // topk; the vote is the kNN stage's (core/knn_vote.hpp).
+  const auto all = F::normalize(torch::cat(features, 0), F::NormalizeFuncOptions().p(2).dim(1));
+  const auto bank_rows = static_cast<int64_t>(bank_);
+  const int64_t k = std::min<int64_t>(kK, bank_rows);
+  const auto nearest = all.slice(0, bank_rows).mm(all.slice(0, 0, bank_rows).t()).topk(k, 1, true, true);
+  const auto similarity = std::get<0>(nearest).contiguous(), index = std::get<1>(nearest).contiguous();
+  KnnNeighbours neighbours;
+  neighbours.queries = static_cast<std::size_t>(similarity.size(0));
+  neighbours.kmax = static_cast<std::size_t>(k);
+  neighbours.similarity.assign(similarity.data_ptr<float>(),
+                               similarity.data_ptr<float>() + similarity.numel());
+  neighbours.index.assign(index.data_ptr<int64_t>(), index.data_ptr<int64_t>() + index.numel());
   const std::vector<int> bank_labels(labels_.begin(), labels_.begin() + static_cast<std::ptrdiff_t>(bank_));
   const std::vector<int> query_labels(labels_.begin() + static_cast<std::ptrdiff_t>(bank_), labels_.end());
-  pipelines::KnnOptions options;
-  options.ks = {static_cast<int>(std::min<std::size_t>(kK, bank_))};
-  options.temperature = kTemperature;
-  return pipelines::weighted_knn(bank, bank_labels, queries, query_labels, dim, classes_, options)
-      .scores.front()
+  return weighted_vote(neighbours, static_cast<int>(k), kTemperature, bank_labels, query_labels, classes_)
       .top1;
 }
 
