@@ -40,12 +40,7 @@ std::string joined(const Rows& rows, Field field) {
 }
 
 int compare(const std::string& a, const std::string& b) {
-  const auto x = numbers(a), y = numbers(b);
-  for (std::size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
-    const long p = i < x.size() ? x[i] : 0, q = i < y.size() ? y[i] : 0;
-    if (p != q) return p < q ? -1 : 1;
-  }
-  return 0;
+  return parallelcluster::compare_versions(a, b);
 }
 
 std::string major_minor(const std::string& v) {

@@ -1,7 +1,7 @@
 #include "pcdino/core/parallelcluster.hpp"
 
 #include <algorithm>
-#include <cstdlib>
+#include <cctype>
 #include <sstream>
 
 namespace pcdino::parallelcluster {
@@ -208,11 +208,20 @@ std::string lustre_problem(const std::string& version, const std::string& os) {
 }
 
 int compare_versions(const std::string& a, const std::string& b) {
+  // Numeric components; a non-digit ends one ("7-1" in "2.12.7-1" reads 7) and every later one.
   const auto parts = [](const std::string& v) {
     std::vector<long> out;
     std::stringstream in(v);
     std::string part;
-    while (std::getline(in, part, '.')) out.push_back(std::atol(part.c_str()));
+    while (std::getline(in, part, '.')) {
+      std::size_t i = 0;
+      long n = 0;
+      while (i < part.size() && std::isdigit(static_cast<unsigned char>(part[i])))
+        n = n * 10 + (part[i++] - '0');
+      if (i == 0) break;
+      out.push_back(n);
+      if (i < part.size()) break;
+    }
     return out;
   };
   const auto x = parts(a), y = parts(b);
