@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -238,12 +241,12 @@ TEST(Trainer, AStaleStartDoesNotReplaceALaterStartsCheckpoint) {
 }
 
 // --cuda-graph's step (static crops, lr, weight decay, momentum and teacher temperature read from device
-// scalars, AdamW's step counts on the device, the epoch's sums made once) run without capture trains the
-// same model as the ordinary step: everything a CUDA graph replays but the capture itself, checked on the
-// CPU. The last layer is frozen in epoch 1, so epochs 2 and 3 take that step, at two teacher temperatures
-// of the warm-up (one graph serves both: a temperature taken from the host would stay at epoch 2's).
-TEST(Trainer, TheGraphsStepTrainsAsTheOrdinaryStep) {
-  test::TempDir d;
+// scalars, AdamW's step counts on the device, the epoch's sums made once) run without capture, beside the
+// ordinary step, on `device`: both train 3 epochs from the same seed. The last layer is frozen in epoch 1,
+// so epochs 2 and 3 take that step, at two teacher temperatures of the warm-up (one graph serves both: a
+// temperature taken from the host would stay at epoch 2's). Returns the two output folders.
+std::pair<std::string, std::string> train_ordinary_and_graph_step(const test::TempDir& d,
+                                                                  const std::string& device) {
   test::write_synthetic_dataset(d / "data", 2, 6, 12, PixelType::kUint8, {{false, 20}}, 5);
   PipelineConfig c = tiny_config(d);
   c.train.epochs = 3;
@@ -255,69 +258,75 @@ TEST(Trainer, TheGraphsStepTrainsAsTheOrdinaryStep) {
   c.train.hyperparameters.use_fp16 = false;
   write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
   TrainRuntime ordinary = one_thread(d / "ordinary");
+  ordinary.device = device;
   TrainRuntime graph_step = ordinary;
   graph_step.output_dir = d / "graph_step";
   graph_step.graph_step_without_graph = true;
   const TrainReport a = run_training(c, ordinary), b = run_training(c, graph_step);
   EXPECT_NEAR(a.last_epoch_loss, b.last_epoch_loss, 1e-5);
-  for (const char* model : {"teacher", "student"}) {
-    const auto wa = read_state_dict(ordinary.output_dir + "/checkpoint.pth", model);
-    const auto wb = read_state_dict(graph_step.output_dir + "/checkpoint.pth", model);
-    ASSERT_EQ(wa.size(), wb.size());
-    for (const auto& [name, value] : wa) {
-      EXPECT_TRUE(torch::allclose(value, wb.at(name), 1e-5, 1e-7)) << model << " " << name;
-    }
-  }
   // Not a comparison of two untrained last layers: it trained in epoch 2, through that step.
   const auto first = read_state_dict(graph_step.output_dir + "/checkpoint0000.pth", "student");
   const auto last = read_state_dict(graph_step.output_dir + "/checkpoint.pth", "student");
   EXPECT_FALSE(torch::equal(first.at("head.last_layer.weight_v"), last.at("head.last_layer.weight_v")));
+  return {ordinary.output_dir, graph_step.output_dir};
 }
 
-TEST(Trainer, MissingMeanStdAndTooLargeBatchAreNamed) {
+// On the CPU the two steps agree to float32 rounding, weight by weight: at most 8.3e-8 apart with Debian's
+// LibTorch 1.13, 1.9e-7 with the PyTorch 2.11 wheel's CPU kernels (H200 machine, bench/RESULTS.md).
+TEST(Trainer, TheGraphsStepTrainsAsTheOrdinaryStep) {
   test::TempDir d;
-  test::write_synthetic_dataset(d / "data", 1, 3, 12, PixelType::kUint8, {{false, 20}}, 5);
-  PipelineConfig c = tiny_config(d);
-  TrainRuntime rt;
-  rt.output_dir = d / "o";
-  EXPECT_THROW(run_training(c, rt), NoInputError);
-  write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
-  try {
-    run_training(c, rt);
-    FAIL() << "batch of 4 from 3 images accepted";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  "batch_size_per_gpu 4 x 1 rank(s) is larger than the training split (3 images)"),
-              std::string::npos);
-  }
-  c.train.batch_size_per_gpu = 1;
-  c.train.hyperparameters.warmup_epochs = 3;  // epochs: 2
-  try {
-    run_training(c, rt);
-    FAIL() << "warmup longer than training accepted";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("warmup_epochs (3) is larger than train_scDINO.epochs (2)"),
-              std::string::npos)
-        << e.what();
-  }
-  c.train.hyperparameters.warmup_epochs = 0;
-  c.meta.images_are_RGB = true;  // with one channel
-  try {
-    run_training(c, rt);
-    FAIL() << "RGB pipeline on a 1-channel dataset accepted";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("meta.images_are_RGB is set but the selected channels are 1"),
-              std::string::npos)
-        << e.what();
+  const auto [ordinary, graph_step] = train_ordinary_and_graph_step(d, "cpu");
+  for (const char* model : {"teacher", "student"}) {
+    const auto wa = read_state_dict(ordinary + "/checkpoint.pth", model);
+    const auto wb = read_state_dict(graph_step + "/checkpoint.pth", model);
+    ASSERT_EQ(wa.size(), wb.size());
+    double max_abs = 0;
+    for (const auto& [name, value] : wa) {
+      max_abs = std::max(max_abs, (value - wb.at(name)).abs().max().item<double>());
+      EXPECT_TRUE(torch::allclose(value, wb.at(name), 1e-5, 1e-6)) << model << " " << name;
+    }
+    std::printf("%s: largest weight difference %.3e\n", model, max_abs);
   }
 }
 
-// use_fp16 on a CPU (issue #38): bfloat16 autocast forced by --amp-dtype trains (finite loss, float32
-// weights and checkpoints) and acts (another loss than float32's from the same seed and data).
+// On a GPU the backward's atomic adds (the position embedding's interpolation among them) make each run
+// round differently, so weights are not compared one by one: what the two runs changed over epochs 2 and 3
+// (each checkpoint minus the ordinary run's after epoch 1) must agree to 1% in norm over all of a model's
+// parameters. A step that kept a value of an earlier epoch (the teacher temperature rises from 0.02 to 0.07
+// over these epochs) or missed the last layer's unfreezing changes that update by far more than 1%. Measured
+// on an H200 (PyTorch 2.11 wheel): 1.3e-4 (student) and 5.2e-4 (teacher, whose update is 100x smaller); on
+// this CPU path 1.4e-5 and 8.2e-4.
+TEST(Trainer, TheGraphsStepTrainsAsTheOrdinaryStepOnCuda) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  test::TempDir d;
+  const auto [ordinary, graph_step] = train_ordinary_and_graph_step(d, "cuda");
+  for (const char* model : {"teacher", "student"}) {
+    const auto start = read_state_dict(ordinary + "/checkpoint0000.pth", model);
+    const auto wa = read_state_dict(ordinary + "/checkpoint.pth", model);
+    const auto wb = read_state_dict(graph_step + "/checkpoint.pth", model);
+    double update = 0, apart = 0, max_abs = 0;
+    for (const auto& [name, value] : wa) {
+      const auto ua = (value - start.at(name)).to(torch::kFloat64);
+      const auto ub = (wb.at(name) - start.at(name)).to(torch::kFloat64);
+      update += ua.pow(2).sum().item<double>();
+      apart += (ua - ub).pow(2).sum().item<double>();
+      max_abs = std::max(max_abs, (value - wb.at(name)).abs().max().item<double>());
+    }
+    const double relative = std::sqrt(apart / update);
+    std::printf(
+        "%s: epochs 2-3 update norm %.3e, the two runs' updates apart by %.3e of it, largest weight "
+        "difference %.3e\n",
+        model, std::sqrt(update), relative, max_abs);
+    EXPECT_GT(update, 0) << model << " did not train";
+    EXPECT_LT(relative, 1e-2) << model;
+  }
+}
+
 TEST(Trainer, BfloatAutocastOnTheCpuTrainsAndActs) {
   test::TempDir d;
   PipelineConfig c = tiny_run(d);
   TrainRuntime bf16 = one_thread(d / "bf16");
+  bf16.device = "cpu";  // also where a GPU is present: the CPU's autocast is the subject
   bf16.amp_dtype = "bfloat16";
   const TrainReport a = run_training(c, bf16);
   EXPECT_TRUE(std::isfinite(a.last_epoch_loss));
