@@ -7,9 +7,13 @@
 #
 # usage: bench/demo_recipe.sh NAME [--set KEY=VALUE ...]
 # environment: SEED (40: meta.seed, which also draws the split and the initial weights), THREADS (2),
-#              BUILD (build), WORK (BUILD/bench-work/demo-recipe)
+#              BUILD (build), WORK (BUILD/bench-work/demo-recipe); a slower machine on purpose (the demo's
+#              budget on the slow class): CORES (a taskset list: every step runs on these cores only, e.g.
+#              0) and LOAD (that many busy loops on CORES while it trains, e.g. 1 to halve one core)
 # prints one line: name seed steps seconds loss-by-epoch entropy/KL-of-the-last-epoch online-kNN (before
-#                  training, then by epoch) trained-top1 (best k) untrained-top1 (best k) difference
+#                  training, then by epoch) trained-top1 (best k) untrained-top1 (best k) difference, raw
+#                  pixels' top1 (best k); then, for a run the time budget cut, the precision choice, the cut
+#                  and the schedules' values at the last step beside their ends
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
@@ -17,8 +21,13 @@ PCDINO="$BUILD/cli/pcdino"
 W="${WORK:-$BUILD/bench-work/demo-recipe}"
 NAME="$1"
 shift
-SEED=${SEED:-40} THREADS=${THREADS:-2}
+SEED=${SEED:-40} THREADS=${THREADS:-2} LOAD=${LOAD:-0}
 export PCDINO_LOG_LEVEL=${PCDINO_LOG_LEVEL:-warn}
+pin=()
+[ -n "${CORES:-}" ] && pin=(taskset -c "$CORES")
+loads=()
+stop_loads() { [ ${#loads[@]} -eq 0 ] || kill "${loads[@]}" 2>/dev/null || true; }
+trap stop_loads EXIT
 mkdir -p "$W"
 
 data="$W/fashion-mnist-1000"
@@ -35,12 +44,19 @@ sed -e "s|^  output_dir: \"\"|  output_dir: \"$W/out\"|" -e "s|^  dataset_dir: \
   "$ROOT/sbatch/examples/demo.yaml" >"$config"
 rundir="$W/out/$run"
 rm -rf "$rundir"
-"$PCDINO" meanstd -c "$config" >/dev/null
+"${pin[@]}" "$PCDINO" meanstd -c "$config" >/dev/null
+for _ in $(seq "$LOAD"); do
+  "${pin[@]}" sh -c 'while :; do :; done' &
+  loads+=($!)
+done
 start=$SECONDS
-"$PCDINO" train -c "$config" --threads "$THREADS" --no-resume "$@" >/dev/null
+PCDINO_LOG_LEVEL=info "${pin[@]}" "$PCDINO" train -c "$config" --threads "$THREADS" --no-resume "$@" \
+  >"$rundir.train.log" 2>&1 || { tail -20 "$rundir.train.log"; exit 1; }
 seconds=$((SECONDS - start))
-"$PCDINO" extract -c "$config" --threads "$THREADS" --no-csv >/dev/null
-"$PCDINO" knn -c "$config" >/dev/null
+stop_loads
+loads=()
+"${pin[@]}" "$PCDINO" extract -c "$config" --threads "$THREADS" --no-csv >/dev/null
+"${pin[@]}" "$PCDINO" knn -c "$config" >/dev/null
 # The same network untrained (the --set arguments may change its architecture; the others are train's).
 sets=()
 while [ $# -gt 0 ]; do
@@ -49,9 +65,12 @@ while [ $# -gt 0 ]; do
 done
 "$PCDINO" extract -c "$config" "${sets[@]}" --random-init --threads "$THREADS" --no-csv --output "$rundir/untrained.h5" >/dev/null
 "$PCDINO" knn -c "$config" "${sets[@]}" --features "$rundir/untrained.h5" --name-of-run "$run-untrained" >/dev/null
-/usr/bin/python3 - "$NAME" "$SEED" "$seconds" "$rundir" "$W/out/$run-untrained/kNN/knn.json" <<'PY'
-import glob, json, sys
-name, seed, seconds, rundir, untrained = sys.argv[1:]
+"$PCDINO" extract -c "$config" --raw-pixels --threads "$THREADS" --no-csv --output "$rundir/raw_pixels.h5" >/dev/null
+"$PCDINO" knn -c "$config" --features "$rundir/raw_pixels.h5" --name-of-run "$run-raw-pixels" >/dev/null
+/usr/bin/python3 - "$NAME" "$SEED" "$seconds" "$rundir" "$W/out/$run-untrained/kNN/knn.json" \
+  "$W/out/$run-raw-pixels/kNN/knn.json" "$rundir.train.log" <<'PY'
+import glob, json, re, sys
+name, seed, seconds, rundir, untrained, raw, log = sys.argv[1:]
 records = [json.loads(l) for l in open(glob.glob(rundir + "/scDINO_ViTs/*/metrics.jsonl")[0])]
 epochs = [r for r in records if r.get("record") == "epoch"]
 steps = max(r["iteration"] for r in records if r.get("record") == "iteration")
@@ -61,7 +80,13 @@ def best(path):
 t, tk = best(rundir + "/kNN/knn.json")
 u, uk = best(untrained)
 online = " ".join("%.1f" % r["online_knn_top1"] for r in records if "online_knn_top1" in r) or "-"
-print("%-28s seed %-3s steps %4d %5ss loss %s H %.2f KL %.3f online %s | trained %.2f (k %d) untrained %.2f (k %d) diff %+.2f"
+r, rk = best(raw)
+print("%-28s seed %-3s steps %4d %5ss loss %s H %.2f KL %.3f online %s | trained %.2f (k %d) untrained %.2f (k %d) diff %+.2f raw %.2f (k %d)"
       % (name, seed, steps, seconds, " ".join("%.3f" % e["loss"] for e in epochs), epochs[-1]["teacher_entropy"],
-         epochs[-1]["kl"], online, t, tk, u, uk, t - u))
+         epochs[-1]["kl"], online, t, tk, u, uk, t - u, r, rk))
+for line in open(log):
+    if "use_fp16 on the CPU" in line or "time_budget_minutes" in line:
+        print("  " + re.sub(r"^\[[^]]*\] (\[[^]]*\] )?\[info\] ", "", line.strip()))
+last = [r for r in records if r.get("record") == "iteration"][-1]
+print("  last step %d: lr %.3g wd %.4f momentum %.6f" % (last["iteration"], last["lr"], last["wd"], last["momentum"]))
 PY

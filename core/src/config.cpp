@@ -546,8 +546,9 @@ std::vector<Entry> make_schema() {
           in_range(0, true, 1, false), "share of the training images sampled for the mean/std stage"),
       key("train_scDINO.epochs", PCDINO_MEMBER(train.epochs), at_least(1), "training epochs"),
       key("train_scDINO.time_budget_minutes", PCDINO_MEMBER(train.time_budget_minutes), non_negative(),
-          "pcdino: > 0 ends training after the epochs that fit this many minutes, judged from the "
-          "first epoch (never more than epochs); the schedules end with the last of them; 0 = all epochs"),
+          "pcdino: > 0 trains the steps that fit this many minutes, estimated after a measured stretch of "
+          "the first epoch and finally at its end (never more than epochs); every schedule ends at the last "
+          "of them; 0 = all epochs"),
       key("train_scDINO.saveckp_freq", PCDINO_MEMBER(train.saveckp_freq), at_least(1),
           "keep checkpoint{epoch:04}.pth every this many epochs (checkpoint.pth is written every epoch)"),
       key("train_scDINO.nnodes", PCDINO_MEMBER(train.nnodes), at_least(1), "nodes of the training job"),

@@ -28,8 +28,9 @@ assert_contains "$OUT" "| epoch " "the live view shows the training's progress"
 assert_eq "$(find "$W/fashion-mnist-100" -name '*.tif' | wc -l)" 2000 "the dataset: 100 images per class and split"
 train_log=$(cat "$RUN"/logs/train_err_*.err)
 assert_contains "$train_log" "rank 1 of 2 on node2" "training ran on both nodes"
-assert_contains "$train_log" "time_budget_minutes 15: " "the demo's time budget judged the epochs"
-assert_contains "$train_log" "of 6 epochs" "PCDINO_DEMO_EPOCHS capped them"
+assert_contains "$train_log" "time_budget_minutes 15, estimate after epoch 1: " \
+  "the demo's time budget judged the steps"
+assert_contains "$train_log" " steps (6 epochs, " "PCDINO_DEMO_EPOCHS capped them"
 assert_contains "$(cat "$W/pipeline.yaml")" "dataset_dir: \"$W/fashion-mnist-100\"" "pipeline.yaml: the dataset filled in"
 assert_contains "$(cat "$W/pipeline.yaml")" "  epochs: 6 " "pipeline.yaml: PCDINO_DEMO_EPOCHS filled in"
 diff <(grep -Ev '_dir:|^  epochs:' "$W/pipeline.yaml") \

@@ -211,18 +211,48 @@ TEST(Schedules, EndPoints) {
   EXPECT_DOUBLE_EQ(scaled_learning_rate(0.0005, 512), 0.001);
 }
 
-TEST(Schedules, EpochsWithinATimeBudget) {
-  // One epoch done, 100 s so far, 50 s an epoch: 600 s leave room for 10 more, so 11 of 20.
-  EXPECT_EQ(epochs_within_budget(20, 1, 1, 600, 100, 50), 11);
-  EXPECT_EQ(epochs_within_budget(20, 1, 1, 649, 100, 50), 11) << "a part epoch does not count";
-  EXPECT_EQ(epochs_within_budget(20, 1, 1, 650, 100, 50), 12);
-  EXPECT_EQ(epochs_within_budget(20, 1, 3, 600, 100, 50), 13) << "decided after the third epoch";
-  EXPECT_EQ(epochs_within_budget(6, 1, 1, 6000, 100, 50), 6) << "never more than epochs";
-  EXPECT_EQ(epochs_within_budget(20, 1, 1, 60, 100, 50), 1) << "over budget already: it ends now";
-  EXPECT_EQ(epochs_within_budget(20, 1, 4, 60, 100, 50), 4) << "never fewer than the epochs done";
-  EXPECT_EQ(epochs_within_budget(20, 3, 1, 60, 100, 50), 3) << "the warm-up epochs always run";
-  EXPECT_EQ(epochs_within_budget(2, 3, 1, 60, 100, 50), 2);
-  EXPECT_EQ(epochs_within_budget(20, 1, 1, 600, 100, 0), 20) << "a zero-length epoch fits every epoch";
+// train_scDINO.time_budget_minutes in steps: 100 s spent, 2 s a step, epochs of 10 steps ending in 5 s of
+// checkpoint and kNN, 20 s kept for the run's last kNN, 50 epochs uncut (500 steps).
+TEST(Schedules, StepsWithinATimeBudget) {
+  const StepCosts costs{2, 5, 20};
+  // 600 s: 480 s for steps and epoch ends after 20 steps done: 10 steps + 1 end = 25 s an epoch, so 19
+  // whole epochs (475 s); one step more, with its epoch's end, would take 7 s.
+  const std::size_t t = steps_within_budget(500, 10, 20, 600, 100, costs);
+  EXPECT_EQ(t, 20u + 190u);
+  // What the budget leaves unused is less than one more step and its epoch end, never an epoch's worth.
+  const auto spent = [&](std::size_t total) {
+    const std::size_t ends = total / 10 - 2 + (total % 10 != 0 ? 1 : 0);
+    return 100 + 2.0 * static_cast<double>(total - 20) + 5.0 * static_cast<double>(ends) + 20;
+  };
+  EXPECT_LE(spent(t), 600);
+  EXPECT_GT(spent(t + 1), 600);
+  EXPECT_LT(600 - spent(t), costs.step_seconds + costs.epoch_end_seconds);
+  // A decision inside an epoch: 25 steps done, its end at 30 (15 s), 18 whole epochs (450 s), and a last
+  // epoch of 5 steps (15 s).
+  EXPECT_EQ(steps_within_budget(500, 10, 25, 600, 100, costs), 25u + 5u + 18u * 10u + 5u);
+  EXPECT_EQ(steps_within_budget(500, 10, 20, 1e9, 100, costs), 500u) << "never more than the uncut run";
+  EXPECT_EQ(steps_within_budget(500, 10, 20, 60, 100, costs), 20u) << "over budget already: it ends now";
+  EXPECT_EQ(steps_within_budget(500, 10, 0, 60, 100, costs), 1u) << "at least one step";
+  EXPECT_EQ(steps_within_budget(500, 10, 20, 600, 100, StepCosts{}), 500u) << "free steps all fit";
+}
+
+// A cut run's schedules end as the uncut run's: its last step reads the last value, from the step of the
+// cut on the rest of the schedule is spread evenly, and a second cut continues from where the first was.
+TEST(Schedules, ACutRunReadsTheWholeScheduleToItsEnd) {
+  const ScheduleCut none{0, 0, 500, 500};
+  for (std::size_t i : {0u, 1u, 250u, 499u}) EXPECT_EQ(none.index(i), i);
+  const ScheduleCut cut = none.recut(30, 130);  // 100 steps left for indices 30..499
+  EXPECT_EQ(cut.index(29), 29u) << "steps before the cut keep their own index";
+  EXPECT_EQ(cut.index(30), 30u) << "no jump at the cut";
+  EXPECT_EQ(cut.index(129), 499u) << "the last step reads the schedule's end";
+  EXPECT_EQ(cut.index(80), 30u + 237u);  // half way: 50 of 99 steps of 469 indices, rounded
+  for (std::size_t i = 31; i < 130; ++i) EXPECT_GT(cut.index(i), cut.index(i - 1)) << i;
+  const ScheduleCut again = cut.recut(60, 200);  // the final estimate gives more steps
+  EXPECT_EQ(again.index(60), cut.index(60));
+  EXPECT_EQ(again.index(199), 499u);
+  // The cosine learning rate of a cut run reaches min_lr at its last step.
+  const auto lr = cosine_schedule(5e-4, 1e-6, 50, 10, 5);
+  EXPECT_DOUBLE_EQ(lr[again.index(199)], lr.back());
 }
 
 TEST(Training, EmaFrozenLastLayerAndClipping) {

@@ -16,6 +16,7 @@
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/run_files.hpp"
 #include "pcdino/train/checkpoint.hpp"
+#include "pcdino/train/device.hpp"
 #include "pcdino/train/trainer.hpp"
 
 namespace pcdino::train {
@@ -56,10 +57,13 @@ PipelineConfig tiny_run(const test::TempDir& d) {
 }
 
 // One thread, the model written to `dir`.
+// One LibTorch thread, and use_fp16's precision fixed: by the CPU's bfloat16 unit on a CPU (timing each
+// precision, --amp-dtype auto's way, could choose differently in two runs these tests compare).
 TrainRuntime one_thread(const std::string& dir) {
   TrainRuntime rt;
   rt.threads = 1;
   rt.output_dir = dir;
+  if (!torch::cuda::is_available()) rt.amp_dtype = cpu_bfloat16_unit() != nullptr ? "bfloat16" : "float32";
   return rt;
 }
 
@@ -111,16 +115,18 @@ TEST(Trainer, InterruptedAndResumedEqualsUninterrupted) {
 }
 
 // train_scDINO.time_budget_minutes: a budget the first epoch already used up ends the run there, the
-// count is kept in the checkpoint, and a restart with a larger budget keeps it (its schedules were built
-// for it); a budget every epoch fits changes nothing.
-TEST(Trainer, ATimeBudgetCutsTheEpochsOnceAndARestartKeepsTheCut) {
+// count is kept in the checkpoint, and a restart with a larger budget keeps it (its schedules were cut for
+// it); a budget every step fits changes nothing.
+TEST(Trainer, ATimeBudgetCutsTheStepsOnceAndARestartKeepsTheCut) {
   test::TempDir d;
-  PipelineConfig c = tiny_run(d);
+  PipelineConfig c = tiny_run(d);  // 12 images, batch 4: 3 steps an epoch, too few for a first estimate
   c.train.epochs = 4;
   c.train.time_budget_minutes = 1e-6;
   TrainRuntime rt = one_thread(d / "cut");
-  EXPECT_EQ(run_training(c, rt).epochs_done, 1) << "warmup_epochs 1: the first epoch always runs";
+  EXPECT_EQ(run_training(c, rt).epochs_done, 1) << "decided at the end of the first epoch: it ends there";
   const auto args = read_checkpoint_state(ModelFiles{rt.output_dir}.checkpoint()).args;
+  EXPECT_EQ(args.at("steps_by_time_budget"), "3");
+  EXPECT_EQ(args.at("schedule_cut"), "3 3");
   EXPECT_EQ(args.at("epochs_by_time_budget"), "1");
   EXPECT_EQ(args.at("epochs"), "1");
   EXPECT_FALSE(std::filesystem::exists(ModelFiles{rt.output_dir}.previous_checkpoint()))
@@ -128,11 +134,43 @@ TEST(Trainer, ATimeBudgetCutsTheEpochsOnceAndARestartKeepsTheCut) {
 
   c.train.time_budget_minutes = 1000;
   EXPECT_EQ(run_training(c, rt).epochs_done, 1) << "the cut holds on a restart";
+  EXPECT_EQ(read_checkpoint_state(ModelFiles{rt.output_dir}.checkpoint()).args.at("steps_by_time_budget"),
+            "3");
 
   TrainRuntime roomy = one_thread(d / "roomy");
   EXPECT_EQ(run_training(c, roomy).epochs_done, 4);
-  EXPECT_EQ(read_checkpoint_state(ModelFiles{roomy.output_dir}.checkpoint()).args.at("epochs_by_time_budget"),
-            "4");
+  const auto roomy_args = read_checkpoint_state(ModelFiles{roomy.output_dir}.checkpoint()).args;
+  EXPECT_EQ(roomy_args.at("steps_by_time_budget"), "12");
+  EXPECT_EQ(roomy_args.at("epochs_by_time_budget"), "4");
+}
+
+// With 50 steps an epoch the first estimate comes inside the first epoch, at the end of its fourth 10-step
+// window (the first left out, the next three measured): a budget already spent ends the run there, a
+// shorter last epoch, and a restart keeps that cut.
+TEST(Trainer, TheFirstEstimateComesAfterAMeasuredStretchAndMayEndAnEpochEarly) {
+  test::TempDir d;
+  test::write_synthetic_dataset(d / "data", 2, 100, 12, PixelType::kUint8, {{false, 20}}, 5);
+  write_file_atomic(d / "out/run/mean_and_std_of_dataset.txt", format_mean_std({{0.3}, {0.45}}));
+  PipelineConfig c = tiny_config(d);
+  c.train.epochs = 3;
+  c.train.hyperparameters.freeze_last_layer = 0;
+  c.train.time_budget_minutes = 1e-6;
+  TrainRuntime rt = one_thread(d / "cut");
+  const TrainReport report = run_training(c, rt);
+  EXPECT_EQ(report.epochs_done, 1);
+  const auto state = read_checkpoint_state(ModelFiles{rt.output_dir}.checkpoint());
+  EXPECT_EQ(state.args.at("steps_by_time_budget"), "40");
+  EXPECT_EQ(state.args.at("epochs"), "1");
+  EXPECT_EQ(state.epoch, 1);
+  EXPECT_EQ(state.iteration, 0);
+  std::ifstream metrics(ModelFiles{rt.output_dir}.metrics());
+  std::string line, last_iteration;
+  while (std::getline(metrics, line))
+    if (line.find("\"record\":\"iteration\"") != std::string::npos) last_iteration = line;
+  EXPECT_NE(last_iteration.find("\"iteration\":40"), std::string::npos) << last_iteration;
+
+  c.train.time_budget_minutes = 1000;
+  EXPECT_EQ(run_training(c, rt).epochs_done, 1) << "the cut holds on a restart";
 }
 
 // checkpoint.pth keeps the one before it as checkpoint.prev.pth; a torn checkpoint.pth (a write cut short
@@ -319,6 +357,34 @@ TEST(Trainer, TheGraphsStepTrainsAsTheOrdinaryStepOnCuda) {
         model, std::sqrt(update), relative, max_abs);
     EXPECT_GT(update, 0) << model << " did not train";
     EXPECT_LT(relative, 1e-2) << model;
+  }
+}
+
+// use_fp16 on a CPU with --amp-dtype auto: each precision is timed at the start, both rates go to the log
+// and the report, the faster trains; the choice goes into the checkpoint and a restart keeps it untimed.
+TEST(Trainer, OnTheCpuUseFp16TakesTheFasterPrecisionAndARestartKeepsIt) {
+  test::TempDir d;
+  const PipelineConfig c = tiny_run(d);
+  ASSERT_TRUE(c.train.hyperparameters.use_fp16) << "the reference's default";
+  TrainRuntime rt = one_thread(d / "timed");
+  rt.device = "cpu", rt.amp_dtype = "auto";
+  rt.stop_after_iterations = 4;
+  const TrainReport first = run_training(c, rt);
+  ASSERT_TRUE(first.interrupted);
+  EXPECT_GT(first.cpu_float32_images_per_second, 0);
+  EXPECT_GT(first.cpu_bfloat16_images_per_second, 0);
+  EXPECT_EQ(first.cpu_precision, first.cpu_bfloat16_images_per_second > first.cpu_float32_images_per_second
+                                     ? "bfloat16"
+                                     : "float32");
+  EXPECT_EQ(read_checkpoint_state(ModelFiles{rt.output_dir}.checkpoint()).args.at("cpu_precision"),
+            first.cpu_precision);
+  rt.stop_after_iterations = 0;
+  const TrainReport resumed = run_training(c, rt);
+  EXPECT_EQ(resumed.cpu_precision, first.cpu_precision);
+  EXPECT_EQ(resumed.cpu_float32_images_per_second, 0) << "not timed again";
+  if (cpu_bfloat16_unit() == nullptr) {
+    // bfloat16 without a unit for it is emulated: slower here, so float32 trains.
+    EXPECT_EQ(first.cpu_precision, "float32");
   }
 }
 

@@ -124,9 +124,10 @@ torch::Device select_device(const std::string& spec, int local_rank) {
 }
 
 std::optional<torch::ScalarType> autocast_dtype(const torch::Device& device, const std::string& spec) {
-  if (spec != "auto" && spec != "bfloat16" && spec != "float16") {
-    throw ConfigError("--amp-dtype '" + spec + "': expected auto, bfloat16 or float16");
+  if (spec != "auto" && spec != "float32" && spec != "bfloat16" && spec != "float16") {
+    throw ConfigError("--amp-dtype '" + spec + "': expected auto, float32, bfloat16 or float16");
   }
+  if (spec == "float32") return std::nullopt;  // use_fp16 as if false
   if (device.is_cpu()) {
     if (spec == "float16") {
       throw ConfigError("--amp-dtype float16: autocast on a CPU is bfloat16 only; use auto or bfloat16");

@@ -44,13 +44,37 @@ std::vector<double> teacher_temperature_schedule(double warmup_temp, double temp
   return s;
 }
 
-int epochs_within_budget(int epochs, int min_epochs, int epochs_done, double budget_seconds,
-                         double elapsed_seconds, double epoch_seconds) {
-  const int floor = std::min(epochs, std::max({1, min_epochs, epochs_done}));
-  const double more = (budget_seconds - elapsed_seconds) / std::max(epoch_seconds, 1e-9);
-  if (!(more >= 1)) return floor;  // also NaN
-  const double fit = epochs_done + std::floor(more);
-  return fit >= epochs ? epochs : std::max(floor, static_cast<int>(fit));
+std::size_t steps_within_budget(std::size_t full_steps, std::size_t niter, std::size_t steps_done,
+                                double budget_seconds, double elapsed_seconds, const StepCosts& costs) {
+  const std::size_t floor = std::min(full_steps, std::max<std::size_t>(1, steps_done));
+  const std::size_t per_epoch = std::max<std::size_t>(1, niter);
+  const auto fits = [&](std::size_t total) {
+    const std::size_t ends = total / per_epoch - steps_done / per_epoch + (total % per_epoch != 0 ? 1 : 0);
+    return elapsed_seconds + static_cast<double>(total - steps_done) * costs.step_seconds +
+               static_cast<double>(ends) * costs.epoch_end_seconds + costs.run_end_seconds <=
+           budget_seconds;
+  };
+  // The cost grows with the steps: the largest total that fits, by bisection over (floor, full_steps].
+  std::size_t lo = floor, hi = full_steps;
+  if (fits(hi)) return hi;
+  while (hi - lo > 1) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+std::size_t ScheduleCut::index(std::size_t step) const {
+  if (full == 0) return 0;
+  if (step < from_step) return std::min(step, full - 1);
+  if (steps <= from_step + 1) return full - 1;
+  const double span = static_cast<double>(full - 1 - std::min(from_index, full - 1));
+  const double at = static_cast<double>(step - from_step) / static_cast<double>(steps - 1 - from_step);
+  return std::min(full - 1, from_index + static_cast<std::size_t>(std::llround(at * span)));
+}
+
+ScheduleCut ScheduleCut::recut(std::size_t step, std::size_t new_steps) const {
+  return ScheduleCut{step, index(step), new_steps, full};
 }
 
 }  // namespace pcdino::train

@@ -4,13 +4,16 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
+#include <sstream>
 
 #include "pcdino/core/dataset.hpp"
 #include "pcdino/core/error.hpp"
@@ -195,7 +198,12 @@ struct EpochContext {
   Watchdog* watchdog = nullptr;      // several ranks
   // Several ranks: the DINO centre's batch sum over ranks.
   std::function<void(torch::Tensor&)> allreduce_sum;
-  std::vector<double> lr_schedule, wd_schedule, momentum_schedule;  // per iteration of the whole run
+  std::vector<double> lr_schedule, wd_schedule, momentum_schedule;  // per iteration of the uncut run
+  // Which schedule value each step reads, and the run's steps (train_scDINO.time_budget_minutes cuts them).
+  ScheduleCut cut;
+  // Called after every full 10-iteration window of the first epoch of a start with the steps done and the
+  // window's seconds per step; may change `cut` (the time budget's first estimate).
+  std::function<void(std::size_t, double)> on_window;
   const MpiWorld* world = nullptr;
   int ranks = 1;
   bool writer = true;  // writes the metrics
@@ -235,7 +243,14 @@ struct EpochStats {
   double seconds = 0;                   // the epoch's wall time
   // Set when all ranks stopped on request (a signal, stop_after_iterations): the epoch's iterations done.
   std::optional<std::size_t> stopped_after;
+  std::vector<double> window_step_seconds;  // each full 10-iteration window's seconds per step
 };
+
+// The iterations epoch `epoch` runs: all of them, or up to the run's last step in the last epoch of a cut.
+std::size_t epoch_iterations(const EpochContext& ctx, int epoch) {
+  const std::size_t first = static_cast<std::size_t>(epoch) * ctx.niter;
+  return ctx.cut.steps <= first ? 0 : std::min(ctx.niter, ctx.cut.steps - first);
+}
 
 // Whether this step is --cuda-graph's: from the epoch the last layer trains (before it its gradients are
 // dropped, which a graph cannot do), and crops of the graph's shapes (made from the first such step's).
@@ -258,14 +273,14 @@ bool graphed_step(EpochContext& ctx, int epoch, const Batch& crops) {
 // `schedule_on_device` the update reads lr, weight decay and momentum from ctx's device scalars, which is
 // the step a CUDA graph captures (where the scaler and the frozen layer do nothing, and the fusion's and
 // the centre's allreduces are captured with the rest).
-void dino_step(EpochContext& ctx, const Batch& crops, int epoch, double momentum, bool schedule_on_device,
-               const std::function<void(Phase)>& lap) {
+void dino_step(EpochContext& ctx, const Batch& crops, int epoch, int schedule_epoch, double momentum,
+               bool schedule_on_device, const std::function<void(Phase)>& lap) {
   torch::Tensor value;
   {
     const AutocastGuard autocast(ctx.amp, ctx.device.type());
     const auto teacher_out = ctx.teacher->forward(Batch(crops.begin(), crops.begin() + 2));
     const auto student_out = ctx.student->forward(crops);
-    value = ctx.loss(student_out, teacher_out, epoch, ctx.allreduce_sum, ctx.ranks,
+    value = ctx.loss(student_out, teacher_out, schedule_epoch, ctx.allreduce_sum, ctx.ranks,
                      schedule_on_device ? ctx.teacher_temp_t : torch::Tensor());
   }
   ctx.entropy_sum.add_(ctx.loss.teacher_entropy);
@@ -325,14 +340,17 @@ void record_window(EpochContext& ctx, const PhaseSeconds& before, const PhaseSec
 EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epoch, std::size_t first_iter) {
   EpochStats stats;
   ctx.entropy_sum.zero_(), ctx.window_loss_sum.zero_();
-  const double teacher_temp = ctx.loss.teacher_temperature(epoch);
   double window_entropy_start = 0;
   std::size_t window_count = 0, window_first = first_iter;
   const auto epoch_start = std::chrono::steady_clock::now();
-  for (std::size_t it = first_iter; it < ctx.niter; ++it) {
+  auto window_start = epoch_start;
+  // The bound is read again after each step: the time budget's first estimate may end this epoch early.
+  for (std::size_t it = first_iter; it < epoch_iterations(ctx, epoch); ++it) {
     const std::size_t global_it = static_cast<std::size_t>(epoch) * ctx.niter + it;
-    const double lr = ctx.lr_schedule[global_it], wd = ctx.wd_schedule[global_it],
-                 momentum = ctx.momentum_schedule[global_it];
+    const std::size_t at = ctx.cut.index(global_it);  // the schedules' index (global_it unless cut)
+    const int schedule_epoch = static_cast<int>(at / ctx.niter);
+    const double lr = ctx.lr_schedule[at], wd = ctx.wd_schedule[at], momentum = ctx.momentum_schedule[at];
+    const double teacher_temp = ctx.loss.teacher_temperature(schedule_epoch);
     stats.lr = lr, stats.wd = wd, stats.momentum = momentum;
     auto& g = ctx.optimizer.param_groups();
     static_cast<torch::optim::AdamWOptions&>(g[0].options()).lr(lr).weight_decay(wd);
@@ -351,7 +369,7 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
       clock.lap(Phase::kData);
       const auto step = [&] {
         try {
-          dino_step(ctx, ctx.graph_inputs, epoch, momentum, true, [](Phase) {});
+          dino_step(ctx, ctx.graph_inputs, epoch, schedule_epoch, momentum, true, [](Phase) {});
         } catch (...) {
           // A capture ends cleanly only with NCCL's stream joined back, and the eager step that follows
           // a failed capture must send every gradient buffer, as the other ranks do.
@@ -370,7 +388,8 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
     } else {
       for (auto& t : crops_batch) t = t.to(ctx.device, /*non_blocking=*/true);
       clock.lap(Phase::kData);
-      dino_step(ctx, crops_batch, epoch, momentum, false, [&clock](Phase phase) { clock.lap(phase); });
+      dino_step(ctx, crops_batch, epoch, schedule_epoch, momentum, false,
+                [&clock](Phase phase) { clock.lap(phase); });
     }
     ++stats.loss_count;
     ++ctx.iterations_this_run;
@@ -388,7 +407,8 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
     record_step(ctx, crops_batch.front().size(0), lr,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count());
     // One reading every 10 iterations (DINO's MetricLogger print_freq), at the epoch's end and on a stop.
-    if ((it + 1) % 10 == 0 || it + 1 == ctx.niter || stop) {
+    const std::size_t last = epoch_iterations(ctx, epoch);
+    if ((it + 1) % 10 == 0 || it + 1 == last || stop) {
       const double window_loss = ctx.window_loss_sum.item<double>();
       const PhaseSeconds phases_before = stats.phases;
       clock.collect(stats.phases);
@@ -401,7 +421,7 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
       ctx.window_loss_sum.zero_();
       stats.loss_sum += window_loss;
       // A stop's part-window is read (the non-finite check) but not recorded.
-      const bool full_window = (it + 1) % 10 == 0 || it + 1 == ctx.niter;
+      const bool full_window = (it + 1) % 10 == 0 || it + 1 == last;
       if (full_window && (ctx.writer || ctx.prometheus->enabled())) {
         const double entropy_total = ctx.entropy_sum.item<double>();
         const double window_entropy =
@@ -421,16 +441,25 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
           append_line(ctx.metrics_file, format_metrics_record(record));
         }
       }
+      // The window's wall time per step: read after the loss, so a device's queued work is in it.
+      const auto now = std::chrono::steady_clock::now();
+      if (full_window && !stop) {
+        stats.window_step_seconds.push_back(std::chrono::duration<double>(now - window_start).count() /
+                                            static_cast<double>(window_count));
+        if (ctx.on_window) ctx.on_window(global_it + 1, stats.window_step_seconds.back());
+      }
+      window_start = now;
       window_count = 0;
       window_first = it + 1;
     }
-    if (ctx.writer && (it + 1) % 10 == 0 && it + 1 < ctx.niter) {
+    if (ctx.writer && (it + 1) % 10 == 0 && it + 1 < epoch_iterations(ctx, epoch)) {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
       const double per_step = elapsed / static_cast<double>(it + 1 - first_iter);
-      const double remaining = static_cast<double>((ctx.epochs - epoch) * ctx.niter - it - 1);
+      const double remaining = static_cast<double>(ctx.cut.steps - global_it - 1);
       spdlog::info("epoch {}/{} iteration {}/{}: loss {:.4f} {:.1f} images/s ETA {:.0f} s", epoch + 1,
-                   ctx.epochs, it + 1, ctx.niter, stats.loss_sum / static_cast<double>(stats.loss_count),
+                   ctx.epochs, it + 1, epoch_iterations(ctx, epoch),
+                   stats.loss_sum / static_cast<double>(stats.loss_count),
                    static_cast<double>(ctx.global_batch) / per_step, remaining * per_step);
     }
     if (stop) {
@@ -440,6 +469,47 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
   }
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
   return stats;
+}
+
+// use_fp16 on a CPU: images/s of the student's forward and backward over random crops of the run's shapes
+// in float32 and under bfloat16 autocast, kSteps steps of each after one to warm up, summed over ranks (they
+// share the node's cores as in training). A CPU flag does not say which is faster: with AVX512_BF16 and no
+// AMX, bfloat16's step was 0.62-0.70x float32's on an Intel Xeon and 1.25x on an AMD Zen 5 (issue #51).
+// Without either, bfloat16 is emulated (16x slower on an AMD EPYC): a bfloat16 warm-up step longer than
+// float32's kSteps timed ones ends its timing there, its rate taken from that step. The default
+// generator's state (drop path, the crops) is put back, so the run trains as it would without the timing.
+std::pair<double, double> time_cpu_precisions(MultiCropWrapper& student, const VitOptions& vo,
+                                              const DinoHyperparameters& h, int batch, const MpiWorld* world,
+                                              int ranks) {
+  constexpr int kSteps = 3;
+  auto generator = at::detail::getDefaultCPUGenerator();
+  const auto generator_state = generator.get_state();
+  Batch crops;
+  for (int k = 0; k < 2 + h.local_crops_number; ++k) {
+    const int64_t size = k < 2 ? h.global_crops_size : h.local_crops_size;
+    crops.push_back(torch::randn({batch, vo.in_channels, size, size}));
+  }
+  const auto step_seconds = [&](std::optional<torch::ScalarType> dtype) {
+    const auto start = std::chrono::steady_clock::now();
+    {
+      const AutocastGuard autocast(dtype, c10::DeviceType::CPU);
+      student->forward(crops).to(torch::kFloat32).square().mean().backward();
+    }
+    for (auto& p : student->parameters()) p.mutable_grad() = torch::Tensor();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const auto timed = [&](std::optional<torch::ScalarType> dtype, double give_up_after) {
+    const double warm_up = step_seconds(dtype);
+    if (warm_up > give_up_after) return batch / warm_up;
+    double seconds = 0;
+    for (int step = 0; step < kSteps; ++step) seconds += step_seconds(dtype);
+    return kSteps * batch / seconds;
+  };
+  double float32 = timed(std::nullopt, std::numeric_limits<double>::infinity());
+  double bfloat16 = timed(torch::kBFloat16, kSteps * batch / float32);
+  generator.set_state(generator_state);
+  if (ranks > 1) float32 = world->allreduce_sum(float32), bfloat16 = world->allreduce_sum(bfloat16);
+  return {float32, bfloat16};
 }
 
 // The start of the Slurm job this process belongs to, as a checkpoint's tags name it ("" outside Slurm).
@@ -491,8 +561,69 @@ void save_latest_checkpoint(const std::string& path, const std::string& previous
   save_checkpoint(path, student, teacher, optimizer, loss, state);
 }
 
-// The checkpoint argument holding the epochs that train_scDINO.time_budget_minutes chose.
+// The checkpoint arguments holding what train_scDINO.time_budget_minutes chose: the run's steps and where
+// its schedules were cut ("from_step from_index", ScheduleCut), and the epochs they make. Checkpoints of
+// pcdino from before steps were cut hold kBudgetEpochsArg alone (whole epochs, the schedules rebuilt for
+// them); a restart from one keeps that.
+constexpr const char* kBudgetStepsArg = "steps_by_time_budget";
+constexpr const char* kScheduleCutArg = "schedule_cut";
 constexpr const char* kBudgetEpochsArg = "epochs_by_time_budget";
+// use_fp16 on a CPU with --amp-dtype auto: the precision the first start timed faster ("float32",
+// "bfloat16"), kept so that a restart trains as the run began.
+constexpr const char* kCpuPrecisionArg = "cpu_precision";
+
+// train_scDINO.time_budget_minutes in the first start of a run: the steps that fit, estimated twice. First
+// after a measured stretch of the first epoch: the median seconds per step of its full 10-iteration
+// windows 2 to 1 + kStretchWindows (the first window holds the loader's warm-up and the first steps'
+// allocations; the median leaves out a busy moment), with nothing yet known of an epoch's end. Then at
+// the end of that epoch, final: the median of all its windows but the first, and the epoch end's own
+// seconds (checkpoint, online kNN). Both count from the run's start, so the untrained online kNN and the
+// start-up are spent time; the last online kNN is reserved at the untrained one's seconds.
+class TimeBudget {
+ public:
+  static constexpr std::size_t kStretchWindows = 3;
+  TimeBudget(double budget_seconds, std::chrono::steady_clock::time_point started, std::size_t full_steps,
+             std::size_t niter)
+      : budget_seconds_(budget_seconds), started_(started), full_(full_steps), niter_(niter) {}
+
+  double run_end_seconds = 0;  // reserved for the work at the run's end (the last online kNN)
+
+  // The first estimate, at the window that ends the stretch (the same window on every rank), else none.
+  std::optional<std::size_t> after_window(std::size_t steps_done, double window_step_seconds) {
+    stretch_.push_back(window_step_seconds);
+    if (stretch_.size() != kStretchWindows + 1) return std::nullopt;
+    const std::vector<double> measured(stretch_.begin() + 1, stretch_.end());
+    return estimate(steps_done, median(measured), 0);
+  }
+  // The final estimate at the end of the first epoch: `windows` its windows' seconds per step, or, with
+  // fewer than two, `mean_step_seconds`; `epoch_end_seconds` its end's work.
+  std::size_t at_epoch_end(std::size_t steps_done, const std::vector<double>& windows,
+                           double mean_step_seconds, double epoch_end_seconds) {
+    const double step =
+        windows.size() >= 2 ? median({windows.begin() + 1, windows.end()}) : mean_step_seconds;
+    return estimate(steps_done, step, epoch_end_seconds);
+  }
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  }
+  double last_step_seconds() const { return last_step_seconds_; }
+
+ private:
+  static double median(std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  }
+  std::size_t estimate(std::size_t steps_done, double step_seconds, double epoch_end_seconds) {
+    last_step_seconds_ = step_seconds;
+    return steps_within_budget(full_, niter_, steps_done, budget_seconds_, elapsed(),
+                               StepCosts{step_seconds, epoch_end_seconds, run_end_seconds});
+  }
+  double budget_seconds_;
+  std::chrono::steady_clock::time_point started_;
+  std::size_t full_, niter_;
+  std::vector<double> stretch_;
+  double last_step_seconds_ = 0;
+};
 
 // The arguments that make a checkpoint this run's: a checkpoint written with other values is another
 // run's (a copied or mixed-up folder), not one to resume. The epochs, the batch and the world size may
@@ -582,7 +713,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   if (writer) prometheus.set_to_now("pcdino_train_last_checkpoint_timestamp_seconds");
   const torch::Device device = select_device(device_option(rt.device, c.slurm.accelerator),
                                              world ? world->local_rank() : rt.local_rank);
-  const auto amp = h.use_fp16 ? autocast_dtype(device, rt.amp_dtype) : std::nullopt;
+  auto amp = h.use_fp16 ? autocast_dtype(device, rt.amp_dtype) : std::nullopt;
   // --cuda-graph's conditions, before anything is written.
   std::unique_ptr<StepGraph> graph;
   if (rt.cuda_graph) {
@@ -629,6 +760,7 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     for (std::size_t i = 0; i < t.size(); ++i) t[i].copy_(s[i]);
   }
   for (auto& p : teacher->parameters()) p.set_requires_grad(false);
+  TrainReport report;
   DinoLoss loss(h.out_dim, h.local_crops_number + 2, h.warmup_teacher_temp, h.teacher_temp,
                 h.warmup_teacher_temp_epochs, c.train.epochs);
   // Models are built on the CPU, so that a seed gives the same initial weights on every device.
@@ -649,26 +781,19 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
                  amp ? std::string("autocast to ") + c10::toString(*amp) +
                            (scaler.enabled() ? " and loss scaling" : "")
                      : std::string("float32 (use_fp16 false)"));
-  } else if (amp) {
-    const auto* unit = cpu_bfloat16_unit();
-    spdlog::info(
-        "training on the CPU with autocast to {} ({})", c10::toString(*amp),
-        unit != nullptr ? unit->name : "forced by --amp-dtype; this CPU has neither AMX nor AVX512_BF16");
-  } else if (h.use_fp16) {
-    spdlog::info(
-        "training on the CPU in float32: use_fp16 uses bfloat16 on CPUs with AMX or AVX512_BF16, which "
-        "this one lacks (--amp-dtype bfloat16 forces it)");
+  } else if (amp && rt.amp_dtype != "auto") {
+    spdlog::info("training on the CPU with autocast to {} (--amp-dtype)", c10::toString(*amp));
   }
   MultiTensorAdamW optimizer(params_groups(student), torch::optim::AdamWOptions(0.0));
 
   int epochs = c.train.epochs;  // cut by train_scDINO.time_budget_minutes once decided
+  ScheduleCut resumed_cut;      // the cut of an earlier start (steps 0: none)
   if (h.warmup_epochs > epochs) {
     throw ConfigError(c.source + ": train_scDINO.hyperparameters.warmup_epochs (" +
                       std::to_string(h.warmup_epochs) + ") is larger than train_scDINO.epochs (" +
                       std::to_string(epochs) + ")");
   }
 
-  TrainReport report;
   report.output_dir = rt.output_dir.empty() ? layout.model.dir : rt.output_dir;
   const ModelFiles model_files{report.output_dir};
   make_directories(report.output_dir);
@@ -701,19 +826,50 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     state.args["writer"] = std::string(host) + " pid " + std::to_string(::getpid());
   }
   if (rt.resume) {
-    const auto args = state.args;
+    auto args = state.args;
     const std::string loaded = load_newest_checkpoint({checkpoint, previous_checkpoint}, args, student,
                                                       teacher, optimizer, loss, world, rank, ranks, state);
     if (!loaded.empty()) {
-      // A cut the time budget made in an earlier start holds: the schedules so far were built for it.
-      const auto cut = state.args.find(kBudgetEpochsArg);
-      const bool was_cut = cut != state.args.end() && c.train.time_budget_minutes > 0;
-      if (was_cut) epochs = std::min(epochs, std::max(state.epoch, std::stoi(cut->second)));
+      // A cut the time budget made in an earlier start holds: the steps so far read schedules cut for it.
+      if (c.train.time_budget_minutes > 0) {
+        const auto steps = state.args.find(kBudgetStepsArg), from = state.args.find(kScheduleCutArg);
+        const auto legacy = state.args.find(kBudgetEpochsArg);
+        if (steps != state.args.end() && from != state.args.end()) {
+          std::istringstream in(from->second);
+          in >> resumed_cut.from_step >> resumed_cut.from_index;
+          resumed_cut.steps = std::stoull(steps->second);
+          for (const char* key : {kBudgetStepsArg, kScheduleCutArg, kBudgetEpochsArg, "epochs"})
+            args[key] = state.args.at(key);
+        } else if (legacy != state.args.end()) {
+          epochs = std::min(epochs, std::max(state.epoch, std::stoi(legacy->second)));
+          args[kBudgetEpochsArg] = args["epochs"] = std::to_string(epochs);
+        }
+      }
+      if (const auto kept = state.args.find(kCpuPrecisionArg); kept != state.args.end())
+        args[kCpuPrecisionArg] = kept->second;
       state.args = args;
-      if (was_cut) state.args[kBudgetEpochsArg] = state.args["epochs"] = std::to_string(epochs);
       spdlog::info("resuming from {} at epoch {} iteration {}", loaded, state.epoch, state.iteration);
     }
     prometheus.set("pcdino_train_epoch", state.epoch);
+  }
+  if (h.use_fp16 && device.is_cpu() && rt.amp_dtype == "auto") {  // the faster precision, timed once a run
+    const auto kept = state.args.find(kCpuPrecisionArg);
+    if (kept != state.args.end()) {
+      report.cpu_precision = kept->second;
+    } else {
+      std::tie(report.cpu_float32_images_per_second, report.cpu_bfloat16_images_per_second) =
+          time_cpu_precisions(student, vo, h, batch, world, ranks);
+      report.cpu_precision = report.cpu_bfloat16_images_per_second > report.cpu_float32_images_per_second
+                                 ? "bfloat16"
+                                 : "float32";
+      state.args[kCpuPrecisionArg] = report.cpu_precision;
+      spdlog::info(
+          "use_fp16 on the CPU: the student's step timed at {:.1f} images/s in float32 and {:.1f} under "
+          "bfloat16 autocast: training in {} (--amp-dtype chooses instead)",
+          report.cpu_float32_images_per_second, report.cpu_bfloat16_images_per_second, report.cpu_precision);
+    }
+    amp = report.cpu_precision == "bfloat16" ? std::optional<torch::ScalarType>(torch::kBFloat16)
+                                             : std::nullopt;
   }
   std::unique_ptr<GradientFusion> fusion;
   std::unique_ptr<Watchdog> watchdog;
@@ -732,11 +888,15 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   // process, is one thread here).
   const int loader_threads = rt.loader_threads > 0 ? rt.loader_threads : std::max(1, c.train.num_workers);
   std::unique_ptr<OnlineKnn> online_knn;
+  double untrained_knn_seconds = 0;  // what the time budget keeps for the last online kNN
   const std::string metrics_file = model_files.metrics();
   if (writer && h.online_knn_every > 0) {
     online_knn = std::make_unique<OnlineKnn>(ds, c, transform, ms, h.online_knn_images);
     if (state.epoch == 0 && state.iteration == 0) {  // the untrained teacher: the level to beat
+      const auto knn_started = std::chrono::steady_clock::now();
       const double top1 = online_knn->top1(teacher->backbone, device);
+      untrained_knn_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - knn_started).count();
       spdlog::info("online kNN top-1 before training {:.2f}% ({} held-out images, k {}, T {})", top1,
                    online_knn->images(), OnlineKnn::kK, OnlineKnn::kTemperature);
       MetricsRecord start;
@@ -771,6 +931,13 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
     ctx.epochs = epochs;
   };
   build_schedules();
+  const std::size_t full_steps = static_cast<std::size_t>(epochs) * niter;
+  ctx.cut = ScheduleCut{0, 0, full_steps, full_steps};
+  if (resumed_cut.steps > 0) {
+    resumed_cut.full = full_steps;
+    ctx.cut = resumed_cut;
+    ctx.epochs = epochs = static_cast<int>((resumed_cut.steps + niter - 1) / niter);
+  }
   ctx.world = world, ctx.ranks = ranks, ctx.writer = writer;
   ctx.device = device, ctx.amp = amp;
   const std::unique_ptr<PhaseClock> phase_clock_owner = make_phase_clock(device);
@@ -804,7 +971,32 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
   }
 
   double seconds_this_run = 0;
-  bool budget_decided = c.train.time_budget_minutes <= 0 || state.args.count(kBudgetEpochsArg) > 0;
+  // The start that makes the estimates: the first one of a run with a budget.
+  const bool budget_open = c.train.time_budget_minutes > 0 && state.args.count(kBudgetEpochsArg) == 0;
+  TimeBudget budget(c.train.time_budget_minutes * 60, started, full_steps, niter);
+  budget.run_end_seconds = untrained_knn_seconds;
+  // The steps rank 0 chose (the others pass 0) become the run's, its schedules read from `done` on.
+  const auto apply_cut = [&](std::size_t done, std::size_t chosen, const char* when) {
+    const auto steps = static_cast<std::size_t>(
+        ranks > 1 ? world->allreduce_max(static_cast<long long>(chosen)) : static_cast<long long>(chosen));
+    ctx.cut = ctx.cut.recut(done, steps);
+    ctx.epochs = epochs = static_cast<int>((steps + niter - 1) / niter);
+    state.args[kBudgetStepsArg] = std::to_string(steps);
+    state.args[kScheduleCutArg] =
+        std::to_string(ctx.cut.from_step) + " " + std::to_string(ctx.cut.from_index);
+    state.args[kBudgetEpochsArg] = state.args["epochs"] = std::to_string(epochs);
+    spdlog::info(
+        "time_budget_minutes {:g}, {}: {:.0f} s so far, {:.3f} s a step: training {} of {} steps ({} epochs, "
+        "the last of {} steps); the schedules run from index {} at step {} to their end at the last step",
+        c.train.time_budget_minutes, when, budget.elapsed(), budget.last_step_seconds(), steps, full_steps,
+        epochs, steps - static_cast<std::size_t>(epochs - 1) * niter, ctx.cut.from_index, done);
+  };
+  if (budget_open && state.iteration == 0) {
+    ctx.on_window = [&](std::size_t done, double step_seconds) {
+      if (const auto steps = budget.after_window(done, step_seconds))
+        apply_cut(done, writer ? *steps : 0, "first estimate after a measured stretch");
+    };
+  }
   for (int epoch = state.epoch; epoch < epochs; ++epoch) {
     const auto epoch_started = std::chrono::steady_clock::now();
     const auto perm = numpy_permutation(train.size(), c.meta.seed + static_cast<std::uint32_t>(epoch));
@@ -865,27 +1057,26 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
       spdlog::info("epoch {}/{}: online kNN top-1 {:.2f}% ({} held-out images, k {}, T {})", epoch + 1,
                    epochs, *knn_top1, online_knn->images(), OnlineKnn::kK, OnlineKnn::kTemperature);
     }
-    // train_scDINO.time_budget_minutes: after the first whole epoch of this start, the epochs that fit,
-    // rank 0's count for all (its epoch holds the checkpoint and the kNN); the schedules then end there.
-    if (!budget_decided && first_iter == 0) {
-      budget_decided = true;
-      const auto since = [](auto t) {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-      };
-      const double elapsed = since(started), epoch_seconds = since(epoch_started);
-      long long fit = writer ? epochs_within_budget(epochs, h.warmup_epochs, epoch + 1,
-                                                    c.train.time_budget_minutes * 60, elapsed, epoch_seconds)
-                             : 0;
-      if (ranks > 1) fit = world->allreduce_max(fit);
-      spdlog::info(
-          "time_budget_minutes {:g}: {:.0f} s so far, {:.0f} s for epoch {}: training {} of {} epochs",
-          c.train.time_budget_minutes, elapsed, epoch_seconds, epoch + 1, fit, epochs);
-      epochs = static_cast<int>(fit);
-      state.args[kBudgetEpochsArg] = state.args["epochs"] = std::to_string(epochs);
-      build_schedules();
-      // The checkpoint just written gets the count, so that a restart keeps these schedules; rewritten in
-      // place, so that checkpoint.prev.pth stays the epoch before it, not the same epoch without the count.
-      if (writer) save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
+    // train_scDINO.time_budget_minutes: estimated again at the end of every whole epoch of the start that
+    // made the first estimate (that epoch's speed, its end's work), so that a run that slowed down or sped
+    // up still ends on time. The planned last epoch (shorter or not) ends the run. A restart keeps the cut
+    // it finds.
+    if (budget_open && first_iter == 0) {
+      ctx.on_window = nullptr;
+      if (stats.loss_count == niter && epoch + 1 < epochs) {  // the planned last epoch ends the run
+        const double end_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_started).count() -
+            stats.seconds;
+        const std::size_t done = static_cast<std::size_t>(epoch + 1) * niter;
+        const std::size_t steps = budget.at_epoch_end(
+            done, stats.window_step_seconds, stats.seconds / static_cast<double>(niter), end_seconds);
+        const bool first_cut = state.args.count(kBudgetStepsArg) == 0;
+        apply_cut(done, writer ? steps : 0, ("estimate after epoch " + std::to_string(epoch + 1)).c_str());
+        // The checkpoint just written gets the first cut, so that a restart keeps these schedules; rewritten
+        // in place, so that checkpoint.prev.pth stays the epoch before it. A later estimate goes into the
+        // next epoch's: a restart from this one continues the earlier plan, which reads the same index here.
+        if (writer && first_cut) save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
+      }
     }
     const double images_per_second =
         static_cast<double>(stats.loss_count * global_batch) / std::max(stats.seconds, 1e-9);

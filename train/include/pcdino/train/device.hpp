@@ -28,9 +28,10 @@ struct CpuBfloat16Unit {
   const char* name;
 };
 
-/// The CPUs on which use_fp16 turns bfloat16 autocast on, in the order asked (the first the CPU has is
-/// named in the log); oneDNN's matmuls use either. Each measured with the demo's step on one core
-/// (bench/RESULTS.md, issue #38):
+/// The CPUs on which autocast_dtype's "auto" gives bfloat16, in the order asked; oneDNN's matmuls use
+/// either. pcdino-train does not go by them: it times a step in each precision (run_training). Each measured
+/// with the demo's step on one core (bench/RESULTS.md, issue #38; issue #51: 0.62x on an Intel Xeon with
+/// AVX512_BF16 and no AMX):
 ///  - amx_bf16: Intel AMX's bfloat16 tile multiply (Sapphire Rapids and later): 1.47x float32's step on
 ///    an Intel Xeon;
 ///  - avx512_bf16: the AVX-512 bfloat16 dot product (Cooper Lake, AMD Zen 4 and later): 1.25x on an AMD
@@ -46,7 +47,8 @@ const CpuBfloat16Unit* cpu_bfloat16_unit();
 bool cpu_has_flag(const std::string& flag);
 
 /// The autocast type for use_fp16 on `device`. On a GPU "auto" gives bfloat16 from compute capability
-/// 8.0 (no loss scaling needed) and float16 below; "bfloat16" and "float16" force one. On a CPU "auto"
+/// 8.0 (no loss scaling needed) and float16 below; "bfloat16" and "float16" force one, "float32" turns
+/// autocast off. On a CPU "auto"
 /// gives bfloat16 where the CPU has one of kCpuBfloat16Units and nullopt (float32) elsewhere, "bfloat16"
 /// forces it, and "float16" is refused (LibTorch's CPU autocast is bfloat16 only). Throws ConfigError naming
 /// --amp-dtype for another value.

@@ -24,7 +24,7 @@ struct TrainRuntime {
       0;                           ///< checkpoint and stop after this many iterations, as on SIGTERM (tests)
   std::string output_dir;          ///< "" = {run_dir}/scDINO_ViTs/{dino_vit_name}
   std::string device = "auto";     ///< auto, cpu, cuda, cuda:N (select_device in device.hpp)
-  std::string amp_dtype = "auto";  ///< use_fp16's autocast type: auto, bfloat16, float16 (GPUs only)
+  std::string amp_dtype = "auto";  ///< use_fp16's autocast type: auto, float32, bfloat16, float16 (GPUs only)
   int local_rank = 0;              ///< this process's rank on its node without an MPI world
   double fusion_threshold_mb = 128;   ///< gradient fusion buffer size (Horovod's default), several ranks
   double comm_timeout_seconds = 300;  ///< several ranks: end (exit 74) after this long without progress
@@ -48,6 +48,10 @@ struct TrainReport {
   double images_per_second = 0;  ///< over this run's iterations
   bool interrupted = false;      ///< stopped on a signal after writing a checkpoint: resubmit to resume
   std::string output_dir;
+  /// use_fp16 on a CPU with --amp-dtype auto: the student's forward and backward timed in each precision
+  /// at the start (images/s, summed over ranks), and the one trained in ("float32" or "bfloat16").
+  double cpu_float32_images_per_second = 0, cpu_bfloat16_images_per_second = 0;
+  std::string cpu_precision;
 };
 
 /// Trains. Reads the dataset and `{run_dir}/mean_and_std_of_dataset.txt`; writes into the output folder
