@@ -572,13 +572,13 @@ constexpr const char* kBudgetEpochsArg = "epochs_by_time_budget";
 // "bfloat16"), kept so that a restart trains as the run began.
 constexpr const char* kCpuPrecisionArg = "cpu_precision";
 
-// train_scDINO.time_budget_minutes in the first start of a run: the steps that fit, estimated twice. First
-// after a measured stretch of the first epoch: the median seconds per step of its full 10-iteration
-// windows 2 to 1 + kStretchWindows (the first window holds the loader's warm-up and the first steps'
-// allocations; the median leaves out a busy moment), with nothing yet known of an epoch's end. Then at
-// the end of that epoch, final: the median of all its windows but the first, and the epoch end's own
-// seconds (checkpoint, online kNN). Both count from the run's start, so the untrained online kNN and the
-// start-up are spent time; the last online kNN is reserved at the untrained one's seconds.
+// train_scDINO.time_budget_minutes in the first start of a run: the steps that fit. A first estimate after
+// a measured stretch of the first epoch: the median seconds per step of its full 10-iteration windows 2 to
+// 1 + kStretchWindows (the first window holds the loader's warm-up and the first steps' allocations; the
+// median leaves out a busy moment), with nothing yet known of an epoch's end. Then one at the end of every
+// whole epoch: the median of its windows but the first, and the epoch end's own seconds (checkpoint,
+// online kNN). All count from the run's start, so the untrained online kNN and the start-up are spent
+// time; the last online kNN is reserved at the untrained one's seconds.
 class TimeBudget {
  public:
   static constexpr std::size_t kStretchWindows = 3;
@@ -595,8 +595,8 @@ class TimeBudget {
     const std::vector<double> measured(stretch_.begin() + 1, stretch_.end());
     return estimate(steps_done, median(measured), 0);
   }
-  // The final estimate at the end of the first epoch: `windows` its windows' seconds per step, or, with
-  // fewer than two, `mean_step_seconds`; `epoch_end_seconds` its end's work.
+  // The estimate at the end of a whole epoch: `windows` its windows' seconds per step, or, with fewer than
+  // two, `mean_step_seconds`; `epoch_end_seconds` its end's work.
   std::size_t at_epoch_end(std::size_t steps_done, const std::vector<double>& windows,
                            double mean_step_seconds, double epoch_end_seconds) {
     const double step =
