@@ -14,22 +14,7 @@ namespace pcdino::ami {
 
 namespace {
 
-// Numeric dotted version ("510.47.03" -> {510, 47, 3}); non-digits end a component.
-std::vector<long> numbers(const std::string& v) {
-  std::vector<long> out;
-  std::stringstream in(v);
-  std::string part;
-  while (std::getline(in, part, '.')) {
-    std::size_t i = 0;
-    long n = 0;
-    while (i < part.size() && std::isdigit(static_cast<unsigned char>(part[i])))
-      n = n * 10 + (part[i++] - '0');
-    if (i == 0) break;
-    out.push_back(n);
-    if (i < part.size()) break;  // "7-1" in "2.12.7-1": stop after 7
-  }
-  return out;
-}
+using parallelcluster::version_numbers;
 
 // The rows' `field`s joined with ", ": the "known: ..." lists of the messages.
 template <typename Rows, typename Field>
@@ -44,7 +29,7 @@ int compare(const std::string& a, const std::string& b) {
 }
 
 std::string major_minor(const std::string& v) {
-  const auto n = numbers(v);
+  const auto n = version_numbers(v);
   if (n.size() < 2) return n.empty() ? v : std::to_string(n[0]);
   return std::to_string(n[0]) + "." + std::to_string(n[1]);
 }
@@ -339,7 +324,7 @@ std::string cuda_runfile_driver(const std::string& cuda_version) {
   // "11.6" means its latest update in the table.
   std::string best;
   for (const auto& [v, driver] : runfiles) {
-    if (major_minor(v) == cuda_version && numbers(cuda_version).size() == 2) best = driver;
+    if (major_minor(v) == cuda_version && version_numbers(cuda_version).size() == 2) best = driver;
   }
   return best;
 }
@@ -418,7 +403,7 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
   }
 
   const std::string nccl_release = [&] {
-    const auto n = numbers(nccl);
+    const auto n = version_numbers(nccl);
     std::string s;
     for (std::size_t i = 0; i < n.size() && i < 3; ++i) s += (i ? "." : "") + std::to_string(n[i]);
     return s;
@@ -438,12 +423,13 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
     std::string builds;
     for (const char* b : release->cuda_builds) {
       builds += (builds.empty() ? "" : ", ") + std::string(b);
-      if (numbers(b).at(0) == numbers(cuda_mm).at(0) && compare(b, cuda_mm) <= 0) built = true;
+      if (version_numbers(b).at(0) == version_numbers(cuda_mm).at(0) && compare(b, cuda_mm) <= 0)
+        built = true;
     }
     if (!built) {
       found.push_back({"versions.nccl " + nccl, "versions.cuda " + cuda,
                        "NCCL " + nccl_release + " was published for CUDA " + builds + ", none of CUDA " +
-                           std::to_string(numbers(cuda_mm).at(0)) + ".x <= " + cuda_mm,
+                           std::to_string(version_numbers(cuda_mm).at(0)) + ".x <= " + cuda_mm,
                        release->source});
     }
   }

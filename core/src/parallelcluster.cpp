@@ -207,24 +207,24 @@ std::string lustre_problem(const std::string& version, const std::string& os) {
          row->source + ")";
 }
 
+std::vector<long> version_numbers(const std::string& v) {
+  std::vector<long> out;
+  std::stringstream in(v);
+  std::string part;
+  while (std::getline(in, part, '.')) {
+    std::size_t i = 0;
+    long n = 0;
+    while (i < part.size() && std::isdigit(static_cast<unsigned char>(part[i])))
+      n = n * 10 + (part[i++] - '0');
+    if (i == 0) break;
+    out.push_back(n);
+    if (i < part.size()) break;  // "7-1" in "2.12.7-1": stop after 7
+  }
+  return out;
+}
+
 int compare_versions(const std::string& a, const std::string& b) {
-  // Numeric components; a non-digit ends one ("7-1" in "2.12.7-1" reads 7) and every later one.
-  const auto parts = [](const std::string& v) {
-    std::vector<long> out;
-    std::stringstream in(v);
-    std::string part;
-    while (std::getline(in, part, '.')) {
-      std::size_t i = 0;
-      long n = 0;
-      while (i < part.size() && std::isdigit(static_cast<unsigned char>(part[i])))
-        n = n * 10 + (part[i++] - '0');
-      if (i == 0) break;
-      out.push_back(n);
-      if (i < part.size()) break;
-    }
-    return out;
-  };
-  const auto x = parts(a), y = parts(b);
+  const auto x = version_numbers(a), y = version_numbers(b);
   for (std::size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
     const long p = i < x.size() ? x[i] : 0, q = i < y.size() ? y[i] : 0;
     if (p != q) return p < q ? -1 : 1;

@@ -70,6 +70,10 @@ std::string os_support_note(const std::string& version, const std::string& os);
 /// source: the OS's official AMI without a Lustre client (Ubuntu 24.04 from 3.13.0).
 std::string lustre_problem(const std::string& version, const std::string& os);
 
+/// The numeric components of dotted version `v` ("510.47.03" -> {510, 47, 3}): a non-digit ends a
+/// component and every later one ("2.12.7-1" -> {2, 12, 7}); {} when it does not start with a digit.
+std::vector<long> version_numbers(const std::string& v);
+
 /// -1, 0, 1 as dotted version `a` is older than, equal to or newer than `b` ("3.9.0" < "3.16.3"); missing
 /// components count 0, and a non-digit ends the comparable part ("2.12.7-1" compares as 2.12.7).
 int compare_versions(const std::string& a, const std::string& b);
