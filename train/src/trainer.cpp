@@ -202,8 +202,9 @@ struct EpochContext {
   // Which schedule value each step reads, and the run's steps (train_scDINO.time_budget_minutes cuts them).
   ScheduleCut cut;
   // Called after every full 10-iteration window of the first epoch of a start with the steps done and the
-  // window's seconds per step; may change `cut` (the time budget's first estimate).
-  std::function<void(std::size_t, double)> on_window;
+  // epoch's windows so far (EpochStats::window_step_seconds); may change `cut` (the time budget's first
+  // estimate).
+  std::function<void(std::size_t, const std::vector<double>&)> on_window;
   const MpiWorld* world = nullptr;
   int ranks = 1;
   bool writer = true;  // writes the metrics
@@ -446,7 +447,7 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
       if (full_window && !stop) {
         stats.window_step_seconds.push_back(std::chrono::duration<double>(now - window_start).count() /
                                             static_cast<double>(window_count));
-        if (ctx.on_window) ctx.on_window(global_it + 1, stats.window_step_seconds.back());
+        if (ctx.on_window) ctx.on_window(global_it + 1, stats.window_step_seconds);
       }
       window_start = now;
       window_count = 0;
@@ -471,6 +472,18 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
   return stats;
 }
 
+// Random crops of one step's shapes from `generator`, each [batch, in_channels, size, size]: the 2 global
+// crops, then the local ones.
+Batch random_crops(const DinoHyperparameters& h, int64_t in_channels, int64_t batch,
+                   at::Generator generator) {
+  Batch crops;
+  for (int k = 0; k < 2 + h.local_crops_number; ++k) {
+    const int64_t size = k < 2 ? h.global_crops_size : h.local_crops_size;
+    crops.push_back(torch::randn({batch, in_channels, size, size}, generator));
+  }
+  return crops;
+}
+
 // use_fp16 on a CPU: images/s of the student's forward and backward over random crops of the run's shapes
 // in float32 and under bfloat16 autocast, kSteps steps of each after one to warm up, summed over ranks (they
 // share the node's cores as in training). A CPU flag does not say which is faster: with AVX512_BF16 and no
@@ -484,11 +497,7 @@ std::pair<double, double> time_cpu_precisions(MultiCropWrapper& student, const V
   constexpr int kSteps = 3;
   auto generator = at::detail::getDefaultCPUGenerator();
   const auto generator_state = generator.get_state();
-  Batch crops;
-  for (int k = 0; k < 2 + h.local_crops_number; ++k) {
-    const int64_t size = k < 2 ? h.global_crops_size : h.local_crops_size;
-    crops.push_back(torch::randn({batch, vo.in_channels, size, size}));
-  }
+  const Batch crops = random_crops(h, vo.in_channels, batch, generator);
   const auto step_seconds = [&](std::optional<torch::ScalarType> dtype) {
     const auto start = std::chrono::steady_clock::now();
     {
@@ -589,11 +598,10 @@ class TimeBudget {
   double run_end_seconds = 0;  // reserved for the work at the run's end (the last online kNN)
 
   // The first estimate, at the window that ends the stretch (the same window on every rank), else none.
-  std::optional<std::size_t> after_window(std::size_t steps_done, double window_step_seconds) {
-    stretch_.push_back(window_step_seconds);
-    if (stretch_.size() != kStretchWindows + 1) return std::nullopt;
-    const std::vector<double> measured(stretch_.begin() + 1, stretch_.end());
-    return estimate(steps_done, median(measured), 0);
+  // `windows`: the first epoch's windows so far, seconds per step.
+  std::optional<std::size_t> after_window(std::size_t steps_done, const std::vector<double>& windows) {
+    if (windows.size() != kStretchWindows + 1) return std::nullopt;
+    return estimate(steps_done, median({windows.begin() + 1, windows.end()}), 0);
   }
   // The estimate at the end of a whole epoch: `windows` its windows' seconds per step, or, with fewer than
   // two, `mean_step_seconds`; `epoch_end_seconds` its end's work.
@@ -621,7 +629,6 @@ class TimeBudget {
   double budget_seconds_;
   std::chrono::steady_clock::time_point started_;
   std::size_t full_, niter_;
-  std::vector<double> stretch_;
   double last_step_seconds_ = 0;
 };
 
@@ -961,11 +968,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
 
   Batch synthetic;  // --synthetic-crops: drawn from a generator of their own (the default one is the model's)
   if (rt.synthetic_crops) {
-    auto generator = at::detail::createCPUGenerator(c.meta.seed);
-    for (int k = 0; k < 2 + h.local_crops_number; ++k) {
-      const int64_t size = k < 2 ? h.global_crops_size : h.local_crops_size;
-      synthetic.push_back(torch::randn({batch, vo.in_channels, size, size}, generator).to(device));
-    }
+    synthetic = random_crops(h, vo.in_channels, batch, at::detail::createCPUGenerator(c.meta.seed));
+    for (auto& t : synthetic) t = t.to(device);
     spdlog::warn("--synthetic-crops: training on {} random crops made once (a benchmark, not a model)",
                  synthetic.size());
   }
@@ -992,8 +996,8 @@ TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const 
         epochs, steps - static_cast<std::size_t>(epochs - 1) * niter, ctx.cut.from_index, done);
   };
   if (budget_open && state.iteration == 0) {
-    ctx.on_window = [&](std::size_t done, double step_seconds) {
-      if (const auto steps = budget.after_window(done, step_seconds))
+    ctx.on_window = [&](std::size_t done, const std::vector<double>& windows) {
+      if (const auto steps = budget.after_window(done, windows))
         apply_cut(done, writer ? *steps : 0, "first estimate after a measured stretch");
     };
   }
