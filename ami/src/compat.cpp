@@ -5,7 +5,7 @@
 #include <sstream>
 #include <vector>
 
-#include "pcdino/ami/accelerators.hpp"
+#include "accelerator_kind.hpp"
 #include "pcdino/ami/node_exporter.hpp"
 #include "pcdino/ami/source_build.hpp"
 #include "pcdino/core/parallelcluster.hpp"
@@ -16,22 +16,8 @@ namespace {
 
 using parallelcluster::version_numbers;
 
-// The rows' `field`s joined with ", ": the "known: ..." lists of the messages.
-template <typename Rows, typename Field>
-std::string joined(const Rows& rows, Field field) {
-  std::string out;
-  for (const auto& row : rows) out += (out.empty() ? "" : ", ") + std::string(field(row));
-  return out;
-}
-
 int compare(const std::string& a, const std::string& b) {
   return parallelcluster::compare_versions(a, b);
-}
-
-std::string major_minor(const std::string& v) {
-  const auto n = version_numbers(v);
-  if (n.size() < 2) return n.empty() ? v : std::to_string(n[0]);
-  return std::to_string(n[0]) + "." + std::to_string(n[1]);
 }
 
 const char* const kCudaNotes =
@@ -212,12 +198,13 @@ void check_source_build(const ImageSpec& spec, std::vector<Incompatibility>* fou
 
 const char* const kCatalogue = "pcdino's instance table (ami/src/accelerators.cpp)";
 
-// The instance type verify.sh runs on must carry the image's accelerator: a Gaudi image on trn1 (or an
-// NVIDIA one on dl1) installs drivers for devices the node does not have.
+// The instance type verify.sh runs on must carry the image's accelerator: an image for one kind on another
+// kind's instance type installs drivers for devices the node does not have.
 void check_instance_accelerator(const ImageSpec& spec, std::vector<Incompatibility>* found) {
   const AcceleratorInstance* node = accelerator_instance(spec.verify_instance_type);
   const std::string has = node != nullptr ? node->accelerator : "";
-  const bool vendor = spec.accelerator == "habana" || spec.accelerator == "neuron";
+  const AcceleratorKind* kind = accelerator_kind(spec.accelerator);
+  const bool vendor = kind != nullptr && !kind->instances.empty();
   if (node != nullptr && has != spec.accelerator) {
     found->push_back({"accelerator " + spec.accelerator, "verify.instance_type " + spec.verify_instance_type,
                       spec.verify_instance_type + " carries " + node->device +
@@ -235,82 +222,18 @@ void check_instance_accelerator(const ImageSpec& spec, std::vector<Incompatibili
   }
 }
 
-// Intel Gaudi: the release's support matrix (OS, first-generation Gaudi) and pcdino's script (Intel's
-// Debian repository).
-void check_habana(const ImageSpec& spec, std::vector<Incompatibility>* found) {
-  const std::string version = spec.versions.at("gaudi_software");
-  const std::string line = major_minor(version);
-  const GaudiRelease* release = nullptr;
-  for (const auto& r : gaudi_releases())
-    if (line == r.release) release = &r;
-  if (release == nullptr) {
-    found->push_back({"versions.gaudi_software " + version, "its support matrix",
-                      "Intel Gaudi software " + line + " is not in the table (known: " +
-                          joined(gaudi_releases(), [](const GaudiRelease& r) { return r.release; }) + ")",
-                      "docs.habana.ai Support Matrix, per release"});
-    return;
-  }
-  if (std::find(release->os.begin(), release->os.end(), spec.os) == release->os.end()) {
-    found->push_back({"versions.gaudi_software " + version, "base.os " + spec.os,
-                      "Intel Gaudi software " + line + " supports " +
-                          joined(release->os, [](const char* os) { return os; }) +
-                          " among pcdino's base.os values",
-                      release->source});
-  } else if (spec.os != "ubuntu2204") {
-    found->push_back(
-        {"accelerator habana", "base.os " + spec.os,
-         "pcdino installs the Gaudi packages from Intel's Debian repository: use base.os ubuntu2204",
-         "ami/src/packer.cpp, 20-gaudi.sh"});
-  }
-  const AcceleratorInstance* node = accelerator_instance(spec.verify_instance_type);
-  if (node != nullptr && std::string(node->device) == "HL-205" && !release->first_gen) {
-    found->push_back({"versions.gaudi_software " + version,
-                      "verify.instance_type " + spec.verify_instance_type,
-                      spec.verify_instance_type +
-                          "'s first-generation Gaudi (HL-205) is last supported by Intel "
-                          "Gaudi software 1.21; " +
-                          line + " supports Gaudi 2 and Gaudi 3 only",
-                      release->source});
-  }
-}
-
-// AWS Neuron: the SDK release's packages, OSes and instance families.
-void check_neuron(const ImageSpec& spec, std::vector<Incompatibility>* found) {
-  const std::string version = spec.versions.at("neuron_sdk");
-  const NeuronRelease* release = neuron_release(version);
-  if (release == nullptr) {
-    found->push_back({"versions.neuron_sdk " + version, "its packages",
-                      "Neuron SDK " + version + " is not in the table of package versions (known: " +
-                          joined(neuron_releases(), [](const NeuronRelease& r) { return r.release; }) + ")",
-                      "aws-neuron-sdk src/helperscripts/n2-manifest.json, per release"});
-    return;
-  }
-  if (std::find(release->os.begin(), release->os.end(), spec.os) == release->os.end()) {
-    found->push_back({"versions.neuron_sdk " + version, "base.os " + spec.os,
-                      "the Neuron runtime of " + version + " supports " +
-                          joined(release->os, [](const char* os) { return os; }),
-                      release->source});
-  }
-  const AcceleratorInstance* node = accelerator_instance(spec.verify_instance_type);
-  if (node == nullptr || std::string(node->accelerator) != "neuron") return;
-  const std::string family = instance_family(node->type);
-  bool supported = false;
-  for (const char* f : release->families) supported = supported || family == f;
-  if (!supported) {
-    found->push_back({"versions.neuron_sdk " + version, "verify.instance_type " + spec.verify_instance_type,
-                      "Neuron SDK " + version + " supports " +
-                          joined(release->families, [](const char* f) { return f; }) + " (" + node->device +
-                          " needs a later release)",
-                      release->source});
-  }
-}
-
 }  // namespace
 
 bool has_nvswitch(const std::string& instance_type) {
   for (const char* family : {"p4d.", "p4de.", "p5.", "p5e.", "p5en."})
     if (instance_type.rfind(family, 0) == 0) return true;
   return false;
+}
+
+std::string major_minor(const std::string& v) {
+  const auto n = version_numbers(v);
+  if (n.size() < 2) return n.empty() ? v : std::to_string(n[0]);
+  return std::to_string(n[0]) + "." + std::to_string(n[1]);
 }
 
 std::string Incompatibility::message() const {
@@ -331,10 +254,6 @@ std::string cuda_runfile_driver(const std::string& cuda_version) {
 
 std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
   std::vector<Incompatibility> found;
-  const auto v = [&](const char* key) {
-    const auto it = spec.versions.find(key);
-    return it == spec.versions.end() ? std::string() : it->second;
-  };
 
   if (const std::string why = parallelcluster::os_support_problem(spec.parallelcluster_version, spec.os);
       !why.empty()) {
@@ -356,12 +275,19 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
         {"versions.dcgm_exporter " + spec.versions.at("dcgm_exporter"), "base.os " + spec.os,
          "pcdino installs dcgm-exporter from NVIDIA's CUDA repository for ubuntu2204 only: leave it out on " +
              spec.os,
-         "ami/src/packer.cpp, 77-dcgm-exporter.sh"});
+         "ami/src/recipes/nvidia.cpp, 77-dcgm-exporter.sh"});
   }
   check_instance_accelerator(spec, &found);
-  if (spec.accelerator == "habana") check_habana(spec, &found);
-  if (spec.accelerator == "neuron") check_neuron(spec, &found);
-  if (spec.accelerator != "nvidia") return found;
+  if (const AcceleratorKind* kind = accelerator_kind(spec.accelerator)) kind->check(spec, &found);
+  return found;
+}
+
+void check_nvidia(const ImageSpec& spec, std::vector<Incompatibility>* out) {
+  std::vector<Incompatibility>& found = *out;
+  const auto v = [&](const char* key) {
+    const auto it = spec.versions.find(key);
+    return it == spec.versions.end() ? std::string() : it->second;
+  };
   const std::string driver = v("nvidia_driver"), cuda = v("cuda"), nccl = v("nccl"), ofi = v("aws_ofi_nccl");
 
   // Fabric Manager: pinned, it is the driver's; on NVSwitch nodes a driver other than the base AMI's needs
@@ -450,7 +376,6 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
                          ", EFA installer " + efa + " ships libfabric " + fabric,
                      std::string(kOfiNotes) + "; EFA installer CHANGELOG"});
   }
-  return found;
 }
 
 double nccl_busbw_threshold(const std::string& instance_type, std::string* source) {

@@ -2,10 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "accelerator_kind.hpp"
 #include "pcdino/ami/accelerators.hpp"
 #include "pcdino/ami/compat.hpp"
 #include "pcdino/ami/node_exporter.hpp"
@@ -19,8 +21,6 @@
 namespace pcdino::ami {
 
 namespace {
-
-using Vars = std::map<std::string, std::string>;
 
 struct OsInfo {
   const char* ami_name;   // in ParallelCluster's official AMI names
@@ -91,449 +91,40 @@ struct Script {
   std::string body;
 };
 
-std::vector<Script> scripts_for(const ImageSpec& s, const Vars& v) {
-  std::vector<Script> out;
-  // What ParallelCluster's AMI of this release holds (nullptr from another base AMI): a component it ships at
-  // the wanted version is named in a comment and checked, not rebuilt.
-  // A component whose version in the release is unknown ("") is not shipped: the image installs its own.
-  parallelcluster::Release base;
-  const bool official =
-      s.base_ami.empty() && parallelcluster::base_ami(s.parallelcluster_version, s.os, &base);
-  const auto ships = [&](const std::string& wanted, const char* parallelcluster::Release::*field) {
-    return official && *(base.*field) != '\0' && wanted == base.*field;
-  };
-  const auto shipped = [](const std::string& what) {
-    return "# ParallelCluster @PC_VERSION@'s AMI ships " + what + " (@BASE_SOURCE@).\n";
-  };
-  const bool apt = s.os == "ubuntu2204";
-  // The pcdino package is checked first: a missing or foreign one fails the build before the hour of
-  // drivers, CUDA and NCCL.
-  // A prebuilt package must be for the image's OS and its Slurm; a source build needs its tarball.
-  const char* const package_check = s.pcdino_from == "source" ? R"SH(FILES=${PCDINO_FILES:-/tmp/pcdino-files}
-[ -f "$FILES/@SOURCE_PACKAGE@" ] || fail "missing files/@SOURCE_PACKAGE@: make it with scripts/package --source (see files/README)"
-)SH"
-                                                              : R"SH(FILES=${PCDINO_FILES:-/tmp/pcdino-files}
-PKG=$FILES/@PACKAGE@
-[ -f "$PKG" ] || fail "missing files/@PACKAGE@: make it with scripts/package on @OS@ (see files/README)"
-facts=$(tar -xzOf "$PKG" "@PACKAGE_DIR@/share/pcdino/package.txt" 2>/dev/null || true)
-built=$(sed -n 's/^os=//p' <<<"$facts")
-[ "$built" = @OS@ ] || fail "files/@PACKAGE@ was built for '${built:-no package.txt}', the image is @OS@"
-SLURM_RELEASE=@SLURM@
-slurm=$(sed -n 's/^slurm=//p' <<<"$facts")
-if [ -n "$SLURM_RELEASE" ] && [ "${slurm%.*}" != "${SLURM_RELEASE%.*}" ]; then
-  fail "files/@PACKAGE@'s spank_pcdino.so is built for Slurm ${slurm:-unknown}, ParallelCluster @PC_VERSION@ runs Slurm $SLURM_RELEASE (@SLURM_SOURCE@): rebuild it with scripts/package -DSLURM_INCLUDE_DIR=/opt/slurm/include on that release's AMI, or use build.pcdino: source"
-fi
-)SH";
-  out.push_back({"00-base.sh", "base",
-                 std::string(package_check) +
-                     (apt ? R"SH(@UPDATE@
-@INSTALL@ build-essential git wget curl tar autoconf automake libtool pkg-config
-command -v git >/dev/null || fail "git missing"
-done_ok
-)SH"
-                          : R"SH(@INSTALL@ gcc gcc-c++ make git wget tar autoconf automake libtool
-command -v git >/dev/null || fail "git missing"
-done_ok
-)SH")});
-  if (s.accelerator == "nvidia") {
-    out.push_back(
-        {"10-nvidia-driver.sh", "nvidia_driver",
-         std::string(apt ? R"SH(@INSTALL@ "linux-headers-$(uname -r)")SH"
-                         : R"SH(@INSTALL@ "kernel-devel-$(uname -r)" || @INSTALL@ kernel-devel)SH") +
-             R"SH(
-# The installed module, not nvidia-smi: the build instance has no GPU.
-current=$(modinfo -F version nvidia 2>/dev/null || true)
-if [ "$current" != "$VERSION" ]; then
-  wget -q -O /tmp/nvidia.run "https://us.download.nvidia.com/tesla/$VERSION/NVIDIA-Linux-x86_64-$VERSION.run"
-  # Built for the running kernel, not loaded: the build instance needs no GPU.
-  sh /tmp/nvidia.run --silent --dkms --ui=none --no-questions --skip-module-load
-  rm -f /tmp/nvidia.run
-fi
-installed=$(modinfo -F version nvidia 2>/dev/null || true)
-[ "$installed" = "$VERSION" ] || fail "kernel module nvidia is '$installed'"
-done_ok
-)SH"});
-    if (s.versions.count("fabric_manager") != 0) {
-      // Replaces the base AMI's version-locked package; ParallelCluster's node configuration starts the
-      // service where it finds NVSwitches.
-      out.push_back({"15-fabric-manager.sh", "fabric_manager",
-                     apt ? R"SH(BRANCH=${VERSION%%.*}
-PKG=nvidia-fabricmanager-$BRANCH
-apt-mark unhold "$PKG" >/dev/null 2>&1 || true
-wget -q -O /tmp/fm.deb "https://developer.download.nvidia.com/compute/cuda/repos/@FM_REPO@/x86_64/${PKG}_${VERSION}-1_amd64.deb"
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades /tmp/fm.deb
-rm -f /tmp/fm.deb
-apt-mark hold "$PKG"
-installed=$(dpkg-query -W -f='${Version}' "$PKG")
-[ "${installed%-*}" = "$VERSION" ] || fail "$PKG is $installed, the driver is $VERSION"
-done_ok
-)SH"
-                         : R"SH(PKG=nvidia-fabric-manager
-yum versionlock delete "$PKG" >/dev/null 2>&1 || true
-@INSTALL@ "https://developer.download.nvidia.com/compute/cuda/repos/@FM_REPO@/x86_64/$PKG-$VERSION-1.x86_64.rpm"
-yum versionlock "$PKG"
-installed=$(rpm -q --qf '%{VERSION}' "$PKG")
-[ "$installed" = "$VERSION" ] || fail "$PKG is $installed, the driver is $VERSION"
-done_ok
-)SH"});
-    }
-    const bool base_cuda = ships(v.at("CUDA_FULL"), &parallelcluster::Release::cuda);
-    out.push_back({"20-cuda.sh", "cuda",
-                   std::string("CUDA_MM=@CUDA_MM@\n") +
-                       (base_cuda ? shipped("CUDA @CUDA_FULL@")
-                                  : R"SH(RUNFILE=cuda_@CUDA_FULL@_@CUDA_RUNFILE_DRIVER@_linux.run
-wget -q -O /tmp/cuda.run "https://developer.download.nvidia.com/compute/cuda/@CUDA_FULL@/local_installers/$RUNFILE"
-sh /tmp/cuda.run --silent --toolkit --toolkitpath="/usr/local/cuda-$CUDA_MM" --no-opengl-libs --override
-rm -f /tmp/cuda.run
-)SH") + R"SH(ln -sfn "/usr/local/cuda-$CUDA_MM" /usr/local/cuda
-"/usr/local/cuda/bin/nvcc" --version | grep -q "release $CUDA_MM" || fail "nvcc does not report release $CUDA_MM"
-done_ok
-)SH"});
-    out.push_back({"30-cudnn.sh", "cudnn", R"SH(ARCHIVE=cudnn-linux-x86_64-${VERSION}_cuda@CUDA_MAJOR@-archive
-wget -q -O /tmp/cudnn.tar.xz "https://developer.download.nvidia.com/compute/cudnn/redist/cudnn/linux-x86_64/$ARCHIVE.tar.xz"
-tar -xf /tmp/cudnn.tar.xz -C /tmp
-cp -a "/tmp/$ARCHIVE/include/." /usr/local/cuda/include/
-cp -a "/tmp/$ARCHIVE/lib/." /usr/local/cuda/lib64/
-rm -rf /tmp/cudnn.tar.xz "/tmp/$ARCHIVE"
-major=$(awk '/#define CUDNN_MAJOR/ {print $3}' /usr/local/cuda/include/cudnn_version.h)
-[ "$major" = "${VERSION%%.*}" ] || fail "cudnn_version.h says major $major"
-done_ok
-)SH"});
-    out.push_back({"40-nccl.sh", "nccl", R"SH(rm -rf /tmp/nccl-src
-git clone -q --depth 1 --branch "v$VERSION" https://github.com/NVIDIA/nccl.git /tmp/nccl-src
-make -C /tmp/nccl-src -j "$(nproc)" src.build CUDA_HOME=/usr/local/cuda BUILDDIR=/opt/nccl
-rm -rf /tmp/nccl-src
-want=${VERSION%-*}
-got=$(awk '/#define NCCL_(MAJOR|MINOR|PATCH) / {printf "%s%s", sep, $3; sep="."}' /opt/nccl/include/nccl.h)
-[ "$got" = "$want" ] || fail "nccl.h says $got"
-echo /opt/nccl/lib >/etc/ld.so.conf.d/nccl.conf && ldconfig
-done_ok
-)SH"});
+bool selected(const Recipe& r, const ImageSpec& s) {
+  switch (r.when) {
+    case When::always:
+      return true;
+    case When::pinned:
+      return s.versions.count(r.component) != 0;
+    case When::source_build:
+      return s.pcdino_from != "package";
+    case When::package_build:
+      return s.pcdino_from == "package";
   }
-  if (s.accelerator == "habana") {
-    // Intel documents habanalabs-installer.sh --type base; it installs these packages from Intel's Debian
-    // repository, which this script uses directly (the source line HabanaAI's READMEs and Dockerfiles use)
-    // so that every package is pinned and checked. The modules are built by DKMS, not loaded: the build
-    // instance has no Gaudi. The versions start with the pinned release and build (a prefix: the Debian
-    // revision's exact form was not confirmed from a package listing).
-    out.push_back({"20-gaudi.sh", "gaudi_software", R"SH(@INSTALL@ "linux-headers-$(uname -r)" gnupg
-codename=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)
-curl -fsSL https://vault.habana.ai/artifactory/api/gpg/key/public | gpg --dearmor --yes -o /usr/share/keyrings/habana.gpg
-echo "deb [signed-by=/usr/share/keyrings/habana.gpg] https://vault.habana.ai/artifactory/debian $codename main" \
-  >/etc/apt/sources.list.d/habana.list
-@UPDATE@
-packages=(habanalabs-firmware habanalabs-dkms habanalabs-thunk habanalabs-graph habanalabs-rdma-core habanalabs-firmware-tools)
-@INSTALL@ "${packages[@]/%/=$VERSION*}"
-for p in "${packages[@]}"; do
-  got=$(dpkg-query -W -f='${Version}' "$p" 2>/dev/null || true)
-  case "$got" in "$VERSION"*) ;; *) fail "$p is '$got'" ;; esac
-done
-modinfo habanalabs >/dev/null 2>&1 || fail "DKMS did not build the habanalabs module for $(uname -r)"
-command -v hl-smi >/dev/null || fail "hl-smi (habanalabs-firmware-tools) missing"
-done_ok
-)SH"});
-  }
-  if (s.accelerator == "neuron") {
-    // The Neuron SDK release's four node packages at their versions (accelerators.hpp), from AWS's
-    // repository; the driver is built by DKMS, not loaded: the build instance has no Neuron device.
-    out.push_back({"20-neuron.sh", "neuron_sdk",
-                   std::string(apt ? R"SH(@INSTALL@ "linux-headers-$(uname -r)" gnupg
-codename=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)
-curl -fsSL https://apt.repos.neuron.amazonaws.com/GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB | gpg --dearmor --yes -o /usr/share/keyrings/neuron.gpg
-echo "deb [signed-by=/usr/share/keyrings/neuron.gpg] https://apt.repos.neuron.amazonaws.com $codename main" \
-  >/etc/apt/sources.list.d/neuron.list
-@UPDATE@
-@INSTALL@ "aws-neuronx-dkms=@NEURON_DKMS@*" "aws-neuronx-runtime-lib=@NEURON_RUNTIME@*" \
-  "aws-neuronx-collectives=@NEURON_COLLECTIVES@*" "aws-neuronx-tools=@NEURON_TOOLS@*"
-installed() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true; }
-)SH"
-                                   : R"SH(@INSTALL@ "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)"
-cat >/etc/yum.repos.d/neuron.repo <<'REPO'
-[neuron]
-name=Neuron YUM Repository
-baseurl=https://yum.repos.neuron.amazonaws.com
-enabled=1
-metadata_expire=0
-REPO
-rpm --import https://yum.repos.neuron.amazonaws.com/GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB
-@INSTALL@ "aws-neuronx-dkms-@NEURON_DKMS@*" "aws-neuronx-runtime-lib-@NEURON_RUNTIME@*" \
-  "aws-neuronx-collectives-@NEURON_COLLECTIVES@*" "aws-neuronx-tools-@NEURON_TOOLS@*"
-installed() { rpm -q --qf '%{VERSION}' "$1" 2>/dev/null || true; }
-)SH") + R"SH(for pv in aws-neuronx-dkms=@NEURON_DKMS@ aws-neuronx-runtime-lib=@NEURON_RUNTIME@ \
-  aws-neuronx-collectives=@NEURON_COLLECTIVES@ aws-neuronx-tools=@NEURON_TOOLS@; do
-  got=$(installed "${pv%%=*}")
-  case "$got" in "${pv#*=}"*) ;; *) fail "${pv%%=*} is '$got', Neuron SDK $VERSION pins ${pv#*=}" ;; esac
-done
-modinfo neuron >/dev/null 2>&1 || fail "DKMS did not build the neuron module for $(uname -r)"
-[ -x /opt/aws/neuron/bin/neuron-ls ] || fail "/opt/aws/neuron/bin/neuron-ls missing"
-echo "export PATH=/opt/aws/neuron/bin:\$PATH" >/etc/profile.d/neuron.sh
-done_ok
-)SH"});
-  }
-  const bool base_efa = ships(s.versions.at("efa_installer"), &parallelcluster::Release::efa_installer);
-  out.push_back(
-      {"50-efa.sh", "efa_installer",
-       std::string(
-           base_efa
-               ? shipped("EFA installer $VERSION")
-               : R"SH(if ! grep -q "EFA installer version: $VERSION" /opt/amazon/efa_installed_packages 2>/dev/null; then
-  cd /tmp
-  curl -fsSL -o efa.tar.gz "https://efa-installer.amazonaws.com/aws-efa-installer-$VERSION.tar.gz"
-  tar -xf efa.tar.gz
-  (cd aws-efa-installer && ./efa_installer.sh -y)
-  rm -rf efa.tar.gz aws-efa-installer
-fi
-)SH") + R"SH(grep -q "EFA installer version: $VERSION" /opt/amazon/efa_installed_packages || fail "efa_installed_packages"
-/opt/amazon/efa/bin/fi_info --version >/dev/null || fail "fi_info does not run"
-[ -x /opt/amazon/openmpi/bin/mpirun ] || fail "Open MPI of the EFA installer missing"
-done_ok
-)SH"});
-  if (s.accelerator == "nvidia") {
-    out.push_back({"60-aws-ofi-nccl.sh", "aws_ofi_nccl", R"SH(rm -rf /tmp/aws-ofi-nccl
-git clone -q --depth 1 --branch "v$VERSION-aws" https://github.com/aws/aws-ofi-nccl.git /tmp/aws-ofi-nccl
-cd /tmp/aws-ofi-nccl
-./autogen.sh
-./configure --prefix=/opt/aws-ofi-nccl --with-libfabric=/opt/amazon/efa --with-cuda=/usr/local/cuda \
-  --with-nccl=/opt/nccl --with-mpi=/opt/amazon/openmpi
-make -j "$(nproc)"
-make install
-cd / && rm -rf /tmp/aws-ofi-nccl
-[ -f /opt/aws-ofi-nccl/lib/libnccl-net.so ] || fail "libnccl-net.so not installed"
-echo /opt/aws-ofi-nccl/lib >/etc/ld.so.conf.d/aws-ofi-nccl.conf && ldconfig
-done_ok
-)SH"});
-  }
-  // Enroot and Pyxis: what ParallelCluster's AMI already holds at the wanted version is checked, not rebuilt.
-  // Pyxis goes where ParallelCluster puts it (a node-local path; its example plugstack line names it); the
-  // head node's OnNodeConfigured action enables it (`pcdino cluster generate`, spank.pyxis).
-  const bool base_enroot = ships(s.versions.at("enroot"), &parallelcluster::Release::enroot);
-  const bool base_pyxis = ships(s.versions.at("pyxis"), &parallelcluster::Release::pyxis);
-  std::string enroot_pyxis = base_enroot ? shipped("enroot $VERSION")
-                             : apt ? R"SH(base=https://github.com/NVIDIA/enroot/releases/download/v$VERSION
-wget -q -O /tmp/enroot.deb "$base/enroot_$VERSION-1_amd64.deb"
-wget -q -O /tmp/enroot-caps.deb "$base/enroot+caps_$VERSION-1_amd64.deb"
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades /tmp/enroot.deb /tmp/enroot-caps.deb
-rm -f /tmp/enroot.deb /tmp/enroot-caps.deb
-)SH"
-                                   : R"SH(base=https://github.com/NVIDIA/enroot/releases/download/v$VERSION
-rpm -q "enroot-$VERSION" >/dev/null 2>&1 || @INSTALL@ "$base/enroot-$VERSION-1.@RPM_DIST@.x86_64.rpm" \
-  "$base/enroot+caps-$VERSION-1.@RPM_DIST@.x86_64.rpm"
-)SH";
-  enroot_pyxis += R"SH(enroot version | grep -qx "$VERSION" || fail "enroot version is $(enroot version)"
-)SH";
-  if (base_pyxis) {
-    enroot_pyxis += shipped("Pyxis @PYXIS@");
-  } else {
-    enroot_pyxis += R"SH(PYXIS=@PYXIS@
-rm -rf /tmp/pyxis
-git clone -q --depth 1 --branch "v$PYXIS" https://github.com/NVIDIA/pyxis.git /tmp/pyxis
-make -C /tmp/pyxis CPPFLAGS="-I /opt/slurm/include"
-mkdir -p /usr/local/lib/slurm
-install -m 0755 /tmp/pyxis/spank_pyxis.so /usr/local/lib/slurm/spank_pyxis.so.new
-mv -f /usr/local/lib/slurm/spank_pyxis.so.new /usr/local/lib/slurm/spank_pyxis.so
-rm -rf /tmp/pyxis
-)SH";
-  }
-  enroot_pyxis +=
-      R"SH([ -f /usr/local/lib/slurm/spank_pyxis.so ] || fail "no /usr/local/lib/slurm/spank_pyxis.so"
-done_ok
-)SH";
-  out.push_back({"70-enroot-pyxis.sh", "enroot", enroot_pyxis});
-  if (s.versions.count("node_exporter") != 0) {
-    // check_compatibility() has refused an OS without the package (node_exporter.hpp). pcdino's stages
-    // write their metrics as the job's user, so the directory is world-writable with the sticky bit (as
-    // /tmp): each user replaces only their own files. The package enables its service at boot itself;
-    // enabled again here in case a preset disabled it.
-    out.push_back({"75-node-exporter.sh", "node_exporter",
-                   R"SH(# @NODE_EXPORTER_PACKAGE@ from @OS@'s own repositories (@NODE_EXPORTER_SOURCE@).
-TEXTFILE_DIR=@TEXTFILE_DIR@
-@UPDATE@
-@INSTALL@ @NODE_EXPORTER_PACKAGE@
-installed=$(dpkg-query -W -f='${Version}' @NODE_EXPORTER_PACKAGE@ 2>/dev/null || true)
-upstream=${installed%%-*}
-[ "${upstream%%+*}" = "$VERSION" ] || fail "@NODE_EXPORTER_PACKAGE@ is '$installed', not $VERSION"
-install -d -m 1777 "$TEXTFILE_DIR"
-cat >/etc/default/@NODE_EXPORTER_PACKAGE@.tmp <<DEFAULTS
-# Generated by pcdino ami: the textfile collector reads pcdino's pcdino_<job>_<rank>.prom files here.
-ARGS="--collector.textfile.directory=$TEXTFILE_DIR"
-DEFAULTS
-mv /etc/default/@NODE_EXPORTER_PACKAGE@.tmp /etc/default/@NODE_EXPORTER_PACKAGE@
-systemctl enable @NODE_EXPORTER_PACKAGE@.service
-[ "$(stat -c %a "$TEXTFILE_DIR")" = 1777 ] || fail "$TEXTFILE_DIR is not mode 1777"
-systemctl is-enabled --quiet @NODE_EXPORTER_PACKAGE@.service || fail "@NODE_EXPORTER_PACKAGE@ does not start at boot"
-done_ok
-)SH"});
-  }
-  if (s.versions.count("dcgm_exporter") != 0) {
-    // check_compatibility() has refused it off ubuntu2204. The package depends on DCGM 4
-    // (datacenter-gpu-manager-4-core), which the cookbook's nvidia_dcgm resource installs from
-    // ParallelCluster's own bucket (its platform.rb dcgm_version '4.6.0-1' in a 2026 commit, 02106c37; not
-    // read at a 3.16 tag) and leaves no NVIDIA repository behind: the dependency is checked against what is
-    // installed, before apt would look for it in a repository the image does not have.
-    out.push_back(
-        {"77-dcgm-exporter.sh", "dcgm_exporter",
-         R"SH(# NVIDIA's dcgm-exporter from its CUDA repository for @FM_REPO@, at the pinned package version; the
-# head node's Prometheus scrapes it on :@DCGM_EXPORTER_PORT@ (its default) for the dashboard's GPU panels.
-PKG=@DCGM_EXPORTER_PACKAGE@
-wget -q -O /tmp/dcgm-exporter.deb "https://developer.download.nvidia.com/compute/cuda/repos/@FM_REPO@/x86_64/${PKG}_${VERSION}_amd64.deb"
-needs=$(dpkg-deb -f /tmp/dcgm-exporter.deb Depends)
-dcgm=$(dpkg-query -W -f='${Package} ${Version}\n' 'datacenter-gpu-manager*' 2>/dev/null || true)
-if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades /tmp/dcgm-exporter.deb; then
-  fail "$PKG $VERSION needs '$needs'; the AMI has '${dcgm:-no DCGM package}'"
-fi
-rm -f /tmp/dcgm-exporter.deb
-installed=$(dpkg-query -W -f='${Version}' "$PKG")
-[ "$installed" = "$VERSION" ] || fail "$PKG is '$installed', not $VERSION"
-# The fields the dashboard and the alert read are among the ones the service exports.
-for field in @DCGM_FIELDS@; do
-  grep -q "^ *$field *," @DCGM_COUNTERS@ || fail "@DCGM_COUNTERS@ does not export $field"
-done
-systemctl enable nvidia-dcgm-exporter.service
-done_ok
-)SH"});
-  }
-  if (s.accelerator == "nvidia") {
-    out.push_back({"80-nccl-tests.sh", "nccl_tests", R"SH(rm -rf /opt/nccl-tests
-git clone -q --depth 1 --branch "v$VERSION" https://github.com/NVIDIA/nccl-tests.git /opt/nccl-tests
-make -C /opt/nccl-tests -j "$(nproc)" MPI=1 MPI_HOME=/opt/amazon/openmpi CUDA_HOME=/usr/local/cuda NCCL_HOME=/opt/nccl
-[ -x /opt/nccl-tests/build/all_reduce_perf ] || fail "all_reduce_perf not built"
-done_ok
-)SH"});
-  }
-  // The package's layout and package.txt: cmake/PcdinoPackage.cmake. Nothing goes under /opt/slurm here:
-  // the nodes mount it from the head node, whose OnNodeConfigured action installs the plugin from here.
-  const char* const install_checks = R"SH(plugin=$PREFIX/lib/slurm/spank_pcdino.so
-[ -f "$plugin" ] || fail "no lib/slurm/spank_pcdino.so"
-missing=$(ldd "$PREFIX"/bin/* "$plugin" | awk '/not found/ {print $1}' | sort -u)
-[ -z "$missing" ] || fail "libraries pcdino needs are missing: $missing"
-"$PREFIX/bin/pcdino" --version | grep -q "pcdino $VERSION" || fail "pcdino --version is not $VERSION"
-)SH";
-  if (s.pcdino_from == "package") {
-    out.push_back({"85-pcdino.sh", "pcdino", std::string(R"SH(PKG=${PCDINO_FILES:-/tmp/pcdino-files}/@PACKAGE@
-rm -rf "$PREFIX.new" && mkdir -p "$PREFIX.new"
-tar -xzf "$PKG" -C "$PREFIX.new" --strip-components=1
-# The image keeps manifest.json, verify.sh and the version stamps in /opt/pcdino beside the package.
-for d in bin lib share; do rm -rf "${PREFIX:?}/$d"; mv "$PREFIX.new/$d" "$PREFIX/$d"; done
-rm -rf "$PREFIX.new"
-)SH") + install_checks + "done_ok\n"});
-  } else {
-    // Built on the build instance as the cookbook builds Pyxis (install_pyxis.rb: against
-    // /opt/slurm/include), with the OS's packages, the AMI's Open MPI and libfabric, the image's CUDA and
-    // NCCL, and the pinned LibTorch. SLURM_PREFIX, MPI_HOME, EFA_HOME, PCDINO_PREFIX and PCDINO_FILES move it
-    // off ParallelCluster's paths; PCDINO_LIBTORCH_DIR names a LibTorch already on the machine instead of the
-    // download (README).
-    std::string body = R"SH(SLURM_PREFIX=${SLURM_PREFIX:-/opt/slurm}
-MPI_HOME=${MPI_HOME:-/opt/amazon/openmpi}
-EFA_HOME=${EFA_HOME:-/opt/amazon/efa}
-# The Slurm that ParallelCluster @PC_VERSION@'s nodes run (@SLURM_SOURCE@). Slurm loads a SPANK plugin only
-# of its own major.minor, so the headers must be that Slurm's: checked before anything is installed or built.
-SLURM_RELEASE=@SLURM@
-header=$SLURM_PREFIX/include/slurm/slurm_version.h
-[ -f "$header" ] || fail "no $header: this is not ParallelCluster's AMI (its Slurm headers are missing)"
-# SLURM_VERSION_NUMBER = major << 16 | minor << 8 | micro; Slurm names releases with a two-digit minor.
-number=$(awk '$1 == "#define" && $2 == "SLURM_VERSION_NUMBER" {print $3}' "$header")
-[ -n "$number" ] || fail "no SLURM_VERSION_NUMBER in $header"
-headers=$(printf '%d.%02d.%d' $((number >> 16 & 255)) $((number >> 8 & 255)) $((number & 255)))
-if [ "${headers%.*}" != "${SLURM_RELEASE%.*}" ]; then
-  fail "$header is Slurm $headers, ParallelCluster @PC_VERSION@ runs Slurm $SLURM_RELEASE: a plugin built against these headers would not load; build on ParallelCluster @PC_VERSION@'s own AMI"
-fi
-SRC=${PCDINO_FILES:-/tmp/pcdino-files}/@SOURCE_PACKAGE@
-[ -f "$SRC" ] || fail "missing files/@SOURCE_PACKAGE@: make it with scripts/package --source (see files/README)"
-[ -x "$MPI_HOME/bin/mpicc" ] || fail "no $MPI_HOME/bin/mpicc (the EFA installer's Open MPI)"
-# pcdino's dependencies from @OS@'s own packages (@OS_PACKAGES_SOURCE@).
-@UPDATE@
-@INSTALL@ @OS_PACKAGES@
-if [ -n "${PCDINO_LIBTORCH_DIR:-}" ]; then
-  TORCH=$PCDINO_LIBTORCH_DIR
-  echo "pcdino: LibTorch from PCDINO_LIBTORCH_DIR=$TORCH instead of the pinned @LIBTORCH@"
-else
-  # PyTorch publishes no digests: the pinned one was recorded by @LIBTORCH_SOURCE@.
-  TORCH=/opt/libtorch-@LIBTORCH@
-  if [ ! -f "$TORCH/share/cmake/Torch/TorchConfig.cmake" ]; then
-    wget -q -O /tmp/libtorch.zip "@LIBTORCH_URL@"
-    echo "@LIBTORCH_SHA256@  /tmp/libtorch.zip" | sha256sum -c --quiet - ||
-      fail "the LibTorch download is not the pinned @LIBTORCH@ (sha256 differs)"
-    rm -rf "$TORCH.new" && mkdir -p "$TORCH.new"
-    unzip -q /tmp/libtorch.zip -d "$TORCH.new"
-    rm -rf "$TORCH" && mv "$TORCH.new/libtorch" "$TORCH" && rm -rf "$TORCH.new" /tmp/libtorch.zip
-  fi
-fi
-WORK=$(mktemp -d /tmp/pcdino-build.XXXXXX)
-tar -xzf "$SRC" -C "$WORK"
-@PROMETHEUS_CPP@export PKG_CONFIG_PATH="$EFA_HOME/lib64/pkgconfig:$EFA_HOME/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-# The install keeps the link-time library paths (LibTorch, NCCL, Open MPI) as RUNPATH: nothing is copied.
-cmake -S "$WORK/@SOURCE_DIR@" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPCDINO_BUILD_TESTS=OFF \
-  -DPCDINO_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$TORCH@PROMETHEUS_CPP_PREFIX@" -DPCDINO_REQUIRE_METRICS=ON \
-  -DSLURM_INCLUDE_DIR="$SLURM_PREFIX/include" \
-  -DMPI_HOME="$MPI_HOME" @CUDA_CMAKE@-DCMAKE_INSTALL_PREFIX="$PREFIX" -DCMAKE_INSTALL_RPATH_USE_LINK_PATH=ON
-cmake --build "$WORK/build" --parallel "$(nproc)"
-DESTDIR="$WORK/stage" cmake --install "$WORK/build" >/dev/null
-# The image keeps manifest.json, verify.sh and the version stamps in /opt/pcdino beside the build.
-for d in bin lib share; do rm -rf "${PREFIX:?}/$d"; mv "$WORK/stage$PREFIX/$d" "$PREFIX/$d"; done
-rm -rf "$WORK"
-)SH";
-    body += install_checks;
-    body += R"SH("$PREFIX/bin/pcdino" ami check-plugin "$plugin" --slurm "$SLURM_RELEASE" ||
-  fail "spank_pcdino.so is not built for Slurm $SLURM_RELEASE"
-# Also where ParallelCluster's example plugstack.conf loads node-local plugins from (Pyxis's).
-mkdir -p /usr/local/lib/slurm
-install -m 0755 "$plugin" /usr/local/lib/slurm/spank_pcdino.so.new
-mv -f /usr/local/lib/slurm/spank_pcdino.so.new /usr/local/lib/slurm/spank_pcdino.so
-)SH";
-    body += R"SH(# The node exporter reads pcdino's metrics only from a build that writes them.
-"$PREFIX/bin/pcdino" --version | grep -q "^  metrics   prometheus-cpp" || fail "pcdino is built without metrics"
-)SH";
-    if (s.accelerator == "nvidia")
-      body += R"SH(# A CPU trainer on a GPU node is a broken image, not a slow job.
-"$PREFIX/bin/pcdino" --version | grep -q "^  libtorch .*(CUDA)" || fail "pcdino's LibTorch has no CUDA"
-)SH";
-    body += "done_ok\n";
-    out.push_back({"85-pcdino.sh", "pcdino", body});
-  }
-  out.push_back(
-      {"90-system.sh", "system",
-       R"SH(# Kernel network settings of aws-samples/awsome-distributed-training's ML AMI (Ansible role
-# base, defaults/main.yml, base_sysctl; its 'brr' read as the bbr it means).
-cat >/etc/sysctl.d/99-pcdino.conf.tmp <<'SYSCTL'
-# Generated by pcdino ami.
-net.core.default_qdisc = fq
-net.ipv4.tcp_congestion_control = bbr
-net.ipv4.tcp_timestamps = 0
-net.core.rmem_max = 67108864
-net.core.wmem_max = 67108864
-net.ipv4.ip_forward = 1
-net.ipv4.tcp_rmem = 4096 87380 67108864
-net.ipv4.tcp_wmem = 4096 64436 67108864
-SYSCTL
-mv /etc/sysctl.d/99-pcdino.conf.tmp /etc/sysctl.d/99-pcdino.conf
-sysctl --system >/dev/null
-# pcdino's own choice (no published workshop setting found): mpirun reaches other compute nodes by ssh
-# without host-key prompts; the nodes are created and replaced by the cluster, their keys change.
-mkdir -p /etc/ssh/ssh_config.d
-cat >/etc/ssh/ssh_config.d/99-pcdino.conf.tmp <<'SSH'
-Host *
-  StrictHostKeyChecking no
-  UserKnownHostsFile /dev/null
-  LogLevel ERROR
-SSH
-mv /etc/ssh/ssh_config.d/99-pcdino.conf.tmp /etc/ssh/ssh_config.d/99-pcdino.conf
-[ "$(sysctl -n net.core.rmem_max)" = 67108864 ] || fail "net.core.rmem_max not applied"
-done_ok
-)SH"});
-  out.push_back({"99-manifest.sh", "manifest", R"SH(mkdir -p /opt/pcdino
-install -m 0644 /tmp/pcdino-files/manifest.json /opt/pcdino/manifest.json.tmp
-mv /opt/pcdino/manifest.json.tmp /opt/pcdino/manifest.json
-install -m 0755 /tmp/pcdino-files/verify.sh /opt/pcdino/verify.sh
-grep -q '"name": "@NAME@"' /opt/pcdino/manifest.json || fail "manifest not installed"
-done_ok
-)SH"});
+  return false;
+}
 
-  for (auto& sc : out) {
+// The common recipes and the accelerator kind's, those the spec selects, in script-name order, each after
+// the common head.
+std::vector<Script> scripts_for(const ImageSpec& s, const Vars& v) {
+  RecipeContext context{s, v, accelerator_kind(s.accelerator), s.os == "ubuntu2204", false, {}};
+  context.official =
+      s.base_ami.empty() && parallelcluster::base_ami(s.parallelcluster_version, s.os, &context.base);
+  std::vector<Recipe> recipes = common_recipes();
+  if (context.kind != nullptr)
+    recipes.insert(recipes.end(), context.kind->recipes.begin(), context.kind->recipes.end());
+  std::stable_sort(recipes.begin(), recipes.end(),
+                   [](const Recipe& a, const Recipe& b) { return std::string(a.script) < b.script; });
+  std::vector<Script> out;
+  for (const Recipe& r : recipes) {
+    if (!selected(r, s)) continue;
     Vars sv = v;
-    sv["COMPONENT"] = sc.component;
-    const auto it = s.versions.find(sc.component);
+    sv["COMPONENT"] = r.component;
+    const auto it = s.versions.find(r.component);
     sv["VERSION"] = it != s.versions.end() ? it->second : s.versions.at("pcdino");
-    sc.body = fill_template(kScriptHead, sv) + fill_template(sc.body, sv);
+    out.push_back(
+        {r.script, r.component, fill_template(kScriptHead, sv) + fill_template(r.body(context), sv)});
   }
   return out;
 }
@@ -733,24 +324,6 @@ fi
 echo "ami_cleanup: host keys, cloud-init state, logs and uploads removed"
 )SH";
 
-// verify.sh's checks of a Gaudi or Neuron image (only the image's own: their placeholders are its).
-const char* const kGaudiChecks =
-    R"SH(# hl-smi prints the driver as X.Y.Z-<git hash> (driver_version: the field name third-party tools query;
-# Intel documents the -Q query form); the packages' build number is not in it.
-gaudi=$(want gaudi_software)
-driver=$(hl-smi -Q driver_version -f csv,noheader 2>/dev/null | head -n 1 | tr -d ' ')
-check gaudi_software "${gaudi%%-*}" "${driver%%-*}"
-check "Gaudi cards (@VERIFY_TYPE@)" @DEVICES@ "$(hl-smi -Q index -f csv,noheader 2>/dev/null | grep -c .)"
-)SH";
-const char* const kNeuronChecks =
-    R"SH(# Neuron SDK @NEURON_SDK@: aws-neuronx-dkms @NEURON_DKMS@; the module's version is compared up to a '-'.
-module=$(modinfo -F version neuron 2>/dev/null)
-check neuron_driver @NEURON_DKMS@ "${module%%-*}"
-check "Neuron devices (@VERIFY_TYPE@)" @DEVICES@ "$(find /dev -maxdepth 1 -name 'neuron[0-9]*' 2>/dev/null | grep -c .)"
-if PATH=/opt/aws/neuron/bin:$PATH neuron-ls >/dev/null 2>&1; then echo "ok      neuron-ls runs"; else
-  echo "MISMATCH neuron-ls does not run"; problems=$((problems + 1)); fi
-)SH";
-
 const char* const kVerify = R"VERIFY(#!/usr/bin/env bash
 # Generated by `pcdino ami generate` from @SPEC@. On a booted node of the image:
 #   /opt/pcdino/verify.sh            compare /opt/pcdino/manifest.json with what is installed
@@ -859,15 +432,8 @@ echo "$problems problem(s)"
 [ "$problems" -eq 0 ]
 )VERIFY";
 
-}  // namespace
-
-std::vector<GeneratedFile> generate_image(const ImageSpec& spec) {
-  const auto problems = check_compatibility(spec);
-  if (!problems.empty()) {
-    std::string msg = spec.source + ": incompatible versions:";
-    for (const auto& p : problems) msg += "\n  " + p.message();
-    throw ConfigError(msg);
-  }
+// The placeholders every template reads: the spec, its OS, the base release and pcdino's package.
+Vars image_vars(const ImageSpec& spec) {
   const OsInfo os = os_info(spec.os);
   Vars v = {{"SPEC", std::filesystem::path(spec.source).filename().string()},
             {"NAME", spec.name},
@@ -908,70 +474,45 @@ std::vector<GeneratedFile> generate_image(const ImageSpec& spec) {
   v["SLURM_SOURCE"] = slurm != nullptr ? slurm->source : "not in pcdino's table";
   v["SOURCE_DIR"] = source_package_name(spec.versions.at("pcdino"));
   v["SOURCE_PACKAGE"] = source_package_name(spec.versions.at("pcdino")) + ".tar.gz";
-  if (spec.pcdino_from == "source") {
-    // check_compatibility() has refused an OS without a table row or a LibTorch without one.
-    const OsBuildPackages* packages = os_build_packages(spec.os);
-    for (const char* p : packages->packages)
-      v["OS_PACKAGES"] += (v["OS_PACKAGES"].empty() ? "" : " ") + std::string(p);
-    v["OS_PACKAGES_SOURCE"] = packages->source;
-    v["PROMETHEUS_CPP"] = v["PROMETHEUS_CPP_PREFIX"] = "";
-    if (*packages->prometheus_cpp != '\0') {
-      v["OS_PACKAGES"] += std::string(" ") + packages->prometheus_cpp;
-    } else {
-      const SourceRelease& prom = prometheus_cpp_release();
-      v["PROMETHEUS_CPP"] = fill_template(kPrometheusCppBuild, {{"PROMCPP_VERSION", prom.version},
-                                                                {"PROMCPP_URL", prom.url},
-                                                                {"PROMCPP_SHA256", prom.sha256},
-                                                                {"PROMCPP_SOURCE", prom.source},
-                                                                {"OS", spec.os}});
-      v["PROMETHEUS_CPP_PREFIX"] = ";$WORK/prometheus-cpp";
-    }
-    const LibTorchArtifact* torch = libtorch_artifact(spec.versions.at("libtorch"));
-    v["LIBTORCH"] = torch->version;
-    v["LIBTORCH_URL"] = torch->url;
-    v["LIBTORCH_SHA256"] = torch->sha256;
-    v["LIBTORCH_SOURCE"] = torch->source;
-    v["CUDA_CMAKE"] =
-        spec.accelerator == "nvidia" ? "-DCUDAToolkit_ROOT=/usr/local/cuda -DNCCL_ROOT=/opt/nccl \\\n  " : "";
+  return v;
+}
+
+// The placeholders of pcdino's source build (85-pcdino.sh): the OS's packages, prometheus-cpp, LibTorch.
+void source_build_vars(const ImageSpec& spec, Vars& v) {
+  // check_compatibility() has refused an OS without a table row or a LibTorch without one.
+  const OsBuildPackages* packages = os_build_packages(spec.os);
+  for (const char* p : packages->packages)
+    v["OS_PACKAGES"] += (v["OS_PACKAGES"].empty() ? "" : " ") + std::string(p);
+  v["OS_PACKAGES_SOURCE"] = packages->source;
+  v["PROMETHEUS_CPP"] = v["PROMETHEUS_CPP_PREFIX"] = "";
+  if (*packages->prometheus_cpp != '\0') {
+    v["OS_PACKAGES"] += std::string(" ") + packages->prometheus_cpp;
+  } else {
+    const SourceRelease& prom = prometheus_cpp_release();
+    v["PROMETHEUS_CPP"] = fill_template(kPrometheusCppBuild, {{"PROMCPP_VERSION", prom.version},
+                                                              {"PROMCPP_URL", prom.url},
+                                                              {"PROMCPP_SHA256", prom.sha256},
+                                                              {"PROMCPP_SOURCE", prom.source},
+                                                              {"OS", spec.os}});
+    v["PROMETHEUS_CPP_PREFIX"] = ";$WORK/prometheus-cpp";
   }
-  std::string description = spec.accelerator;
-  if (spec.accelerator == "nvidia") {
-    const std::string cuda = spec.versions.at("cuda");
-    std::string full = cuda;
-    if (std::count(cuda.begin(), cuda.end(), '.') == 1) {
-      // "11.6" -> the latest 11.6.x runfile the table knows.
-      for (const char* patch : {"9", "8", "7", "6", "5", "4", "3", "2", "1", "0"}) {
-        if (!cuda_runfile_driver(cuda + "." + patch).empty()) {
-          full = cuda + "." + patch;
-          break;
-        }
-      }
-    }
-    v["CUDA_FULL"] = full;
-    v["CUDA_MM"] = full.substr(0, full.find('.', full.find('.') + 1));
-    v["CUDA_MAJOR"] = full.substr(0, full.find('.'));
-    v["CUDA_RUNFILE_DRIVER"] = cuda_runfile_driver(full);
-    description = "driver " + spec.versions.at("nvidia_driver") + ", CUDA " + full + ", NCCL " +
-                  spec.versions.at("nccl") + ", EFA " + spec.versions.at("efa_installer");
-  }
-  if (spec.accelerator == "habana")
-    description = "Intel Gaudi software " + spec.versions.at("gaudi_software");
-  if (spec.accelerator == "neuron") {
-    // check_compatibility() has refused a release without a table row.
-    const NeuronRelease* neuron = neuron_release(spec.versions.at("neuron_sdk"));
-    v["NEURON_DKMS"] = neuron->dkms;
-    v["NEURON_RUNTIME"] = neuron->runtime_lib;
-    v["NEURON_COLLECTIVES"] = neuron->collectives;
-    v["NEURON_TOOLS"] = neuron->tools;
-    v["NEURON_SDK"] = neuron->release;
-    description = "Neuron SDK " + spec.versions.at("neuron_sdk");
-  }
+  const LibTorchArtifact* torch = libtorch_artifact(spec.versions.at("libtorch"));
+  v["LIBTORCH"] = torch->version;
+  v["LIBTORCH_URL"] = torch->url;
+  v["LIBTORCH_SHA256"] = torch->sha256;
+  v["LIBTORCH_SOURCE"] = torch->source;
+  const AcceleratorKind* kind = accelerator_kind(spec.accelerator);
+  v["CUDA_CMAKE"] = kind != nullptr ? kind->pcdino_cmake : "";
+}
+
+// The accelerator kind's facts, and what verify.sh judges the node by.
+void verify_vars(const ImageSpec& spec, Vars& v) {
+  const AcceleratorKind* kind = accelerator_kind(spec.accelerator);
+  v["DESCRIPTION"] = spec.accelerator;
+  if (kind != nullptr) kind->facts(spec, &v);
   const AcceleratorInstance* node = accelerator_instance(spec.verify_instance_type);
   v["DEVICES"] = std::to_string(node != nullptr ? node->devices : 0);
-  v["VENDOR_CHECKS"] = spec.accelerator == "habana"   ? fill_template(kGaudiChecks, v)
-                       : spec.accelerator == "neuron" ? fill_template(kNeuronChecks, v)
-                                                      : "";
-  v["DESCRIPTION"] = description;
+  v["VENDOR_CHECKS"] = kind != nullptr ? fill_template(kind->verify_checks, v) : "";
   std::string threshold_source;
   const double threshold = nccl_busbw_threshold(spec.verify_instance_type, &threshold_source);
   v["THRESHOLD"] = threshold > 0 ? std::to_string(static_cast<int>(threshold)) : "0";
@@ -979,6 +520,39 @@ std::vector<GeneratedFile> generate_image(const ImageSpec& spec) {
   const int gpus = spec.verify_gpus_per_node > 0 ? spec.verify_gpus_per_node
                                                  : gpus_per_instance(spec.verify_instance_type);
   v["GPUS"] = std::to_string(gpus > 0 ? gpus : 1);
+}
+
+// files/README: what to add to files/ before `packer build`.
+const char* const kReadmeSource = R"SH(Files uploaded to the build instance as /tmp/pcdino-files/.
+Generated: manifest.json (installed as /opt/pcdino/manifest.json).
+Add before `packer build`:
+  @SOURCE_PACKAGE@    pcdino's source, made by `scripts/package --source` in a pcdino checkout
+  scripts/85-pcdino.sh builds it on the build instance against ParallelCluster @PC_VERSION@'s Slurm
+  headers (/opt/slurm/include, Slurm @SLURM@), the image's CUDA and NCCL, the AMI's Open MPI and
+  libfabric and LibTorch @LIBTORCH@, and installs it to /opt/pcdino; scripts/00-base.sh stops the build
+  when the tarball is missing.
+)SH";
+const char* const kReadmePackage = R"SH(Files uploaded to the build instance as /tmp/pcdino-files/.
+Generated: manifest.json (installed as /opt/pcdino/manifest.json).
+Add before `packer build`:
+  @PACKAGE@    pcdino built on @OS@ by pcdino's scripts/package
+  (programs, spank_pcdino.so, its profiles, and share/pcdino/package.txt naming the OS, the Slurm the
+  plugin is built for and the system libraries it needs); scripts/00-base.sh stops the build when it is
+  missing or built for another OS or Slurm.
+)SH";
+
+}  // namespace
+
+std::vector<GeneratedFile> generate_image(const ImageSpec& spec) {
+  const auto problems = check_compatibility(spec);
+  if (!problems.empty()) {
+    std::string msg = spec.source + ": incompatible versions:";
+    for (const auto& p : problems) msg += "\n  " + p.message();
+    throw ConfigError(msg);
+  }
+  Vars v = image_vars(spec);
+  if (spec.pcdino_from == "source") source_build_vars(spec, v);
+  verify_vars(spec, v);
 
   const auto scripts = scripts_for(spec, v);
   std::vector<GeneratedFile> files;
@@ -988,26 +562,7 @@ std::vector<GeneratedFile> generate_image(const ImageSpec& spec) {
   for (const auto& sc : scripts) files.push_back({"scripts/" + sc.name, sc.body, true});
   files.push_back({"files/manifest.json", manifest(spec), false});
   files.push_back({"files/README",
-                   fill_template(spec.pcdino_from == "source"
-                                     ? R"SH(Files uploaded to the build instance as /tmp/pcdino-files/.
-Generated: manifest.json (installed as /opt/pcdino/manifest.json).
-Add before `packer build`:
-  @SOURCE_PACKAGE@    pcdino's source, made by `scripts/package --source` in a pcdino checkout
-  scripts/85-pcdino.sh builds it on the build instance against ParallelCluster @PC_VERSION@'s Slurm
-  headers (/opt/slurm/include, Slurm @SLURM@), the image's CUDA and NCCL, the AMI's Open MPI and
-  libfabric and LibTorch @LIBTORCH@, and installs it to /opt/pcdino; scripts/00-base.sh stops the build
-  when the tarball is missing.
-)SH"
-                                     : R"SH(Files uploaded to the build instance as /tmp/pcdino-files/.
-Generated: manifest.json (installed as /opt/pcdino/manifest.json).
-Add before `packer build`:
-  @PACKAGE@    pcdino built on @OS@ by pcdino's scripts/package
-  (programs, spank_pcdino.so, its profiles, and share/pcdino/package.txt naming the OS, the Slurm the
-  plugin is built for and the system libraries it needs); scripts/00-base.sh stops the build when it is
-  missing or built for another OS or Slurm.
-)SH",
-                                 v),
-                   false});
+                   fill_template(spec.pcdino_from == "source" ? kReadmeSource : kReadmePackage, v), false});
   files.push_back({"verify.sh", fill_template(kVerify, v), true});
   files.push_back({"ami_cleanup.sh", fill_template(kCleanup, v), true});
   return files;

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "accelerator_kind.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/yaml_reader.hpp"
@@ -62,18 +63,17 @@ ImageSpec parse_image_spec(const std::string& yaml_text, const std::string& sour
 
   const YAML::Node versions = r.map(root, "versions", "versions", true);
   // Components by accelerator: pinning another accelerator's is an error naming the one it belongs to.
-  const std::map<std::string, std::vector<std::string>> by_accelerator = {
-      {"nvidia", {std::begin(kNvidiaComponents), std::end(kNvidiaComponents)}},
-      {"habana", {std::begin(kHabanaComponents), std::end(kHabanaComponents)}},
-      {"neuron", {std::begin(kNeuronComponents), std::end(kNeuronComponents)}}};
+  std::map<std::string, std::vector<std::string>> by_accelerator;
+  for (const AcceleratorKind* kind : accelerator_kinds())
+    by_accelerator[kind->name].assign(kind->components.begin(), kind->components.end());
   std::set<std::string> allowed(std::begin(kCommonComponents), std::end(kCommonComponents));
   const auto own = by_accelerator.find(s.accelerator);
   if (own != by_accelerator.end()) allowed.insert(own->second.begin(), own->second.end());
   if (s.pcdino_from == "source")
     allowed.insert(std::begin(kSourceBuildComponents), std::end(kSourceBuildComponents));
   std::set<std::string> optional(std::begin(kOptionalComponents), std::end(kOptionalComponents));
-  if (s.accelerator == "nvidia")
-    optional.insert(std::begin(kOptionalNvidiaComponents), std::end(kOptionalNvidiaComponents));
+  if (const AcceleratorKind* kind = accelerator_kind(s.accelerator))
+    optional.insert(kind->optional_components.begin(), kind->optional_components.end());
   for (const auto& kv : versions) {
     const std::string key = kv.first.Scalar();
     if (allowed.count(key) == 0 && optional.count(key) == 0) {

@@ -9,6 +9,7 @@
 
 #include "pcdino/ami/accelerators.hpp"
 #include "pcdino/ami/compat.hpp"
+#include "pcdino/ami/neuron.hpp"
 #include "pcdino/ami/packer.hpp"
 #include "pcdino/ami/source_build.hpp"
 #include "pcdino/ami/spec.hpp"

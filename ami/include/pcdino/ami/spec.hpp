@@ -45,22 +45,11 @@ struct ImageSpec {
   std::string source;            ///< file it was read from
 };
 
-/// Components every spec pins, and those an NVIDIA image adds.
+/// Components every spec pins; each accelerator kind adds its own, required and optional (its row of the
+/// accelerator kinds, src/<kind>.cpp).
 inline const char* const kCommonComponents[] = {"efa_installer", "enroot", "pyxis", "pcdino"};
-inline const char* const kNvidiaComponents[] = {"nvidia_driver", "cuda",         "cudnn",
-                                                "nccl",          "aws_ofi_nccl", "nccl_tests"};
-/// What a Gaudi image pins: the Intel Gaudi software release with its build ("1.21.0-555", as HabanaAI's
-/// release tags write it), the prefix of every habanalabs package's version. A Neuron image pins the Neuron
-/// SDK release ("2.22.0"), whose four packages' versions come from accelerators.hpp.
-inline const char* const kHabanaComponents[] = {"gaudi_software"};
-inline const char* const kNeuronComponents[] = {"neuron_sdk"};
 /// Pinned when pcdino is built from source: the LibTorch download ("2.5.1+cu124", source_build.hpp).
 inline const char* const kSourceBuildComponents[] = {"libtorch"};
-/// Pinned only where needed: Fabric Manager, which NVSwitch systems (p4d, p5) need at the driver's
-/// exact version when the image replaces the base AMI's driver (check_compatibility says when); and where
-/// wanted, NVIDIA's dcgm-exporter (its Ubuntu package's version, "4.8.2-1"; pcdino/core/exporters.hpp),
-/// which serves the GPUs' DCGM fields to the head node's Prometheus beside the node exporter.
-inline const char* const kOptionalNvidiaComponents[] = {"fabric_manager", "dcgm_exporter"};
 /// Pinned only where wanted, on any accelerator: the Prometheus node exporter from the OS's own package at
 /// its version (node_exporter.hpp; "1.3.1" on ubuntu2204), with its textfile collector on the directory
 /// pcdino's stages write their metrics to. check_compatibility refuses it on an OS without the package.

@@ -1,0 +1,63 @@
+// The NVIDIA kind: the components its images pin, its template facts (the CUDA runfile), its part of
+// pcdino's source build, and its recipes, as one row of the accelerator kinds (accelerator_kind.hpp). Its
+// compatibility rules are compat.cpp's driver, CUDA and NCCL tables; verify.sh checks it inline.
+#include "recipes/nvidia.hpp"
+
+#include <algorithm>
+
+#include "accelerator_kind.hpp"
+
+namespace pcdino::ami {
+
+namespace {
+
+// The CUDA runfile's placeholders, and the AMI's description.
+void nvidia_facts(const ImageSpec& spec, Vars* v) {
+  const std::string cuda = spec.versions.at("cuda");
+  std::string full = cuda;
+  if (std::count(cuda.begin(), cuda.end(), '.') == 1) {
+    // "11.6" -> the latest 11.6.x runfile the table knows.
+    for (const char* patch : {"9", "8", "7", "6", "5", "4", "3", "2", "1", "0"}) {
+      if (!cuda_runfile_driver(cuda + "." + patch).empty()) {
+        full = cuda + "." + patch;
+        break;
+      }
+    }
+  }
+  (*v)["CUDA_FULL"] = full;
+  (*v)["CUDA_MM"] = full.substr(0, full.find('.', full.find('.') + 1));
+  (*v)["CUDA_MAJOR"] = full.substr(0, full.find('.'));
+  (*v)["CUDA_RUNFILE_DRIVER"] = cuda_runfile_driver(full);
+  (*v)["DESCRIPTION"] = "driver " + spec.versions.at("nvidia_driver") + ", CUDA " + full + ", NCCL " +
+                        spec.versions.at("nccl") + ", EFA " + spec.versions.at("efa_installer");
+}
+
+// A CPU trainer on a GPU node is a broken image, not a slow job.
+const char* const kCudaTorchCheck = R"SH(# A CPU trainer on a GPU node is a broken image, not a slow job.
+"$PREFIX/bin/pcdino" --version | grep -q "^  libtorch .*(CUDA)" || fail "pcdino's LibTorch has no CUDA"
+)SH";
+
+}  // namespace
+
+// Every NVIDIA image pins the driver, CUDA, cuDNN, NCCL, aws-ofi-nccl and nccl-tests. Pinned only where
+// needed: Fabric Manager, which NVSwitch systems (p4d, p5) need at the driver's exact version when the image
+// replaces the base AMI's driver (check_compatibility says when); and where wanted, NVIDIA's dcgm-exporter
+// (its Ubuntu package's version, "4.8.2-1"; pcdino/core/exporters.hpp), which serves the GPUs' DCGM fields
+// to the head node's Prometheus beside the node exporter.
+const AcceleratorKind& nvidia_accelerator() {
+  static const AcceleratorKind kind = {
+      "nvidia",
+      {"nvidia_driver", "cuda", "cudnn", "nccl", "aws_ofi_nccl", "nccl_tests"},
+      {"fabric_manager", "dcgm_exporter"},
+      nvidia_recipes(),
+      {},
+      check_nvidia,
+      nvidia_facts,
+      "",
+      "-DCUDAToolkit_ROOT=/usr/local/cuda -DNCCL_ROOT=/opt/nccl \\\n  ",
+      kCudaTorchCheck,
+  };
+  return kind;
+}
+
+}  // namespace pcdino::ami
