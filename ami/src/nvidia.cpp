@@ -32,7 +32,6 @@ void nvidia_facts(const ImageSpec& spec, Vars* v) {
                         spec.versions.at("nccl") + ", EFA " + spec.versions.at("efa_installer");
 }
 
-// A CPU trainer on a GPU node is a broken image, not a slow job.
 const char* const kCudaTorchCheck = R"SH(# A CPU trainer on a GPU node is a broken image, not a slow job.
 "$PREFIX/bin/pcdino" --version | grep -q "^  libtorch .*(CUDA)" || fail "pcdino's LibTorch has no CUDA"
 )SH";

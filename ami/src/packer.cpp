@@ -478,7 +478,8 @@ Vars image_vars(const ImageSpec& spec) {
 }
 
 // The placeholders of pcdino's source build (85-pcdino.sh): the OS's packages, prometheus-cpp, LibTorch.
-void source_build_vars(const ImageSpec& spec, Vars& v) {
+void source_build_vars(const ImageSpec& spec, Vars* out) {
+  Vars& v = *out;
   // check_compatibility() has refused an OS without a table row or a LibTorch without one.
   const OsBuildPackages* packages = os_build_packages(spec.os);
   for (const char* p : packages->packages)
@@ -506,7 +507,8 @@ void source_build_vars(const ImageSpec& spec, Vars& v) {
 }
 
 // The accelerator kind's facts, and what verify.sh judges the node by.
-void verify_vars(const ImageSpec& spec, Vars& v) {
+void verify_vars(const ImageSpec& spec, Vars* out) {
+  Vars& v = *out;
   const AcceleratorKind* kind = accelerator_kind(spec.accelerator);
   v["DESCRIPTION"] = spec.accelerator;
   if (kind != nullptr) kind->facts(spec, &v);
@@ -551,8 +553,8 @@ std::vector<GeneratedFile> generate_image(const ImageSpec& spec) {
     throw ConfigError(msg);
   }
   Vars v = image_vars(spec);
-  if (spec.pcdino_from == "source") source_build_vars(spec, v);
-  verify_vars(spec, v);
+  if (spec.pcdino_from == "source") source_build_vars(spec, &v);
+  verify_vars(spec, &v);
 
   const auto scripts = scripts_for(spec, v);
   std::vector<GeneratedFile> files;
