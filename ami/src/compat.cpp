@@ -196,7 +196,7 @@ void check_source_build(const ImageSpec& spec, std::vector<Incompatibility>* fou
   }
 }
 
-const char* const kCatalogue = "pcdino's instance table (ami/src/accelerators.cpp)";
+const char* const kCatalogue = "pcdino's instance table (ami/src/<accelerator>.cpp)";
 
 // The instance type verify.sh runs on must carry the image's accelerator: an image for one kind on another
 // kind's instance type installs drivers for devices the node does not have.

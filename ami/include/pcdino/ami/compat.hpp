@@ -27,7 +27,9 @@ struct Incompatibility {
 /// release's Slurm in the table, versions.libtorch in the download table, its CUDA major.minor equal to
 /// versions.cuda (a +cpu variant without an NVIDIA accelerator, never with one), and the driver at or above
 /// its CUDA's floor (source_build.hpp). A pinned versions.node_exporter must be the OS's own package at its
-/// version (node_exporter.hpp); an OS without one refuses it.
+/// version (node_exporter.hpp); an OS without one refuses it. verify.instance_type must carry the image's
+/// accelerator (accelerators.hpp), and each accelerator kind adds its own rules (its release table's OSes,
+/// devices and instance families: pcdino/ami/<kind>.hpp).
 std::vector<Incompatibility> check_compatibility(const ImageSpec& spec);
 
 /// Whether `instance_type` has NVSwitches (p4d, p4de, p5, p5e, p5en), where NVIDIA Fabric Manager must run
