@@ -1,8 +1,10 @@
 #include "pcdino/cluster/site.hpp"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <utility>
 
 #include "pcdino/cluster/prometheus.hpp"
 #include "pcdino/cluster/validate.hpp"
@@ -18,15 +20,194 @@ const char* const kInstance = R"([a-z][a-z0-9-]*\.[0-9a-z]+)";
 const char* const kAnyText = R"([^\n]{1,512})";
 const char* const kCidr = R"(([0-9]{1,3}\.){3}[0-9]{1,3}/[0-9]{1,2})";
 const char* const kBucket = R"([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])";
+const char* const kS3Prefix = R"(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?)";
+const char* const kS3Path = R"(s3://[a-z0-9.-]{3,63}(/.*)?)";
+const char* const kDir = R"(/[A-Za-z0-9/_.-]*)";
+const char* const kSubnet = R"(subnet-[0-9a-f]{8,17})";
+
+// "head_node.key_name" -> {"head_node", "key_name"}; "name" -> {"", "name"}.
+std::pair<std::string, std::string> split_key(const std::string& path) {
+  const auto dot = path.rfind('.');
+  if (dot == std::string::npos) return {"", path};
+  return {path.substr(0, dot), path.substr(dot + 1)};
+}
+
+struct Row;
+using Table = std::vector<Row>;
+
+// One mapping read with its table (the spec, a queue, an S3 access, monitoring.prometheus), and the
+// sections of it entered so far.
+class Scope {
+ public:
+  Scope(const YamlReader& r, const YAML::Node& node, std::string path, const Table& table)
+      : reader(r), table(table), path_(std::move(path)) {
+    sections_.emplace("", node);
+  }
+
+  const YamlReader& reader;
+  const Table& table;
+
+  // The mapping at `section` ("" = the scope's own), once its row has entered it.
+  YAML::Node at(const std::string& section) const { return sections_.at(section); }
+  void enter(const std::string& section, const YAML::Node& node) { sections_.emplace(section, node); }
+  // The key path of `rel` in messages: "queues[0].name".
+  std::string path(const std::string& rel) const {
+    return rel.empty() ? path_ : YamlReader::join(path_, rel);
+  }
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& rel, const std::string& what) const {
+    reader.fail(node, path(rel), what);
+  }
+
+ private:
+  std::string path_;
+  std::map<std::string, YAML::Node> sections_;
+};
+
+// Where a row's key is: the mapping holding it, the key, its path in messages.
+struct At {
+  YAML::Node parent;
+  std::string key;
+  std::string path;
+  YAML::Node value() const { return parent[key]; }
+};
+
+// Reads a row's key and lands it in the spec; or, for a section, enters it; or, for a rule, checks keys.
+using Read = std::function<void(Scope&, const At&, SiteSpec&)>;
+
+// A key or section of the table's mapping (info.path relative to it), or a rule (info.path "") that checks
+// the keys read before it. Rows are read in order: a key's default may depend on a key above it.
+struct Row {
+  SiteKey info;
+  Read read;
+  const Table* items = nullptr;  // the table of each element of a list (or of a mapping's form)
+  const char* item_path = "";    // "[]" for a list's elements
+};
+
+// The keys the table knows in `section`, for "unknown key" errors.
+std::set<std::string> keys_in(const Table& table, const std::string& section) {
+  std::set<std::string> keys;
+  for (const Row& row : table) {
+    const auto [outer, key] = split_key(row.info.path);
+    if (!row.info.path.empty() && outer == section) keys.insert(key);
+  }
+  return keys;
+}
+
+// Reads the scope's mapping with its table: no key the table does not know, then each row in order.
+void read_table(Scope& scope, SiteSpec& s) {
+  scope.reader.only(scope.at(""), scope.path(""), keys_in(scope.table, ""));
+  for (const Row& row : scope.table) {
+    const auto [section, key] = split_key(row.info.path);
+    row.read(scope,
+             {row.info.path.empty() ? YAML::Node() : scope.at(section), key, scope.path(row.info.path)}, s);
+  }
+}
+
+// A spec of defaults with one queue and one S3 access: the default column of the table (only read).
+SiteSpec& defaults() {
+  static SiteSpec spec = [] {
+    SiteSpec d;
+    d.queues.emplace_back();
+    d.s3_access.emplace_back();
+    return d;
+  }();
+  return spec;
+}
+
+template <class T>
+using Member = T& (*)(SiteSpec&);
+// The member a key lands in, as a function pointer the table can hold.
+#define PCDINO_SITE(expr)      \
+  +[](SiteSpec & s) -> auto& { \
+    return s.expr;             \
+  }
+using Required = bool (*)(const SiteSpec&);
+bool always(const SiteSpec&) {
+  return true;
+}
+bool never(const SiteSpec&) {
+  return false;
+}
+
+// A string matching `pattern`; absent, the member keeps its default. `then` runs after it is read.
+Row text(const char* path, Member<std::string> member, const char* pattern, const std::string& expected,
+         Required required, const char* doc, Read then = nullptr) {
+  Row row{{path, "string", expected, member(defaults()), required(defaults()), doc}, nullptr};
+  row.read = [=](Scope& scope, const At& at, SiteSpec& s) {
+    const std::string value = scope.reader.text(at.parent, at.key, at.path, required(s), pattern, expected);
+    if (!value.empty()) member(s) = value;
+    if (then) then(scope, at, s);
+  };
+  return row;
+}
+
+// An integer in [low, high]; absent, `fallback` (default: the member's default).
+Row integer(const char* path, Member<int> member, int low, int high, const char* doc, Read then = nullptr,
+            int (*fallback)(const SiteSpec&) = nullptr) {
+  Row row{{path, "integer", "[" + std::to_string(low) + ", " + std::to_string(high) + "]",
+           std::to_string(member(defaults())), false, doc},
+          nullptr};
+  row.read = [=](Scope& scope, const At& at, SiteSpec& s) {
+    member(s) =
+        scope.reader.integer(at.parent, at.key, at.path, low, high, fallback ? fallback(s) : member(s));
+    if (then) then(scope, at, s);
+  };
+  return row;
+}
+
+Row boolean(const char* path, Member<bool> member, const char* doc) {
+  Row row{{path, "bool", "true or false", member(defaults()) ? "true" : "false", false, doc}, nullptr};
+  row.read = [=](Scope& scope, const At& at, SiteSpec& s) {
+    member(s) = scope.reader.boolean(at.parent, at.key, at.path, member(s));
+  };
+  return row;
+}
+
+enum class Need { optional, required, mapping_if_given };
+
+// A mapping of keys (the rows below it whose paths it starts); `entered` runs once it is checked.
+Row section(const char* path, Need need, const char* doc, Read entered = nullptr) {
+  Row row{{path, "mapping", "", "", need == Need::required, doc}, nullptr};
+  row.read = [=](Scope& scope, const At& at, SiteSpec& s) {
+    const bool required =
+        need == Need::required || (need == Need::mapping_if_given && at.value().IsDefined());
+    const YAML::Node node = scope.reader.map(at.parent, at.key, at.path, required);
+    scope.reader.only(node, at.path, keys_in(scope.table, path));
+    scope.enter(path, node);
+    if (entered) entered(scope, at, s);
+  };
+  return row;
+}
+
+// A key read its own way (lists, a mapping's form).
+Row other(SiteKey info, Read read, const Table* items = nullptr, const char* item_path = "") {
+  return {std::move(info), std::move(read), items, item_path};
+}
+
+// A check of keys read before it, reporting at whichever it names.
+Row rule(std::function<void(Scope&, SiteSpec&)> check) {
+  return {{}, [check](Scope& scope, const At&, SiteSpec& s) { check(scope, s); }};
+}
 
 // A root volume no smaller than the AMI's: ParallelCluster's own AMIs have 40 GiB (constants.py
 // EBS_VOLUME_SIZE_DEFAULT, v3.11.1), and its RootVolumeSizeValidator refuses less. EBS gp3 ends at 16 TiB.
-int root_volume(const YamlReader& r, const YAML::Node& parent, const std::string& path, bool custom_ami) {
-  const int gib = r.integer(parent, "root_volume_gib", path, 1, 16384, 0);
-  if (gib != 0 && gib < 40 && !custom_ami)
-    r.fail(parent["root_volume_gib"], path,
-           std::to_string(gib) + " GiB is smaller than the 40 GiB root volume of ParallelCluster's AMIs");
-  return gib;
+Row root_volume(const char* path, Member<int> member) {
+  return integer(
+      path, member, 1, 16384, "root EBS volume, GiB; unset: the AMI's (at least 40 with ParallelCluster's)",
+      [member](Scope& scope, const At& at, SiteSpec& s) {
+        const int gib = member(s);
+        if (gib != 0 && gib < 40 && s.custom_ami.empty())
+          scope.reader.fail(
+              at.value(), at.path,
+              std::to_string(gib) + " GiB is smaller than the 40 GiB root volume of ParallelCluster's AMIs");
+      });
+}
+
+// An s3://bucket/prefix without trailing '/' (commands.sh appends "/head-node.sh").
+Read trim_slashes(Member<std::string> member) {
+  return [member](Scope&, const At&, SiteSpec& s) {
+    while (!member(s).empty() && member(s).back() == '/') member(s).pop_back();
+  };
 }
 
 // One slurm.conf line: a mapping of Slurm parameters (their case as Slurm documents it) to scalar values.
@@ -42,267 +223,397 @@ SlurmLine slurm_line(const YamlReader& r, const YAML::Node& node, const std::str
   }
   return line;
 }
+
+// Each element of a list of mappings, read with `items` after `each` has made its place in the spec.
+void read_items(Scope& scope, const YAML::Node& list, const std::string& path, const Table& items,
+                const std::string& not_a_mapping, const std::function<void(SiteSpec&)>& each, SiteSpec& s) {
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    Scope item(scope.reader, list[i], path + "[" + std::to_string(i) + "]", items);
+    if (!list[i].IsMap()) item.fail(list[i], "", not_a_mapping);
+    each(s);
+    read_table(item, s);
+  }
+}
+
+// --- The tables: each key once, in reading order. ---
+
+const Table& queue_table() {
+  static const Table rows = {
+      // Checked against ParallelCluster's own pattern by the validators, so that the message uses its key
+      // path.
+      text("name", PCDINO_SITE(queues.back().name), kAnyText, "a queue name", always,
+           "the Slurm queue's name"),
+      text("instance_type", PCDINO_SITE(queues.back().instance_type), kInstance, "an EC2 instance type",
+           always, "the compute nodes' EC2 instance type"),
+      integer("min_count", PCDINO_SITE(queues.back().min_count), 0, 10000, "static nodes (always running)"),
+      integer("max_count", PCDINO_SITE(queues.back().max_count), 0, 10000, "nodes at most"),
+      boolean("efa", PCDINO_SITE(queues.back().efa), "Elastic Fabric Adapter on the nodes"),
+      other({"placement_group", "bool", "true or false", "", false,
+             "a cluster placement group; unset: not stated (a validator wants it stated for EFA queues)"},
+            [](Scope& scope, const At& at, SiteSpec& s) {
+              if (at.value().IsDefined())
+                s.queues.back().placement_group =
+                    scope.reader.boolean(at.parent, at.key, at.path, false) ? "true" : "false";
+            }),
+      text("capacity_type", PCDINO_SITE(queues.back().capacity_type), "ONDEMAND|SPOT|CAPACITY_BLOCK",
+           "ONDEMAND, SPOT or CAPACITY_BLOCK", never, "how the nodes are bought"),
+      text(
+          "capacity_reservation_id", PCDINO_SITE(queues.back().capacity_reservation_id), "cr-[0-9a-f]{17}",
+          "a capacity reservation id cr-... (a CAPACITY_BLOCK queue needs its block's)",
+          [](const SiteSpec& s) { return s.queues.back().capacity_type == "CAPACITY_BLOCK"; },
+          "the capacity block (required with CAPACITY_BLOCK), or an on-demand capacity reservation"),
+      text("capacity_reservation_resource_group_arn",
+           PCDINO_SITE(queues.back().capacity_reservation_resource_group_arn),
+           R"(arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:[0-9]{12}:group/[A-Za-z0-9_.-]+)",
+           "a resource group ARN arn:aws:resource-groups:REGION:ACCOUNT:group/NAME", never,
+           "a group of on-demand capacity reservations (ONDEMAND only)"),
+      // Reservations are on-demand capacity: a spot queue has none, a capacity block names its own id.
+      rule([](Scope& scope, SiteSpec& s) {
+        const QueueSpec& q = s.queues.back();
+        const YAML::Node node = scope.at("");
+        const std::string by_group = "capacity_reservation_resource_group_arn";
+        const std::string reservation_key =
+            !q.capacity_reservation_resource_group_arn.empty() ? by_group : "capacity_reservation_id";
+        if (q.capacity_type == "SPOT" && node[reservation_key].IsDefined())
+          scope.fail(node[reservation_key], reservation_key,
+                     "a SPOT queue cannot use a capacity reservation (ONDEMAND or CAPACITY_BLOCK can)");
+        if (q.capacity_type == "CAPACITY_BLOCK" && !q.capacity_reservation_resource_group_arn.empty())
+          scope.fail(node[by_group], by_group,
+                     "a CAPACITY_BLOCK queue names its block by capacity_reservation_id");
+        if (!q.capacity_reservation_id.empty() && !q.capacity_reservation_resource_group_arn.empty())
+          scope.fail(node[by_group], by_group,
+                     "give capacity_reservation_id or capacity_reservation_resource_group_arn, not both");
+      }),
+      root_volume("root_volume_gib", PCDINO_SITE(queues.back().root_volume_gib)),
+      other({"slurm_settings", "{Parameter: value}", "", "", false, "the queue's CustomSlurmSettings"},
+            [](Scope& scope, const At& at, SiteSpec& s) {
+              if (at.value().IsDefined())
+                s.queues.back().slurm_settings = slurm_line(scope.reader, at.value(), at.path);
+            }),
+      text("local_scratch", PCDINO_SITE(queues.back().local_scratch), kDir, "an absolute mount dir", never,
+           "where the instance store is mounted (EphemeralVolume); unset: none"),
+  };
+  return rows;
+}
+
+const Table& s3_access_table() {
+  static const Table rows = {
+      text("bucket", PCDINO_SITE(s3_access.back().bucket), kBucket, "an S3 bucket name", always,
+           "the bucket"),
+      text("key", PCDINO_SITE(s3_access.back().key), kAnyText, "an object key or prefix/*", never,
+           "an object key or prefix with '*'; unset: the whole bucket"),
+      boolean("write", PCDINO_SITE(s3_access.back().write), "write access too"),
+  };
+  return rows;
+}
+
+const Table& prometheus_table() {
+  static const Table rows = {
+      text("retention", PCDINO_SITE(prometheus.retention), "[1-9][0-9]*(h|d|w|y)",
+           "a Prometheus retention like 15d (hours h, days d, weeks w, years y)", never,
+           "--storage.tsdb.retention.time"),
+      text("s3_prefix", PCDINO_SITE(prometheus.s3_prefix), kS3Prefix, "an s3://bucket/prefix", never,
+           "where commands.sh uploads head-node.sh; unset: spank.s3_prefix",
+           trim_slashes(PCDINO_SITE(prometheus.s3_prefix))),
+  };
+  return rows;
+}
+
+// The checks of monitoring.prometheus against the image and spank (after both are read).
+void check_prometheus(Scope& scope, SiteSpec& s) {
+  if (!s.prometheus.enabled) return;
+  const YAML::Node at = scope.at("monitoring")["prometheus"];
+  // The head node installs Prometheus from its OS's own package, and the rules from the pcdino image.
+  const PrometheusPackage* package = prometheus_package(s.os);
+  if (package == nullptr || *package->package == '\0') {
+    std::string offered;
+    for (const auto& row : prometheus_packages())
+      if (*row.package != '\0') offered += (offered.empty() ? "" : ", ") + std::string(row.os);
+    scope.fail(at, "monitoring.prometheus",
+               "the head node (image.os " + s.os + ") has no Prometheus package to install: " +
+                   (package != nullptr ? std::string(package->why) + " (" + package->source + ")"
+                                       : "not in pcdino's table") +
+                   "; pcdino installs no unpinned binary instead (OSes with a package: " + offered + ")");
+  }
+  if (s.custom_ami.empty())
+    scope.fail(at, "monitoring.prometheus",
+               "needs image.custom_ami, the pcdino image (`pcdino ami`) that holds pcdino's alert rules and "
+               "the compute nodes' node exporter");
+  if (s.prometheus.s3_prefix.empty()) s.prometheus.s3_prefix = s.spank.s3_prefix;
+  if (s.prometheus.s3_prefix.empty())
+    scope.fail(at, "monitoring.prometheus.s3_prefix",
+               "missing: where commands.sh uploads head-node.sh (s3://bucket/prefix; spank.s3_prefix serves "
+               "both when given)");
+  if (s.spank.enabled && s.prometheus.s3_prefix != s.spank.s3_prefix)
+    scope.fail(at["s3_prefix"], "monitoring.prometheus.s3_prefix",
+               "'" + s.prometheus.s3_prefix + "' is not spank.s3_prefix '" + s.spank.s3_prefix +
+                   "': head-node.sh is one script, uploaded once");
+}
+
+// The queues: a list of at least one, each read with queue_table().
+void read_queues(Scope& scope, const At& at, SiteSpec& s) {
+  const YAML::Node list = at.value();
+  if (!list.IsDefined() || !list.IsSequence() || list.size() == 0)
+    scope.reader.fail(at.parent, at.path, "expected a list of queues");
+  read_items(
+      scope, list, at.path, queue_table(), "expected a mapping",
+      [](SiteSpec& spec) { spec.queues.emplace_back(); }, s);
+}
+
+// storage.fsx: given, FSx for Lustre is on, where the OS can mount it.
+void enter_fsx(Scope& scope, const At& at, SiteSpec& s) {
+  if (!at.value().IsDefined()) return;
+  s.fsx.enabled = true;
+  // A custom AMI may carry the Lustre client the official one lacks: the site's to know.
+  if (const std::string why = parallelcluster::lustre_problem(s.parallelcluster_version, s.os);
+      !why.empty() && s.custom_ami.empty())
+    scope.reader.fail(scope.at("storage.fsx"), at.path, why);
+}
+
+// iam.additional_policies: a list of policy ARNs.
+void read_policies(Scope& scope, const At& at, SiteSpec& s) {
+  const YAML::Node list = at.value();
+  if (!list.IsDefined()) return;
+  if (!list.IsSequence()) scope.reader.fail(list, at.path, "expected a list of policy ARNs");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string arn = list[i].IsScalar() ? list[i].Scalar() : "";
+    if (arn.rfind("arn:aws", 0) != 0)
+      scope.reader.fail(list[i], at.path + "[" + std::to_string(i) + "]", "expected an IAM policy ARN");
+    s.iam_policies.push_back(arn);
+  }
+}
+
+// iam.s3_access: a list of mappings, each read with s3_access_table().
+void read_s3_access(Scope& scope, const At& at, SiteSpec& s) {
+  const YAML::Node list = at.value();
+  if (!list.IsDefined()) return;
+  if (!list.IsSequence()) scope.reader.fail(list, at.path, "expected a list of {bucket, key, write}");
+  read_items(
+      scope, list, at.path, s3_access_table(), "expected a mapping {bucket, key, write}",
+      [](SiteSpec& spec) { spec.s3_access.emplace_back(); }, s);
+}
+
+// slurm.settings: a list of slurm.conf lines.
+void read_slurm_settings(Scope& scope, const At& at, SiteSpec& s) {
+  const YAML::Node list = at.value();
+  if (!list.IsDefined()) return;
+  if (!list.IsSequence())
+    scope.reader.fail(list, at.path, "expected a list of slurm.conf lines, each a mapping (- Key: value)");
+  for (std::size_t i = 0; i < list.size(); ++i)
+    s.slurm_settings.push_back(slurm_line(scope.reader, list[i], at.path + "[" + std::to_string(i) + "]"));
+}
+
+// tags: a mapping of names to values.
+void read_tags(Scope& scope, const At& at, SiteSpec& s) {
+  if (!at.value().IsDefined()) return;
+  const YAML::Node tags = scope.reader.map(at.parent, at.key, at.path, true);
+  for (const auto& kv : tags) s.tags[kv.first.Scalar()] = kv.second.IsScalar() ? kv.second.Scalar() : "";
+}
+
+// monitoring.prometheus: true, or a mapping (its presence turns it on, as spank's) read with
+// prometheus_table().
+void read_prometheus(Scope& scope, const At& at, SiteSpec& s) {
+  const YAML::Node prom = at.value();
+  if (prom.IsDefined() && prom.IsMap()) {
+    Scope form(scope.reader, prom, at.path, prometheus_table());
+    s.prometheus.enabled = true;
+    read_table(form, s);
+  } else {
+    s.prometheus.enabled = scope.reader.boolean(at.parent, at.key, at.path, false);
+  }
+}
+
+// The spec's own keys, its head node, image and queues.
+Table cluster_rows() {
+  const std::string newest = parallelcluster::newest_release().release;
+  return {
+      // A release of the table whose cluster schema pcdino restates (first_checked_release() on, with the
+      // keys changed since); the newest by default.
+      text("parallelcluster_version", PCDINO_SITE(parallelcluster_version), "[0-9]+\\.[0-9]+\\.[0-9]+",
+           "a release like " + newest, never,
+           "the ParallelCluster release the configuration is for; commands.sh checks `pcluster version`",
+           [newest](Scope& scope, const At& at, SiteSpec& s) {
+             if (s.parallelcluster_version.empty()) s.parallelcluster_version = newest;
+             if (const std::string why = release_problem(s.parallelcluster_version); !why.empty())
+               scope.reader.fail(at.value(), at.path, why);
+           }),
+      // ParallelCluster's cluster name: letters, digits, hyphens, starting with a letter, at most 60.
+      text("name", PCDINO_SITE(name), R"([A-Za-z][A-Za-z0-9-]{0,59})",
+           "a cluster name (letters, digits, '-')", always, "the cluster's name"),
+      text("region", PCDINO_SITE(region), R"([a-z]{2}(-gov)?-[a-z]+-[0-9])", "an AWS region like us-west-2",
+           always, "the AWS region"),
+      text("availability_zone", PCDINO_SITE(availability_zone), R"([a-z]{2}(-gov)?-[a-z]+-[0-9][a-z])",
+           "an availability zone like us-west-2a", always,
+           "the availability zone of the nodes, in the region",
+           [](Scope& scope, const At& at, SiteSpec& s) {
+             if (s.availability_zone.rfind(s.region, 0) != 0)
+               scope.reader.fail(at.value(), at.path,
+                                 "'" + s.availability_zone + "' is not in region " + s.region);
+           }),
+
+      section("head_node", Need::required, "the head node"),
+      text("head_node.instance_type", PCDINO_SITE(head_node_type), kInstance, "an EC2 instance type", never,
+           "the head node's EC2 instance type"),
+      text("head_node.key_name", PCDINO_SITE(key_name), kAnyText, "an EC2 key pair name", never,
+           "the EC2 key pair for SSH"),
+      text("head_node.ssh_allowed_cidr", PCDINO_SITE(ssh_allowed_cidr), kCidr, "a CIDR like 203.0.113.0/24",
+           always, "where SSH is allowed from (0.0.0.0/0 only with allow_ssh_from_anywhere)"),
+      boolean("head_node.allow_ssh_from_anywhere", PCDINO_SITE(allow_ssh_from_anywhere),
+              "accept ssh_allowed_cidr 0.0.0.0/0"),
+
+      section("image", Need::optional, "the nodes' image"),
+      text("image.os", PCDINO_SITE(os), "alinux2|alinux2023|ubuntu2204|ubuntu2404|ubuntu2004|rhel8|rhel9",
+           "alinux2, alinux2023, ubuntu2004, ubuntu2204, ubuntu2404, rhel8 or rhel9", never,
+           "the nodes' OS (Image.Os), one the release supports",
+           [](Scope& scope, const At& at, SiteSpec& s) {
+             if (const std::string why = parallelcluster::os_support_problem(s.parallelcluster_version, s.os);
+                 !why.empty())
+               scope.reader.fail(at.value().IsDefined() ? at.value() : scope.at(""), at.path, why);
+           }),
+      text("image.custom_ami", PCDINO_SITE(custom_ami), R"(ami-[0-9a-f]{8,17})", "an AMI id", never,
+           "the nodes' AMI (the pcdino image); unset: ParallelCluster's"),
+      // After custom_ami: ParallelCluster's AMIs bound it from below, the site's own does not.
+      root_volume("head_node.root_volume_gib", PCDINO_SITE(head_root_volume_gib)),
+      text("image.ami_spec", PCDINO_SITE(ami_spec), kAnyText, "the path of a pcdino ami spec", never,
+           "the image spec custom_ami was built from, relative to the site spec: its release and OS must be "
+           "the site's",
+           [](Scope& scope, const At&, SiteSpec& s) {
+             if (!s.ami_spec.empty())
+               s.ami_spec = (std::filesystem::path(scope.reader.source()).parent_path() / s.ami_spec)
+                                .lexically_normal()
+                                .string();
+           }),
+
+      other({"queues", "list of queues", "", "", true, "the Slurm queues, one compute resource each"},
+            read_queues, &queue_table(), "[]")};
+}
+
+// Shared storage, the instance role, Slurm and tags.
+Table storage_rows() {
+  return {section("storage", Need::optional, "shared storage"),
+          integer("storage.apps_ebs_gib", PCDINO_SITE(apps_ebs_gib), 0, 16384,
+                  "an EBS volume at /apps, GiB; 0 = none"),
+          section("storage.fsx", Need::mapping_if_given, "FSx for Lustre, there when given", enter_fsx),
+          text("storage.fsx.mount_dir", PCDINO_SITE(fsx.mount_dir), kDir, "an absolute path", never,
+               "where it is mounted"),
+          integer("storage.fsx.capacity_gib", PCDINO_SITE(fsx.capacity_gib), 1, 10000000, "its size, GiB"),
+          text("storage.fsx.deployment_type", PCDINO_SITE(fsx.deployment_type), "[A-Z_0-9]+",
+               "an FSx deployment type", never, "PERSISTENT_1, PERSISTENT_2, SCRATCH_1 or SCRATCH_2"),
+          integer("storage.fsx.throughput_per_tib", PCDINO_SITE(fsx.throughput_per_tib), 0, 100000,
+                  "MB/s per TiB; none (0) by default with a SCRATCH deployment type", nullptr,
+                  [](const SiteSpec& s) {
+                    return s.fsx.deployment_type.rfind("SCRATCH", 0) == 0 ? 0 : s.fsx.throughput_per_tib;
+                  }),
+          text("storage.fsx.compression", PCDINO_SITE(fsx.compression), "NONE|LZ4", "NONE or LZ4", never,
+               "DataCompressionType"),
+          text("storage.fsx.file_system_id", PCDINO_SITE(fsx.file_system_id), R"(fs-[0-9a-f]{8,17})",
+               "an FSx id fs-...", never, "an existing file system (the keys above are then not used)"),
+          text("storage.fsx.import_path", PCDINO_SITE(fsx.import_path), kS3Path, "an s3:// path", never,
+               "the S3 path it imports"),
+          text("storage.fsx.export_path", PCDINO_SITE(fsx.export_path), kS3Path, "an s3:// path", never,
+               "the S3 path it exports to"),
+
+          section("iam", Need::optional, "the nodes' instance role"),
+          other({"iam.additional_policies", "list of strings", "IAM policy ARNs", "", false,
+                 "policies attached to the nodes' role"},
+                read_policies),
+          other({"iam.s3_access", "list of {bucket, key, write}", "", "", false,
+                 "buckets the pipeline reads or writes (head and compute nodes)"},
+                read_s3_access, &s3_access_table(), "[]"),
+
+          section("slurm", Need::optional, "the cluster's Slurm"),
+          other({"slurm.settings", "list of {Parameter: value}", "", "", false,
+                 "slurm.conf lines (Scheduling.SlurmSettings.CustomSlurmSettings)"},
+                read_slurm_settings),
+          other({"tags", "{name: value}", "", "", false, "tags of the cluster's resources"}, read_tags)};
+}
+
+// Monitoring, custom actions, the SPANK plugin and the network.
+Table service_rows() {
+  return {section("monitoring", Need::optional, "CloudWatch and Prometheus"),
+          boolean("monitoring.dashboards", PCDINO_SITE(dashboards), "CloudWatch dashboards"),
+          boolean("monitoring.logs", PCDINO_SITE(logs), "CloudWatch logs"),
+          other({"monitoring.prometheus", "bool or mapping", "true, false or {retention, s3_prefix}", "false",
+                 false, "Prometheus on the head node (needs image.custom_ami)"},
+                read_prometheus, &prometheus_table()),
+
+          section("custom_actions", Need::optional, "ParallelCluster's custom actions"),
+          text("custom_actions.on_node_configured", PCDINO_SITE(on_node_configured), R"((s3|https)://[^\s]+)",
+               "an s3:// or https:// script", never, "the compute nodes' OnNodeConfigured script"),
+
+          section("spank", Need::optional, "pcdino's SPANK plugin on the cluster, there when given",
+                  [](Scope&, const At& at, SiteSpec& s) { s.spank.enabled = at.value().IsDefined(); }),
+          text(
+              "spank.s3_prefix", PCDINO_SITE(spank.s3_prefix), kS3Prefix, "an s3://bucket/prefix",
+              [](const SiteSpec& s) { return s.spank.enabled; },
+              "where commands.sh uploads head-node.sh (required with spank)",
+              trim_slashes(PCDINO_SITE(spank.s3_prefix))),
+          text("spank.default_profile", PCDINO_SITE(spank.default_profile), "[A-Za-z0-9_.-]+",
+               "a profile name of accel-profiles.yaml", never,
+               "the profile of jobs without --accel-profile; unset: from the queues"),
+          boolean("spank.pyxis", PCDINO_SITE(spank.pyxis), "enable ParallelCluster's Pyxis"),
+          // The head node installs the plugin from the pcdino image: without one there is nothing to install.
+          rule([](Scope& scope, SiteSpec& s) {
+            if (s.spank.enabled && s.custom_ami.empty())
+              scope.fail(scope.at("spank"), "spank",
+                         "needs image.custom_ami, the pcdino image (`pcdino ami`) that holds the plugin");
+          }),
+          rule(check_prometheus),
+
+          section("network", Need::optional, "an existing network; unset: the generated VPC stack's"),
+          text("network.head_subnet_id", PCDINO_SITE(head_subnet_id), kSubnet, "a subnet id", never,
+               "the head node's subnet"),
+          text("network.compute_subnet_id", PCDINO_SITE(compute_subnet_id), kSubnet, "a subnet id", never,
+               "the compute nodes' subnet"),
+          rule([](Scope& scope, SiteSpec& s) {
+            if (s.head_subnet_id.empty() != s.compute_subnet_id.empty())
+              scope.fail(
+                  scope.at("network"), "network",
+                  "give both head_subnet_id and compute_subnet_id, or neither (a VPC stack is generated)");
+          })};
+}
+
+// Every key of the spec, in reading order.
+const Table& site_table() {
+  static const Table rows = [] {
+    Table t = cluster_rows();
+    for (const Table& part : {storage_rows(), service_rows()}) t.insert(t.end(), part.begin(), part.end());
+    return t;
+  }();
+  return rows;
+}
+
+#undef PCDINO_SITE
+
+void list_keys(const Table& table, const std::string& prefix, std::vector<SiteKey>& keys) {
+  for (const Row& row : table) {
+    if (row.info.path.empty()) continue;  // a rule
+    SiteKey key = row.info;
+    key.path = prefix + key.path;
+    keys.push_back(key);
+    if (row.items != nullptr) list_keys(*row.items, key.path + row.item_path + ".", keys);
+  }
+}
 }  // namespace
+
+const std::vector<SiteKey>& site_keys() {
+  static const std::vector<SiteKey> keys = [] {
+    std::vector<SiteKey> k;
+    list_keys(site_table(), "", k);
+    return k;
+  }();
+  return keys;
+}
 
 SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source) {
   YamlReader r(source);
   const YAML::Node root = r.load(yaml_text);
   if (!root.IsMap())
     throw ConfigError(source + ": expected a mapping (name, region, head_node, queues, ...)");
-  r.only(root, "",
-         {"name", "region", "availability_zone", "parallelcluster_version", "head_node", "image", "queues",
-          "storage", "iam", "slurm", "tags", "monitoring", "custom_actions", "network", "spank"});
   SiteSpec s;
   s.source = source;
-  // A release of the table whose cluster schema pcdino restates (first_checked_release() on, with the keys
-  // changed since); the newest by default.
-  const std::string newest = parallelcluster::newest_release().release;
-  s.parallelcluster_version = r.text(root, "parallelcluster_version", "parallelcluster_version", false,
-                                     "[0-9]+\\.[0-9]+\\.[0-9]+", "a release like " + newest);
-  if (s.parallelcluster_version.empty()) s.parallelcluster_version = newest;
-  if (const std::string why = release_problem(s.parallelcluster_version); !why.empty())
-    r.fail(root["parallelcluster_version"], "parallelcluster_version", why);
-  // ParallelCluster's cluster name: letters, digits, hyphens, starting with a letter, at most 60.
-  s.name = r.text(root, "name", "name", true, R"([A-Za-z][A-Za-z0-9-]{0,59})",
-                  "a cluster name (letters, digits, '-')");
-  s.region = r.text(root, "region", "region", true, R"([a-z]{2}(-gov)?-[a-z]+-[0-9])",
-                    "an AWS region like us-west-2");
-  s.availability_zone =
-      r.text(root, "availability_zone", "availability_zone", true, R"([a-z]{2}(-gov)?-[a-z]+-[0-9][a-z])",
-             "an availability zone like us-west-2a");
-  if (s.availability_zone.rfind(s.region, 0) != 0) {
-    r.fail(root["availability_zone"], "availability_zone",
-           "'" + s.availability_zone + "' is not in region " + s.region);
-  }
-
-  const YAML::Node head = r.map(root, "head_node", "head_node", true);
-  r.only(head, "head_node",
-         {"instance_type", "key_name", "ssh_allowed_cidr", "allow_ssh_from_anywhere", "root_volume_gib"});
-  const std::string head_type =
-      r.text(head, "instance_type", "head_node.instance_type", false, kInstance, "an EC2 instance type");
-  if (!head_type.empty()) s.head_node_type = head_type;
-  s.key_name = r.text(head, "key_name", "head_node.key_name", false, kAnyText, "an EC2 key pair name");
-  s.ssh_allowed_cidr = r.text(head, "ssh_allowed_cidr", "head_node.ssh_allowed_cidr", true, kCidr,
-                              "a CIDR like 203.0.113.0/24");
-  s.allow_ssh_from_anywhere =
-      r.boolean(head, "allow_ssh_from_anywhere", "head_node.allow_ssh_from_anywhere", false);
-
-  const YAML::Node image = r.map(root, "image", "image", false);
-  r.only(image, "image", {"os", "custom_ami", "ami_spec"});
-  const std::string os = r.text(image, "os", "image.os", false,
-                                "alinux2|alinux2023|ubuntu2204|ubuntu2404|ubuntu2004|rhel8|rhel9",
-                                "alinux2, alinux2023, ubuntu2004, ubuntu2204, ubuntu2404, rhel8 or rhel9");
-  if (!os.empty()) s.os = os;
-  if (const std::string why = parallelcluster::os_support_problem(s.parallelcluster_version, s.os);
-      !why.empty())
-    r.fail(image["os"].IsDefined() ? image["os"] : root, "image.os", why);
-  s.custom_ami = r.text(image, "custom_ami", "image.custom_ami", false, R"(ami-[0-9a-f]{8,17})", "an AMI id");
-  s.head_root_volume_gib = root_volume(r, head, "head_node.root_volume_gib", !s.custom_ami.empty());
-  s.ami_spec = r.text(image, "ami_spec", "image.ami_spec", false, kAnyText, "the path of a pcdino ami spec");
-  if (!s.ami_spec.empty())
-    s.ami_spec = (std::filesystem::path(source).parent_path() / s.ami_spec).lexically_normal().string();
-
-  const YAML::Node queues = root["queues"];
-  if (!queues.IsDefined() || !queues.IsSequence() || queues.size() == 0)
-    r.fail(root, "queues", "expected a list of queues");
-  for (std::size_t i = 0; i < queues.size(); ++i) {
-    const std::string p = "queues[" + std::to_string(i) + "]";
-    const YAML::Node q = queues[i];
-    if (!q.IsMap()) r.fail(q, p, "expected a mapping");
-    r.only(q, p,
-           {"name", "instance_type", "min_count", "max_count", "efa", "placement_group", "capacity_type",
-            "local_scratch", "capacity_reservation_id", "capacity_reservation_resource_group_arn",
-            "root_volume_gib", "slurm_settings"});
-    QueueSpec qs;
-    // Checked against ParallelCluster's own pattern by the validators, so that the message uses its key path.
-    qs.name = r.text(q, "name", p + ".name", true, kAnyText, "a queue name");
-    qs.instance_type =
-        r.text(q, "instance_type", p + ".instance_type", true, kInstance, "an EC2 instance type");
-    qs.min_count = r.integer(q, "min_count", p + ".min_count", 0, 10000, 0);
-    qs.max_count = r.integer(q, "max_count", p + ".max_count", 0, 10000, 1);
-    qs.efa = r.boolean(q, "efa", p + ".efa", false);
-    if (q["placement_group"].IsDefined())
-      qs.placement_group = r.boolean(q, "placement_group", p + ".placement_group", false) ? "true" : "false";
-    const std::string cap = r.text(q, "capacity_type", p + ".capacity_type", false,
-                                   "ONDEMAND|SPOT|CAPACITY_BLOCK", "ONDEMAND, SPOT or CAPACITY_BLOCK");
-    if (!cap.empty()) qs.capacity_type = cap;
-    qs.capacity_reservation_id = r.text(
-        q, "capacity_reservation_id", p + ".capacity_reservation_id", qs.capacity_type == "CAPACITY_BLOCK",
-        "cr-[0-9a-f]{17}", "a capacity reservation id cr-... (a CAPACITY_BLOCK queue needs its block's)");
-    qs.capacity_reservation_resource_group_arn =
-        r.text(q, "capacity_reservation_resource_group_arn", p + ".capacity_reservation_resource_group_arn",
-               false, R"(arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:[0-9]{12}:group/[A-Za-z0-9_.-]+)",
-               "a resource group ARN arn:aws:resource-groups:REGION:ACCOUNT:group/NAME");
-    // Reservations are on-demand capacity: a spot queue has none, a capacity block names its own id.
-    const std::string reservation_key = !qs.capacity_reservation_resource_group_arn.empty()
-                                            ? "capacity_reservation_resource_group_arn"
-                                            : "capacity_reservation_id";
-    if (qs.capacity_type == "SPOT" && q[reservation_key].IsDefined())
-      r.fail(q[reservation_key], p + "." + reservation_key,
-             "a SPOT queue cannot use a capacity reservation (ONDEMAND or CAPACITY_BLOCK can)");
-    if (qs.capacity_type == "CAPACITY_BLOCK" && !qs.capacity_reservation_resource_group_arn.empty())
-      r.fail(q["capacity_reservation_resource_group_arn"], p + ".capacity_reservation_resource_group_arn",
-             "a CAPACITY_BLOCK queue names its block by capacity_reservation_id");
-    if (!qs.capacity_reservation_id.empty() && !qs.capacity_reservation_resource_group_arn.empty())
-      r.fail(q["capacity_reservation_resource_group_arn"], p + ".capacity_reservation_resource_group_arn",
-             "give capacity_reservation_id or capacity_reservation_resource_group_arn, not both");
-    qs.root_volume_gib = root_volume(r, q, p + ".root_volume_gib", !s.custom_ami.empty());
-    if (q["slurm_settings"].IsDefined())
-      qs.slurm_settings = slurm_line(r, q["slurm_settings"], p + ".slurm_settings");
-    qs.local_scratch = r.text(q, "local_scratch", p + ".local_scratch", false, R"(/[A-Za-z0-9/_.-]*)",
-                              "an absolute mount dir");
-    s.queues.push_back(qs);
-  }
-
-  const YAML::Node storage = r.map(root, "storage", "storage", false);
-  r.only(storage, "storage", {"fsx", "apps_ebs_gib"});
-  s.apps_ebs_gib = r.integer(storage, "apps_ebs_gib", "storage.apps_ebs_gib", 0, 16384, 0);
-  if (storage["fsx"].IsDefined()) {
-    const YAML::Node f = r.map(storage, "fsx", "storage.fsx", true);
-    r.only(f, "storage.fsx",
-           {"mount_dir", "capacity_gib", "deployment_type", "throughput_per_tib", "compression",
-            "file_system_id", "import_path", "export_path"});
-    s.fsx.enabled = true;
-    // A custom AMI may carry the Lustre client the official one lacks: the site's to know.
-    if (const std::string why = parallelcluster::lustre_problem(s.parallelcluster_version, s.os);
-        !why.empty() && s.custom_ami.empty())
-      r.fail(f, "storage.fsx", why);
-    const std::string mount =
-        r.text(f, "mount_dir", "storage.fsx.mount_dir", false, R"(/[A-Za-z0-9/_.-]*)", "an absolute path");
-    if (!mount.empty()) s.fsx.mount_dir = mount;
-    s.fsx.capacity_gib = r.integer(f, "capacity_gib", "storage.fsx.capacity_gib", 1, 10000000, 1200);
-    const std::string dt = r.text(f, "deployment_type", "storage.fsx.deployment_type", false, "[A-Z_0-9]+",
-                                  "an FSx deployment type");
-    if (!dt.empty()) s.fsx.deployment_type = dt;
-    s.fsx.throughput_per_tib = r.integer(f, "throughput_per_tib", "storage.fsx.throughput_per_tib", 0, 100000,
-                                         s.fsx.deployment_type.rfind("SCRATCH", 0) == 0 ? 0 : 125);
-    const std::string comp =
-        r.text(f, "compression", "storage.fsx.compression", false, "NONE|LZ4", "NONE or LZ4");
-    if (!comp.empty()) s.fsx.compression = comp;
-    s.fsx.file_system_id = r.text(f, "file_system_id", "storage.fsx.file_system_id", false,
-                                  R"(fs-[0-9a-f]{8,17})", "an FSx id fs-...");
-    s.fsx.import_path = r.text(f, "import_path", "storage.fsx.import_path", false,
-                               R"(s3://[a-z0-9.-]{3,63}(/.*)?)", "an s3:// path");
-    s.fsx.export_path = r.text(f, "export_path", "storage.fsx.export_path", false,
-                               R"(s3://[a-z0-9.-]{3,63}(/.*)?)", "an s3:// path");
-  }
-
-  const YAML::Node iam = r.map(root, "iam", "iam", false);
-  r.only(iam, "iam", {"additional_policies", "s3_access"});
-  if (iam["additional_policies"].IsDefined()) {
-    const YAML::Node list = iam["additional_policies"];
-    if (!list.IsSequence()) r.fail(list, "iam.additional_policies", "expected a list of policy ARNs");
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const std::string arn = list[i].IsScalar() ? list[i].Scalar() : "";
-      if (arn.rfind("arn:aws", 0) != 0)
-        r.fail(list[i], "iam.additional_policies[" + std::to_string(i) + "]", "expected an IAM policy ARN");
-      s.iam_policies.push_back(arn);
-    }
-  }
-  if (iam["s3_access"].IsDefined()) {
-    const YAML::Node list = iam["s3_access"];
-    if (!list.IsSequence()) r.fail(list, "iam.s3_access", "expected a list of {bucket, key, write}");
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const std::string p = "iam.s3_access[" + std::to_string(i) + "]";
-      if (!list[i].IsMap()) r.fail(list[i], p, "expected a mapping {bucket, key, write}");
-      r.only(list[i], p, {"bucket", "key", "write"});
-      S3AccessSpec a;
-      a.bucket = r.text(list[i], "bucket", p + ".bucket", true, kBucket, "an S3 bucket name");
-      a.key = r.text(list[i], "key", p + ".key", false, kAnyText, "an object key or prefix/*");
-      a.write = r.boolean(list[i], "write", p + ".write", false);
-      s.s3_access.push_back(a);
-    }
-  }
-  const YAML::Node slurm = r.map(root, "slurm", "slurm", false);
-  r.only(slurm, "slurm", {"settings"});
-  if (slurm["settings"].IsDefined()) {
-    const YAML::Node list = slurm["settings"];
-    if (!list.IsSequence())
-      r.fail(list, "slurm.settings", "expected a list of slurm.conf lines, each a mapping (- Key: value)");
-    for (std::size_t i = 0; i < list.size(); ++i)
-      s.slurm_settings.push_back(slurm_line(r, list[i], "slurm.settings[" + std::to_string(i) + "]"));
-  }
-  if (root["tags"].IsDefined()) {
-    const YAML::Node tags = r.map(root, "tags", "tags", true);
-    for (const auto& kv : tags) s.tags[kv.first.Scalar()] = kv.second.IsScalar() ? kv.second.Scalar() : "";
-  }
-  const YAML::Node mon = r.map(root, "monitoring", "monitoring", false);
-  r.only(mon, "monitoring", {"dashboards", "logs", "prometheus"});
-  s.dashboards = r.boolean(mon, "dashboards", "monitoring.dashboards", true);
-  s.logs = r.boolean(mon, "logs", "monitoring.logs", true);
-  // monitoring.prometheus: true, or a mapping (its presence turns it on, as spank's).
-  const YAML::Node prom = mon["prometheus"];
-  if (prom.IsDefined() && prom.IsMap()) {
-    r.only(prom, "monitoring.prometheus", {"retention", "s3_prefix"});
-    s.prometheus.enabled = true;
-    const std::string retention =
-        r.text(prom, "retention", "monitoring.prometheus.retention", false, "[1-9][0-9]*(h|d|w|y)",
-               "a Prometheus retention like 15d (hours h, days d, weeks w, years y)");
-    if (!retention.empty()) s.prometheus.retention = retention;
-    s.prometheus.s3_prefix =
-        r.text(prom, "s3_prefix", "monitoring.prometheus.s3_prefix", false,
-               R"(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?)", "an s3://bucket/prefix");
-    while (!s.prometheus.s3_prefix.empty() && s.prometheus.s3_prefix.back() == '/')
-      s.prometheus.s3_prefix.pop_back();
-  } else {
-    s.prometheus.enabled = r.boolean(mon, "prometheus", "monitoring.prometheus", false);
-  }
-  const YAML::Node actions = r.map(root, "custom_actions", "custom_actions", false);
-  r.only(actions, "custom_actions", {"on_node_configured"});
-  s.on_node_configured = r.text(actions, "on_node_configured", "custom_actions.on_node_configured", false,
-                                R"((s3|https)://[^\s]+)", "an s3:// or https:// script");
-  const YAML::Node spank = r.map(root, "spank", "spank", false);
-  r.only(spank, "spank", {"s3_prefix", "default_profile", "pyxis"});
-  s.spank.enabled = root["spank"].IsDefined();
-  s.spank.s3_prefix = r.text(spank, "s3_prefix", "spank.s3_prefix", s.spank.enabled,
-                             R"(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?)", "an s3://bucket/prefix");
-  while (!s.spank.s3_prefix.empty() && s.spank.s3_prefix.back() == '/') s.spank.s3_prefix.pop_back();
-  s.spank.default_profile = r.text(spank, "default_profile", "spank.default_profile", false,
-                                   "[A-Za-z0-9_.-]+", "a profile name of accel-profiles.yaml");
-  s.spank.pyxis = r.boolean(spank, "pyxis", "spank.pyxis", false);
-  // The head node installs the plugin from the pcdino image: without one there is nothing to install.
-  if (s.spank.enabled && s.custom_ami.empty())
-    r.fail(spank, "spank", "needs image.custom_ami, the pcdino image (`pcdino ami`) that holds the plugin");
-
-  if (s.prometheus.enabled) {
-    const YAML::Node at = mon["prometheus"];
-    // The head node installs Prometheus from its OS's own package, and the rules from the pcdino image.
-    const PrometheusPackage* package = prometheus_package(s.os);
-    if (package == nullptr || *package->package == '\0') {
-      std::string offered;
-      for (const auto& row : prometheus_packages())
-        if (*row.package != '\0') offered += (offered.empty() ? "" : ", ") + std::string(row.os);
-      r.fail(at, "monitoring.prometheus",
-             "the head node (image.os " + s.os + ") has no Prometheus package to install: " +
-                 (package != nullptr ? std::string(package->why) + " (" + package->source + ")"
-                                     : "not in pcdino's table") +
-                 "; pcdino installs no unpinned binary instead (OSes with a package: " + offered + ")");
-    }
-    if (s.custom_ami.empty())
-      r.fail(at, "monitoring.prometheus",
-             "needs image.custom_ami, the pcdino image (`pcdino ami`) that holds pcdino's alert rules and "
-             "the compute nodes' node exporter");
-    if (s.prometheus.s3_prefix.empty()) s.prometheus.s3_prefix = s.spank.s3_prefix;
-    if (s.prometheus.s3_prefix.empty())
-      r.fail(at, "monitoring.prometheus.s3_prefix",
-             "missing: where commands.sh uploads head-node.sh (s3://bucket/prefix; spank.s3_prefix serves "
-             "both when given)");
-    if (s.spank.enabled && s.prometheus.s3_prefix != s.spank.s3_prefix)
-      r.fail(at["s3_prefix"], "monitoring.prometheus.s3_prefix",
-             "'" + s.prometheus.s3_prefix + "' is not spank.s3_prefix '" + s.spank.s3_prefix +
-                 "': head-node.sh is one script, uploaded once");
-  }
-
-  const YAML::Node net = r.map(root, "network", "network", false);
-  r.only(net, "network", {"head_subnet_id", "compute_subnet_id"});
-  s.head_subnet_id = r.text(net, "head_subnet_id", "network.head_subnet_id", false,
-                            R"(subnet-[0-9a-f]{8,17})", "a subnet id");
-  s.compute_subnet_id = r.text(net, "compute_subnet_id", "network.compute_subnet_id", false,
-                               R"(subnet-[0-9a-f]{8,17})", "a subnet id");
-  if (s.head_subnet_id.empty() != s.compute_subnet_id.empty()) {
-    r.fail(net, "network",
-           "give both head_subnet_id and compute_subnet_id, or neither (a VPC stack is generated)");
-  }
+  Scope scope(r, root, "", site_table());
+  read_table(scope, s);
   return s;
 }
 

@@ -215,6 +215,117 @@ void check_schema_rules(Checker& c, const YAML::Node& root) {
 // ---------------------------------------------------------------------------------------------------
 // ParallelCluster's validators that need no AWS call, and the facts about instance types it checks online.
 
+// A queue, as its compute resources' checks see it.
+struct QueueFacts {
+  YAML::Node node;
+  std::string path;  // "Scheduling.SlurmQueues[i]"
+  bool block;        // CapacityType CAPACITY_BLOCK
+  bool multi_az;     // over several subnets (offline: other validators keep them in distinct AZs)
+};
+
+// A compute resource's MinCount and MaxCount, and its capacity reservation.
+void check_resource_size(Checker& c, const QueueFacts& queue, const YAML::Node& cr, const std::string& cp) {
+  // MaxCount >= MinCount; a capacity block is a fixed number of reserved, static nodes.
+  const YAML::Node min = at(cr, {"MinCount"}), max = at(cr, {"MaxCount"});
+  const std::optional<long long> lo = min.IsDefined() ? as_int(min) : 0,
+                                 hi = max.IsDefined() ? as_int(max) : 10;
+  const std::string size = validator("cluster_validators.py", "ComputeResourceSizeValidator");
+  if (lo && hi && *lo > *hi)
+    c.error(min.IsDefined() ? min : cr, cp + ".MinCount",
+            "MinCount " + std::to_string(*lo) + " is greater than MaxCount " + std::to_string(*hi), size);
+  if (queue.block && lo && hi && *lo != *hi)
+    c.error(max.IsDefined() ? max : cr, cp + ".MaxCount",
+            "a CAPACITY_BLOCK queue needs MaxCount equal to MinCount (the block's size), got MinCount " +
+                std::to_string(*lo) + " and MaxCount " + std::to_string(*hi),
+            size);
+  if (queue.block && lo && *lo == 0)
+    c.error(min.IsDefined() ? min : cr, cp + ".MinCount",
+            "a CAPACITY_BLOCK queue needs MinCount > 0 (the block's size)", size);
+  const YAML::Node own = at(cr, {"CapacityReservationTarget"});
+  if (queue.block &&
+      text(at(own.IsDefined() ? cr : queue.node, {"CapacityReservationTarget", "CapacityReservationId"}))
+          .empty())
+    c.error(cr, cp + ".CapacityReservationTarget.CapacityReservationId",
+            "a CAPACITY_BLOCK queue needs the block's reservation id (cr-...), on the compute resource "
+            "or the "
+            "queue (a resource group ARN does not do)",
+            validator("ec2_validators.py", "CapacityTypeValidator"));
+  if (at(cr, {"Instances"}).IsDefined() &&
+      at(cr, {"CapacityReservationTarget", "CapacityReservationId"}).IsDefined())
+    c.error(at(cr, {"CapacityReservationTarget"}), cp + ".CapacityReservationTarget",
+            "a CapacityReservationId cannot be used with Instances",
+            validator("ec2_validators.py", "CapacityReservationValidator"));
+}
+
+// A compute resource's placement group and EFA.
+void check_placement_and_efa(Checker& c, const QueueFacts& queue, const YAML::Node& cr,
+                             const std::string& cp) {
+  // The effective placement group: the compute resource's own, else the queue's.
+  const YAML::Node pg = at(cr, {"Networking", "PlacementGroup"}).IsDefined()
+                            ? at(cr, {"Networking", "PlacementGroup"})
+                            : at(queue.node, {"Networking", "PlacementGroup"});
+  const bool pg_named = !text(at(pg, {"Name"})).empty() || !text(at(pg, {"Id"})).empty();
+  const bool pg_on = pg_named || truthy(at(pg, {"Enabled"}));
+  if (pg_named && is_false(at(pg, {"Enabled"})))
+    c.error(at(pg, {"Enabled"}), cp + ".Networking.PlacementGroup.Enabled",
+            "a placement group with a Name or Id cannot have Enabled: false",
+            validator("ec2_validators.py", "PlacementGroupNamingValidator"));
+  if (!text(at(pg, {"Name"})).empty() && !text(at(pg, {"Id"})).empty())
+    c.error(at(pg, {"Id"}), cp + ".Networking.PlacementGroup.Id", "set Name or Id, not both",
+            validator("ec2_validators.py", "PlacementGroupNamingValidator"));
+  if (queue.block && pg_on)
+    c.warning(pg, queue.path + ".Networking.PlacementGroup",
+              "a placement group with a CAPACITY_BLOCK queue can fail to launch the reserved instances",
+              validator("ec2_validators.py", "PlacementGroupCapacityTypeValidator"));
+  if (queue.multi_az && pg_on)
+    c.error(pg, queue.path + ".Networking.PlacementGroup",
+            "a queue over several subnets (AZs) cannot use a placement group",
+            validator("networking_validators.py", "MultiAzPlacementGroupValidator"));
+
+  // EFA: the type must support it (a fact ParallelCluster checks online, here from the catalogue).
+  const YAML::Node efa = at(cr, {"Efa", "Enabled"});
+  const bool efa_on = truthy(efa);
+  if (truthy(at(cr, {"Efa", "GdrSupport"})) && !efa_on)
+    c.error(at(cr, {"Efa", "GdrSupport"}), cp + ".Efa.GdrSupport", "GdrSupport needs Efa.Enabled: true",
+            validator("cluster_validators.py", "EfaValidator"));
+  if (efa_on && queue.multi_az)
+    c.error(efa, cp + ".Efa.Enabled", "EFA cannot be used in a queue over several subnets (AZs)",
+            validator("cluster_validators.py", "EfaMultiAzValidator"));
+  if (efa_on && !queue.block && !queue.multi_az && !pg_on && !is_false(at(pg, {"Enabled"})))
+    c.error(efa, queue.path + ".Networking.PlacementGroup.Enabled",
+            "an EFA compute resource needs its placement group stated (Enabled: true for the bandwidth "
+            "EFA is for, or Enabled: false)",
+            validator("cluster_validators.py", "EfaPlacementGroupValidator"));
+  else if (efa_on && !queue.block && !queue.multi_az && is_false(at(pg, {"Enabled"})))
+    c.warning(at(pg, {"Enabled"}), queue.path + ".Networking.PlacementGroup.Enabled",
+              "EFA without a placement group: expect less bandwidth",
+              validator("cluster_validators.py", "EfaPlacementGroupValidator"));
+}
+
+// The facts of a compute resource's InstanceType from the catalogue; whether it has instance store (false
+// for a type not in the catalogue).
+bool check_instance_type(Checker& c, const QueueFacts& queue, const YAML::Node& cr, const std::string& cp) {
+  const YAML::Node efa = at(cr, {"Efa", "Enabled"});
+  const bool efa_on = truthy(efa);
+  const std::string type = text(at(cr, {"InstanceType"}));
+  const InstanceType* it = find_instance(type);
+  if (it == nullptr) {
+    c.warning(at(cr, {"InstanceType"}), cp + ".InstanceType",
+              "'" + type +
+                  "' is not in pcdino's instance catalogue: its EFA, GPU and storage facts are not checked",
+              kInstanceSource);
+    return false;
+  }
+  if (efa_on && !it->efa)
+    c.error(efa, cp + ".Efa.Enabled",
+            type + " does not support EFA (ParallelCluster's EfaValidator asks EC2 the same, online)",
+            kInstanceSource);
+  else if (!efa_on && it->efa && it->gpus > 0 && !queue.multi_az)
+    c.warning(cr, cp + ".Efa.Enabled",
+              type + " supports EFA but it is not enabled: multi-node training uses TCP", kInstanceSource);
+  return it->instance_store_disks > 0;
+}
+
 void check_queues(Checker& c, const std::vector<YAML::Node>& queues) {
   const std::string names = validator("cluster_validators.py", "NameValidator");
   const std::string duplicates = validator("cluster_validators.py", "DuplicateNameValidator");
@@ -230,8 +341,6 @@ void check_queues(Checker& c, const std::vector<YAML::Node>& queues) {
               names);
     if (!qn.empty() && !queue_names.insert(qn).second)
       c.error(name, qp + ".Name", "queue name '" + qn + "' is used twice", duplicates);
-    const std::string capacity_type = text(at(q, {"CapacityType"}));
-    const bool block = capacity_type == "CAPACITY_BLOCK";
     const auto subnets = items(at(q, {"Networking", "SubnetIds"}));
     std::set<std::string> subnet_ids;
     for (std::size_t k = 0; k < subnets.size(); ++k) {
@@ -240,8 +349,7 @@ void check_queues(Checker& c, const std::vector<YAML::Node>& queues) {
                 "subnet " + text(subnets[k]) + " is listed twice",
                 validator("networking_validators.py", "QueueSubnetsValidator"));
     }
-    const bool multi_az =
-        subnet_ids.size() > 1;  // offline: other validators keep a queue's subnets in distinct AZs
+    const QueueFacts queue{q, qp, text(at(q, {"CapacityType"})) == "CAPACITY_BLOCK", subnet_ids.size() > 1};
     const auto resources = items(at(q, {"ComputeResources"}));
     total_resources += resources.size();
     std::set<std::string> cr_names;
@@ -257,100 +365,11 @@ void check_queues(Checker& c, const std::vector<YAML::Node>& queues) {
       if (!cn.empty() && !cr_names.insert(cn).second)
         c.error(cname, cp + ".Name", "compute resource name '" + cn + "' is used twice in this queue",
                 duplicates);
-
-      // Sizes: MaxCount >= MinCount; a capacity block is a fixed number of reserved, static nodes.
-      const YAML::Node min = at(cr, {"MinCount"}), max = at(cr, {"MaxCount"});
-      const std::optional<long long> lo = min.IsDefined() ? as_int(min) : 0,
-                                     hi = max.IsDefined() ? as_int(max) : 10;
-      const std::string size = validator("cluster_validators.py", "ComputeResourceSizeValidator");
-      if (lo && hi && *lo > *hi)
-        c.error(min.IsDefined() ? min : cr, cp + ".MinCount",
-                "MinCount " + std::to_string(*lo) + " is greater than MaxCount " + std::to_string(*hi), size);
-      if (block && lo && hi && *lo != *hi)
-        c.error(max.IsDefined() ? max : cr, cp + ".MaxCount",
-                "a CAPACITY_BLOCK queue needs MaxCount equal to MinCount (the block's size), got MinCount " +
-                    std::to_string(*lo) + " and MaxCount " + std::to_string(*hi),
-                size);
-      if (block && lo && *lo == 0)
-        c.error(min.IsDefined() ? min : cr, cp + ".MinCount",
-                "a CAPACITY_BLOCK queue needs MinCount > 0 (the block's size)", size);
-      const YAML::Node own = at(cr, {"CapacityReservationTarget"});
-      if (block &&
-          text(at(own.IsDefined() ? cr : q, {"CapacityReservationTarget", "CapacityReservationId"})).empty())
-        c.error(cr, cp + ".CapacityReservationTarget.CapacityReservationId",
-                "a CAPACITY_BLOCK queue needs the block's reservation id (cr-...), on the compute resource "
-                "or the "
-                "queue (a resource group ARN does not do)",
-                validator("ec2_validators.py", "CapacityTypeValidator"));
-      if (at(cr, {"Instances"}).IsDefined() &&
-          at(cr, {"CapacityReservationTarget", "CapacityReservationId"}).IsDefined())
-        c.error(at(cr, {"CapacityReservationTarget"}), cp + ".CapacityReservationTarget",
-                "a CapacityReservationId cannot be used with Instances",
-                validator("ec2_validators.py", "CapacityReservationValidator"));
-
-      // The effective placement group: the compute resource's own, else the queue's.
-      const YAML::Node pg = at(cr, {"Networking", "PlacementGroup"}).IsDefined()
-                                ? at(cr, {"Networking", "PlacementGroup"})
-                                : at(q, {"Networking", "PlacementGroup"});
-      const bool pg_named = !text(at(pg, {"Name"})).empty() || !text(at(pg, {"Id"})).empty();
-      const bool pg_on = pg_named || truthy(at(pg, {"Enabled"}));
-      if (pg_named && is_false(at(pg, {"Enabled"})))
-        c.error(at(pg, {"Enabled"}), cp + ".Networking.PlacementGroup.Enabled",
-                "a placement group with a Name or Id cannot have Enabled: false",
-                validator("ec2_validators.py", "PlacementGroupNamingValidator"));
-      if (!text(at(pg, {"Name"})).empty() && !text(at(pg, {"Id"})).empty())
-        c.error(at(pg, {"Id"}), cp + ".Networking.PlacementGroup.Id", "set Name or Id, not both",
-                validator("ec2_validators.py", "PlacementGroupNamingValidator"));
-      if (block && pg_on)
-        c.warning(pg, qp + ".Networking.PlacementGroup",
-                  "a placement group with a CAPACITY_BLOCK queue can fail to launch the reserved instances",
-                  validator("ec2_validators.py", "PlacementGroupCapacityTypeValidator"));
-      if (multi_az && pg_on)
-        c.error(pg, qp + ".Networking.PlacementGroup",
-                "a queue over several subnets (AZs) cannot use a placement group",
-                validator("networking_validators.py", "MultiAzPlacementGroupValidator"));
-
-      // EFA: the type must support it (a fact ParallelCluster checks online, here from the catalogue).
-      const YAML::Node efa = at(cr, {"Efa", "Enabled"});
-      const bool efa_on = truthy(efa);
-      if (truthy(at(cr, {"Efa", "GdrSupport"})) && !efa_on)
-        c.error(at(cr, {"Efa", "GdrSupport"}), cp + ".Efa.GdrSupport", "GdrSupport needs Efa.Enabled: true",
-                validator("cluster_validators.py", "EfaValidator"));
-      if (efa_on && multi_az)
-        c.error(efa, cp + ".Efa.Enabled", "EFA cannot be used in a queue over several subnets (AZs)",
-                validator("cluster_validators.py", "EfaMultiAzValidator"));
-      if (efa_on && !block && !multi_az && !pg_on && !is_false(at(pg, {"Enabled"})))
-        c.error(efa, qp + ".Networking.PlacementGroup.Enabled",
-                "an EFA compute resource needs its placement group stated (Enabled: true for the bandwidth "
-                "EFA is for, or Enabled: false)",
-                validator("cluster_validators.py", "EfaPlacementGroupValidator"));
-      else if (efa_on && !block && !multi_az && is_false(at(pg, {"Enabled"})))
-        c.warning(at(pg, {"Enabled"}), qp + ".Networking.PlacementGroup.Enabled",
-                  "EFA without a placement group: expect less bandwidth",
-                  validator("cluster_validators.py", "EfaPlacementGroupValidator"));
-
+      check_resource_size(c, queue, cr, cp);
+      check_placement_and_efa(c, queue, cr, cp);
       if (!at(cr, {"InstanceType"}).IsDefined()) continue;
       any_instance_type = true;
-      const std::string type = text(at(cr, {"InstanceType"}));
-      const InstanceType* it = find_instance(type);
-      if (it == nullptr) {
-        c.warning(
-            at(cr, {"InstanceType"}), cp + ".InstanceType",
-            "'" + type +
-                "' is not in pcdino's instance catalogue: its EFA, GPU and storage facts are not checked",
-            kInstanceSource);
-        all_have_store = false;
-        continue;
-      }
-      if (it->instance_store_disks == 0) all_have_store = false;
-      if (efa_on && !it->efa)
-        c.error(efa, cp + ".Efa.Enabled",
-                type + " does not support EFA (ParallelCluster's EfaValidator asks EC2 the same, online)",
-                kInstanceSource);
-      else if (!efa_on && it->efa && it->gpus > 0 && !multi_az)
-        c.warning(cr, cp + ".Efa.Enabled",
-                  type + " supports EFA but it is not enabled: multi-node training uses TCP",
-                  kInstanceSource);
+      if (!check_instance_type(c, queue, cr, cp)) all_have_store = false;
     }
     if (any_instance_type && subnet_ids.size() > 1)
       c.error(at(q, {"Networking", "SubnetIds"}), qp + ".Networking.SubnetIds",

@@ -1025,6 +1025,37 @@ TEST(ClusterSite, ErrorsNameKeyLineAndColumn) {
   EXPECT_NE(error(no_ssh).find("head_node.ssh_allowed_cidr: missing"), std::string::npos);
 }
 
+// The key table names each key once, lists every key the examples use, and says its type and default.
+TEST(ClusterSite, KeyTableListsEveryKeyOnce) {
+  std::map<std::string, SiteKey> keys;
+  for (const auto& k : site_keys()) EXPECT_TRUE(keys.emplace(k.path, k).second) << k.path << " twice";
+  // Every key path of the examples, list elements written "[]" (the values of tags and of Slurm settings are
+  // the user's own keys).
+  std::function<void(const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& node,
+                                                                        const std::string& path) {
+    if (!path.empty()) EXPECT_EQ(keys.count(path), 1u) << path << " is not in site_keys()";
+    if (path == "tags" || path == "slurm.settings" || path.find("slurm_settings") != std::string::npos)
+      return;
+    if (node.IsMap())
+      for (const auto& kv : node) walk(kv.second, (path.empty() ? "" : path + ".") + kv.first.Scalar());
+    else if (node.IsSequence() && node.size() > 0 && node[0].IsMap())
+      for (const auto& item : node)
+        for (const auto& kv : item) walk(kv.second, path + "[]." + kv.first.Scalar());
+  };
+  for (const char* name : {"workshop.yaml", "p5-efa.yaml", "cpu-only.yaml"})
+    walk(YAML::LoadFile(std::string(PCDINO_SOURCE_DIR) + "/cluster/examples/" + name), "");
+  EXPECT_EQ(keys.at("image.os").default_value, "alinux2023");
+  EXPECT_EQ(keys.at("queues[].max_count").type, "integer");
+  EXPECT_EQ(keys.at("queues[].max_count").accepts, "[0, 10000]");
+  EXPECT_EQ(keys.at("storage.fsx.throughput_per_tib").default_value, "125");
+  EXPECT_EQ(keys.at("parallelcluster_version").accepts,
+            std::string("a release like ") + parallelcluster::newest_release().release);
+  EXPECT_TRUE(keys.at("head_node.ssh_allowed_cidr").required);
+  EXPECT_FALSE(keys.at("queues[].capacity_reservation_id").required) << "only with CAPACITY_BLOCK";
+  EXPECT_EQ(keys.count("monitoring.prometheus.retention"), 1u);
+  EXPECT_EQ(keys.count("iam.s3_access[].bucket"), 1u);
+}
+
 TEST(ClusterCost, ReportUsesTheDatedPriceTable) {
   const std::string r = cost_report(example("workshop.yaml"), nullptr, {});
   EXPECT_NE(r.find("head node                            1 x c5.4xlarge           0.680 USD/h"),

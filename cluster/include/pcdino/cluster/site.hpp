@@ -107,6 +107,20 @@ struct SiteSpec {
   std::string source;
 };
 
+/// One key of the site spec. The key table (cluster/src/site.cpp) names each key once: parsing, its error
+/// messages, the known keys an "unknown key" error lists and site_keys() all follow it.
+struct SiteKey {
+  std::string path;           ///< dotted key path; "[]" marks a list's elements: "queues[].min_count"
+  std::string type;           ///< "string", "integer", "bool", "mapping", "list of ...", ...
+  std::string accepts;        ///< what a value must be, as error messages say it ("an EC2 instance type")
+  std::string default_value;  ///< "" = none
+  bool required = false;      ///< in a spec of defaults; a key required only with another says so in `doc`
+  std::string doc;            ///< what it does
+};
+
+/// Every key of the site spec (sections included), in the order parse_site_spec() reads them.
+const std::vector<SiteKey>& site_keys();
+
 /// Parses a site spec. Throws ConfigError ("file:line:col: key.path: what"). Slurm settings that
 /// ParallelCluster reserves are left to the validation of the generated configuration.
 SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source);
