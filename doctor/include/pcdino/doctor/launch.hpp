@@ -8,10 +8,6 @@
 
 #include "pcdino/doctor/doctor.hpp"
 
-namespace pcdino {
-struct PipelineConfig;
-}  // namespace pcdino
-
 namespace pcdino::doctor {
 
 /// How the check is launched and where its verdict goes, beside what it checks (DoctorOptions).
