@@ -158,29 +158,16 @@ void check_image(const DoctorOptions& o, NodeReport& r) {
   }
 }
 
-// Gaudi and Neuron: "not present" on other nodes; judged against the instance type Slurm's features name
-// (check_slurm_view) and the manifest's Gaudi release.
+// The other vendors' accelerators (vendor_probes()): kNotPresent on a node without them; judged against the
+// instance type Slurm's features name (check_slurm_view) and the image manifest. Where the collectives are
+// checked (o.nccl), a kind's own test in place of NCCL's on a node where its check found healthy devices.
 void check_vendor_accelerators(const DoctorOptions& o, NodeReport& r) {
-  std::string gaudi_software;
-  std::error_code error;
-  if (!o.manifest.empty() && std::filesystem::exists(o.manifest, error)) {
-    try {
-      const json manifest = json::parse(read_file(o.manifest, "image manifest"));
-      gaudi_software = manifest.at("components").value("gaudi_software", "");
-    } catch (const std::exception&) {
-      // check_image() reports a malformed manifest.
-    }
-  }
-  r.checks.push_back(judge_gaudi(probe_gaudi(o.probe_seconds), r.instance_type, gaudi_software));
-  const VendorNode neuron = probe_neuron(o.probe_seconds);
-  const Check neuron_check = judge_neuron(neuron, r.instance_type);
-  r.checks.push_back(neuron_check);
-  // Neuron's own collectives test, where installed, in place of NCCL's (o.nccl: the collectives are
-  // checked): across the NeuronCores neuron-ls shows.
-  if (o.nccl && neuron_check.ok && neuron_check.detail != "not present") {
-    int cores = 0;
-    for (const auto& d : parse_neuron_ls(neuron.tool_output)) cores += d.cores;
-    if (auto nccom = check_nccom(cores, o.probe_seconds)) r.checks.push_back(*nccom);
+  for (const auto& vendor : vendor_probes()) {
+    const VendorNode node = vendor.probe(o.probe_seconds);
+    const Check check = vendor.judge(node, r.instance_type, o.manifest);
+    r.checks.push_back(check);
+    if (!o.nccl || vendor.collectives == nullptr || !check.ok || check.detail == kNotPresent) continue;
+    if (auto test = vendor.collectives(node, o.probe_seconds)) r.checks.push_back(*test);
   }
 }
 
@@ -380,39 +367,6 @@ std::string NodeReport::reason() const {
   for (const auto& c : checks)
     if (!c.ok) failed.push_back(c.name + ": " + c.detail);
   return join(failed, "; ");
-}
-
-namespace {
-
-// The keys a doctor: section shares with the options (all but shared_dir, whose "" means the run folder).
-void apply_section(const DoctorConfig& d, DoctorOptions& o) {
-  o.probe_bytes = static_cast<std::size_t>(d.probe_mb * 1e6);
-  o.min_write_mb_s = d.min_write_mb_s;
-  o.min_read_mb_s = d.min_read_mb_s;
-  o.scratch_dir = d.scratch;
-  o.min_scratch_gib = d.min_scratch_gib;
-  o.expect_variables = d.expect_env;
-  o.expect_providers = d.expect_providers;
-  o.min_busbw_gb_s = d.min_busbw_gbps;
-  o.nccl = d.nccl;
-  o.min_nccl_busbw_gb_s = d.min_nccl_busbw_gbps;
-  o.manifest = d.manifest;
-}
-
-}  // namespace
-
-DoctorOptions::DoctorOptions() {
-  apply_section(DoctorConfig{}, *this);
-}
-
-void apply_config(const PipelineConfig& config, DoctorOptions& options) {
-  apply_section(config.doctor, options);
-  options.shared_dir = config.doctor.shared_dir.empty() ? config.run_dir() : config.doctor.shared_dir;
-  options.textfile_dir = config.monitoring.textfile_dir;
-  for (const auto& [name, value] : config.slurm.environment) {
-    const auto& v = options.expect_variables;
-    if (std::find(v.begin(), v.end(), name) == v.end()) options.expect_variables.push_back(name);
-  }
 }
 
 std::string summary(const DoctorReport& report) {
@@ -740,14 +694,13 @@ std::vector<std::vector<std::string>> drain_commands(const DoctorReport& report)
 }
 
 std::string nccl_blocker(const std::vector<NodeReport>& nodes) {
-  // NCCL is NVIDIA's: Gaudi's and Neuron's collectives have their vendors' own tests.
+  // NCCL is NVIDIA's: the other vendors' collectives have their own tests.
   std::vector<std::string> vendor;
   for (const auto& n : nodes) {
     for (const auto& c : n.checks) {
-      if (c.name == "gaudi" && c.detail != "not present") {
-        vendor.push_back(n.node + " has Intel Gaudi cards (HCCL's test: hccl_demo)");
-      } else if (c.name == "neuron" && c.detail != "not present") {
-        vendor.push_back(n.node + " has AWS Neuron devices (their collectives' test: nccom-test)");
+      for (const auto& kind : vendor_probes()) {
+        if (c.name == kind.check && c.detail != kNotPresent)
+          vendor.push_back(n.node + " " + kind.instead_of_nccl);
       }
     }
   }

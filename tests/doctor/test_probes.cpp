@@ -2,6 +2,7 @@
 // and Slurm's own output format; the multi-node check runs on the local cluster (test_doctor.sh).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -16,8 +17,9 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/mpi_world.hpp"
 #include "pcdino/core/version.hpp"
-#include "pcdino/doctor/accelerators.hpp"
 #include "pcdino/doctor/doctor.hpp"
+#include "pcdino/doctor/habana.hpp"
+#include "pcdino/doctor/neuron.hpp"
 #include "pcdino/doctor/probes.hpp"
 
 namespace pcdino::doctor {
@@ -400,6 +402,28 @@ TEST(DoctorConfig, ThePipelineSectionSetsTheChecks) {
   EXPECT_EQ(o.shared_dir, "/lustre/probe");
   EXPECT_THROW(parse_config("doctor:\n  shared_dir: relative\n", "p.yaml"), ConfigError);
   EXPECT_THROW(parse_config("doctor:\n  expect_env: [\"A B\"]\n", "p.yaml"), ConfigError);
+}
+
+// The settings a doctor: section shares with the command line are the schema's doctor keys (all but
+// doctor.enabled, which turns the stage on) and monitoring.textfile_dir, each once; the ranks get them as
+// options.
+TEST(DoctorConfig, TheSectionOptionsAreTheSchemasDoctorKeys) {
+  std::vector<std::string> schema = {"monitoring.textfile_dir"}, rows;
+  for (const auto& k : config_schema())
+    if (k.path.rfind("doctor.", 0) == 0 && k.path != "doctor.enabled") schema.push_back(k.path);
+  for (const auto& row : section_options()) rows.push_back(row.key);
+  std::sort(schema.begin(), schema.end());
+  std::sort(rows.begin(), rows.end());
+  EXPECT_EQ(rows, schema);
+  DoctorOptions o;
+  o.expect_variables.clear();
+  o.probe_bytes = 8'000'000;
+  const auto args = section_arguments(o);
+  EXPECT_EQ(std::vector<std::string>(args.begin(), args.begin() + 4),
+            (std::vector<std::string>{"--shared-dir", "", "--probe-mb", "8"}));
+  EXPECT_EQ(std::find(args.begin(), args.end(), "--expect-env"), args.end()) << "an empty list is left out";
+  EXPECT_EQ(std::find(args.begin(), args.end(), "--drain"), args.end()) << "a flag: the launch's";
+  EXPECT_NE(std::find(args.begin(), args.end(), "true"), args.end()) << "--nccl true";
 }
 
 // Slurm's encoding (slurm_version.h: SLURM_VERSION_NUM(a, b, c) = a << 16 | b << 8 | c) and its loader's

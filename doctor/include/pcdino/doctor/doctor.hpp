@@ -99,6 +99,27 @@ struct DoctorReport {
   bool healthy() const;
 };
 
+/// A setting that a pipeline's doctor: section (monitoring: for one) and `pcdino doctor`'s command line both
+/// give. section_options() is the one list of them: apply_config() and the launch (section_arguments()) walk
+/// it, and with a pipeline file the command line refuses its options.
+struct SectionOption {
+  const char* option;  ///< the command line's, e.g. "--probe-mb"
+  const char* key;  ///< the pipeline file's, as core's schema (config_schema()) names it: "doctor.probe_mb"
+  /// Sets the option from the doctor: section (nullptr: apply_config() sets it from another section, or it is
+  /// not an option of the check, as --drain).
+  void (*apply)(const DoctorConfig& section, DoctorOptions& options);
+  /// Its value as the command line gives it (nullopt: left out; nullptr: a flag the launch hands on itself).
+  std::optional<std::string> (*value)(const DoctorOptions& options);
+};
+
+/// The settings a doctor: section shares with the command line, in the order they are handed on; the keys are
+/// every doctor.* key of the schema but doctor.enabled, and monitoring.textfile_dir.
+const std::vector<SectionOption>& section_options();
+
+/// The command line that gives the ranks what section_options() values `options` holds: {"--shared-dir",
+/// "/fsx", "--probe-mb", "64", ...} (numbers as "{:g}", lists comma-separated, flags left out).
+std::vector<std::string> section_arguments(const DoctorOptions& options);
+
 /// Sets what a pipeline's `doctor:` section decides in `options` (the probes, floors and expectations; not
 /// the time limits): the shared directory ("" there = the run folder), the variables (doctor.expect_env
 /// and the names of slurm.environment, which the training's tasks must have), providers and floors.
@@ -173,10 +194,10 @@ std::string summary(const DoctorReport& report);
 /// node, as argument vectors (run with run_process) in rank order.
 std::vector<std::vector<std::string>> drain_commands(const DoctorReport& report);
 
-/// Rank 0, from the nodes' reports: why NCCL's sweep cannot run ("" when it can): a node with Intel
-/// Gaudi or AWS Neuron devices (the checks "gaudi"/"neuron" found them; NCCL is NVIDIA's, their vendors'
-/// tests are hccl_demo and nccom-test), or a node whose CUDA runtime shows no GPU. One GPU in all runs it
-/// too (no bus bandwidth, nothing judged).
+/// Rank 0, from the nodes' reports: why NCCL's sweep cannot run ("" when it can): a node with another
+/// vendor's accelerators (a check of vendor_probes() found them; NCCL is NVIDIA's, the note names their
+/// vendor's collectives test), or a node whose CUDA runtime shows no GPU. One GPU in all runs it too (no bus
+/// bandwidth, nothing judged).
 std::string nccl_blocker(const std::vector<NodeReport>& nodes);
 
 }  // namespace pcdino::doctor
