@@ -3,6 +3,7 @@
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -216,6 +217,74 @@ std::map<std::string, torch::Tensor> read_state_dict(const std::string& path, co
     out[name] = entry.value();
   }
   return out;
+}
+
+namespace {
+
+// The heads of a ViT of width `width`: its preset's (args.arch), else the DINO preset of that width.
+int heads_for_width(int64_t width, const std::string& arch) {
+  if (!arch.empty()) return VitOptions::preset(arch, 16, 1, 224).num_heads;
+  for (const char* preset : {"vit_tiny", "vit_small", "vit_base"}) {
+    const auto o = VitOptions::preset(preset, 16, 1, 224);
+    if (o.embed_dim == width) return o.num_heads;
+  }
+  return 0;
+}
+
+}  // namespace
+
+PretrainedVit load_pretrained_vit(const std::string& path, const std::string& key) {
+  const auto weights = read_state_dict(path, key);
+  const auto state = read_checkpoint_state(path);
+  const auto need = [&](const std::string& name) -> const torch::Tensor& {
+    const auto it = weights.find(name);
+    if (it == weights.end()) {
+      throw DataError(path + ": the '" + key + "' state dict has no '" + name +
+                      "': not a ViT checkpoint (checkpoint_key teacher or student)");
+    }
+    return it->second;
+  };
+  const auto& proj = need("patch_embed.proj.weight");  // [D, C, p, p]
+  const auto& pos = need("pos_embed");                 // [1, grid^2 + 1, D]
+  if (proj.dim() != 4 || proj.size(2) != proj.size(3) || pos.dim() != 3) {
+    throw DataError(path + ": patch_embed.proj.weight " + c10::str(proj.sizes()) + " / pos_embed " +
+                    c10::str(pos.sizes()) + " do not describe a ViT");
+  }
+  int depth = 0;
+  while (weights.count("blocks." + std::to_string(depth) + ".attn.qkv.weight") > 0) ++depth;
+  const auto args = state.args.find("arch");
+  PretrainedVit m;
+  m.arch = args != state.args.end() ? args->second : "";
+  m.epoch = state.epoch;
+  VitOptions o;
+  o.embed_dim = static_cast<int>(proj.size(0));
+  o.in_channels = static_cast<int>(proj.size(1));
+  o.patch_size = static_cast<int>(proj.size(2));
+  const auto grid = static_cast<int>(std::llround(std::sqrt(static_cast<double>(pos.size(1) - 1))));
+  o.image_size = grid * o.patch_size;
+  o.depth = depth;
+  try {
+    o.num_heads = heads_for_width(o.embed_dim, m.arch);
+  } catch (const std::invalid_argument& e) {
+    throw DataError(path + ": args.arch: " + e.what());
+  }
+  if (o.num_heads == 0 || depth == 0) {
+    throw DataError(path + ": cannot tell the number of heads of a ViT of width " +
+                    std::to_string(o.embed_dim) + " with " + std::to_string(depth) +
+                    " blocks (no args.arch in the checkpoint)");
+  }
+  m.vit = VisionTransformer(o);
+  torch::NoGradGuard no_grad;
+  for (auto& p : m.vit->named_parameters()) {
+    const auto& w = need(p.key());
+    if (w.sizes() != p.value().sizes()) {
+      throw DataError(path + ": '" + p.key() + "' is " + c10::str(w.sizes()) + " in the checkpoint but " +
+                      c10::str(p.value().sizes()) + " in a " + (m.arch.empty() ? "ViT" : m.arch) +
+                      " built from its shapes");
+    }
+    p.value().copy_(w);
+  }
+  return m;
 }
 
 }  // namespace pcdino::train

@@ -9,12 +9,11 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <sstream>
 
+#include "epoch.hpp"
 #include "pcdino/core/dataset.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
@@ -35,10 +34,9 @@
 #include "pcdino/train/schedules.hpp"
 #include "pcdino/train/step_graph.hpp"
 #include "pcdino/train/watchdog.hpp"
+#include "resume.hpp"
 
 namespace pcdino::train {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -52,9 +50,6 @@ constexpr double kStopAgreementSeconds = 60;
 extern "C" void on_stop_signal(int) {
   stop_requested.store(true);
 }
-
-// One batch of crops: crops[k] is [B, C, S_k, S_k].
-using Batch = std::vector<torch::Tensor>;
 
 // `pinned`: page-locked host memory, so that the copy to a GPU overlaps with compute.
 Batch make_batch(const Dataset& ds, const std::vector<std::size_t>& indices, const ImageTransform& transform,
@@ -86,12 +81,6 @@ Batch make_batch(const Dataset& ds, const std::vector<std::size_t>& indices, con
     batch.push_back(t);
   }
   return batch;
-}
-
-void append_line(const std::string& path, const std::string& line) {
-  std::ofstream out(path, std::ios::app);
-  if (!out) throw CantCreateError("cannot append to '" + path + "'");
-  out << line << "\n";
 }
 
 // CUDA events on a GPU, the host's clock on a CPU or where the events cannot be made (said once).
@@ -129,30 +118,6 @@ MultiCropOptions multi_crop_options(const PipelineConfig& c, const MeanStdValues
   return crops;
 }
 
-// Several ranks: every rank's generator states into `state` on the writer (each rank's drop path draws
-// its own), so that a resumed run continues every rank's random stream. Called by all ranks together.
-void gather_generator_states(const MpiWorld* world, const torch::Device& device, CheckpointState& state) {
-  if (!world || world->size() <= 1) return;
-  const auto to_bytes = [](const torch::Tensor& t) {
-    const auto dense = t.contiguous();
-    return std::string(static_cast<const char*>(dense.data_ptr()), static_cast<std::size_t>(dense.numel()));
-  };
-  const auto to_tensor = [](const std::string& bytes) {
-    return torch::from_blob(const_cast<char*>(bytes.data()), {static_cast<int64_t>(bytes.size())},
-                            torch::kUInt8)
-        .clone();
-  };
-  const auto cpu = world->gather(to_bytes(at::detail::getDefaultCPUGenerator().get_state()));
-  const auto gpu = world->gather(
-      device.is_cuda() ? to_bytes(at::globalContext().defaultGenerator(device).get_state()) : std::string());
-  state.rank_rng_states.clear();
-  state.rank_cuda_rng_states.clear();
-  for (std::size_t r = 0; r < cpu.size(); ++r) {
-    state.rank_rng_states.push_back(to_tensor(cpu[r]));
-    if (device.is_cuda()) state.rank_cuda_rng_states.push_back(to_tensor(gpu[r]));
-  }
-}
-
 // Several ranks: every rank starts from rank 0's weights and centre (after a resume too); returns the
 // gradient fusion attached to the student's trained parameters.
 std::unique_ptr<GradientFusion> start_data_parallel(Communicator& comm, MultiCropWrapper& student,
@@ -177,299 +142,6 @@ std::unique_ptr<GradientFusion> start_data_parallel(Communicator& comm, MultiCro
   auto fusion = std::make_unique<GradientFusion>(comm, trained, fo);
   fusion->attach();
   return fusion;
-}
-
-// What train_one_epoch works with (main_dino.py's train_one_epoch arguments): run_training's setup builds
-// it and owns what it refers to.
-struct EpochContext {
-  EpochContext(MultiCropWrapper student, MultiCropWrapper teacher, DinoLoss& loss,
-               MultiTensorAdamW& optimizer, GradScaler& scaler)
-      : student(std::move(student)),
-        teacher(std::move(teacher)),
-        loss(loss),
-        optimizer(optimizer),
-        scaler(scaler) {}
-
-  MultiCropWrapper student, teacher;  // handles to run_training's modules
-  DinoLoss& loss;
-  MultiTensorAdamW& optimizer;
-  GradScaler& scaler;
-  GradientFusion* fusion = nullptr;  // several ranks
-  Watchdog* watchdog = nullptr;      // several ranks
-  // Several ranks: the DINO centre's batch sum over ranks.
-  std::function<void(torch::Tensor&)> allreduce_sum;
-  std::vector<double> lr_schedule, wd_schedule, momentum_schedule;  // per iteration of the uncut run
-  // Which schedule value each step reads, and the run's steps (train_scDINO.time_budget_minutes cuts them).
-  ScheduleCut cut;
-  // Called after every full 10-iteration window of the first epoch of a start with the steps done and the
-  // epoch's windows so far (EpochStats::window_step_seconds); may change `cut` (the time budget's first
-  // estimate).
-  std::function<void(std::size_t, const std::vector<double>&)> on_window;
-  const MpiWorld* world = nullptr;
-  int ranks = 1;
-  bool writer = true;  // writes the metrics
-  torch::Device device = torch::kCPU;
-  std::optional<torch::ScalarType> amp;
-  PhaseClock* clock = nullptr;  // times the phases of each step
-  // --cuda-graph: the step's graph, its static crops (made at the first graphed step) and the schedules'
-  // values on the device (the teacher temperature float32, as the loss divides by it), all filled before
-  // each replay. One graph serves the whole run: nothing of an epoch is baked into it.
-  bool graph_step = false;     // --cuda-graph's step from the epoch the last layer trains
-  StepGraph* graph = nullptr;  // null: that step runs eagerly (tests)
-  Batch graph_inputs;
-  torch::Tensor lr_t, wd_t, momentum_t, teacher_temp_t;
-  // The sums the step adds into on the device, made once and zeroed at each epoch's start (a graph writes
-  // into these): the teacher entropies of the epoch, read at its end, and the losses of the metrics window
-  // (float64: thousands of float32 terms over an epoch).
-  torch::Tensor entropy_sum, window_loss_sum;
-  double clip_grad = 0;
-  int freeze_last_layer = 0;
-  int epochs = 0;
-  std::size_t niter = 0;         // iterations per epoch
-  std::size_t global_batch = 0;  // images per iteration over all ranks
-  long long stop_after_iterations = 0;
-  std::string metrics_file;
-  long long iterations_this_run = 0;              // over all epochs of this run
-  monitoring::MetricsFile* prometheus = nullptr;  // this rank's Prometheus metrics
-  double comm_wait_seconds = 0;                   // host time in the centre's and the stop's collectives
-  double allreduce_bytes_per_step = 0;            // the gradient buffers' bytes (several ranks)
-};
-
-// What train_one_epoch gathered (MetricLogger's meters) for the end of the epoch.
-struct EpochStats {
-  double loss_sum = 0;
-  std::size_t loss_count = 0;
-  PhaseSeconds phases{};                // summed over the epoch's steps (PhaseClock::collect)
-  double lr = 0, wd = 0, momentum = 0;  // of the last iteration
-  double seconds = 0;                   // the epoch's wall time
-  // Set when all ranks stopped on request (a signal, stop_after_iterations): the epoch's iterations done.
-  std::optional<std::size_t> stopped_after;
-  std::vector<double> window_step_seconds;  // each full 10-iteration window's seconds per step
-};
-
-// The iterations epoch `epoch` runs: all of them, or up to the run's last step in the last epoch of a cut.
-std::size_t epoch_iterations(const EpochContext& ctx, int epoch) {
-  const std::size_t first = static_cast<std::size_t>(epoch) * ctx.niter;
-  return ctx.cut.steps <= first ? 0 : std::min(ctx.niter, ctx.cut.steps - first);
-}
-
-// Whether this step is --cuda-graph's: from the epoch the last layer trains (before it its gradients are
-// dropped, which a graph cannot do), and crops of the graph's shapes (made from the first such step's).
-bool graphed_step(EpochContext& ctx, int epoch, const Batch& crops) {
-  if (!ctx.graph_step || epoch < ctx.freeze_last_layer) return false;
-  if (ctx.graph_inputs.empty()) {
-    for (const auto& t : crops)
-      ctx.graph_inputs.push_back(torch::empty(t.sizes(), t.options().device(ctx.device)));
-  }
-  if (crops.size() != ctx.graph_inputs.size()) return false;
-  for (std::size_t k = 0; k < crops.size(); ++k) {
-    if (crops[k].sizes() != ctx.graph_inputs[k].sizes()) return false;
-  }
-  return true;
-}
-
-// One DINO step on `crops` (on the device): teacher and student forward, the loss (summed into ctx's
-// `entropy_sum` and `window_loss_sum`), backward averaged over ranks, unscaling, clipping, the frozen last
-// layer, the AdamW step and the teacher's EMA; `lap` marks the end of each phase. With
-// `schedule_on_device` the update reads lr, weight decay and momentum from ctx's device scalars, which is
-// the step a CUDA graph captures (where the scaler and the frozen layer do nothing, and the fusion's and
-// the centre's allreduces are captured with the rest).
-void dino_step(EpochContext& ctx, const Batch& crops, int epoch, int schedule_epoch, double momentum,
-               bool schedule_on_device, const std::function<void(Phase)>& lap) {
-  torch::Tensor value;
-  {
-    const AutocastGuard autocast(ctx.amp, ctx.device.type());
-    const auto teacher_out = ctx.teacher->forward(Batch(crops.begin(), crops.begin() + 2));
-    const auto student_out = ctx.student->forward(crops);
-    value = ctx.loss(student_out, teacher_out, schedule_epoch, ctx.allreduce_sum, ctx.ranks,
-                     schedule_on_device ? ctx.teacher_temp_t : torch::Tensor());
-  }
-  ctx.entropy_sum.add_(ctx.loss.teacher_entropy);
-  ctx.window_loss_sum.add_(value.detach());
-  lap(Phase::kForward);
-  ctx.optimizer.zero_grad();
-  ctx.scaler.scale(value).backward();
-  if (ctx.fusion) ctx.fusion->finish();  // the gradients averaged over ranks
-  lap(Phase::kBackward);
-  const bool finite = ctx.scaler.unscale(ctx.student->parameters());
-  if (ctx.clip_grad > 0) clip_gradients(*ctx.student, ctx.clip_grad);
-  cancel_gradients_last_layer(epoch, ctx.student, ctx.freeze_last_layer);
-  if (schedule_on_device) {
-    ctx.optimizer.step_on_device(ctx.lr_t, ctx.wd_t);
-    ema_update(*ctx.teacher, *ctx.student, ctx.momentum_t);
-  } else {
-    if (finite) ctx.optimizer.step();  // a float16 overflow skips the step, as GradScaler.step does
-    ctx.scaler.update(!finite);
-    ema_update(*ctx.teacher, *ctx.student, momentum);
-  }
-  lap(Phase::kUpdate);
-}
-
-// The Prometheus metrics of one finished step: `images` of this rank, its learning rate, its host seconds.
-void record_step(EpochContext& ctx, int64_t images, double lr, double seconds) {
-  monitoring::MetricsFile& m = *ctx.prometheus;
-  m.add("pcdino_train_steps_total", 1);
-  m.add("pcdino_train_samples_total", static_cast<double>(images));
-  m.observe("pcdino_train_step_duration_seconds", seconds);
-  m.set("pcdino_train_learning_rate", lr);
-  m.set_to_now("pcdino_train_last_step_timestamp_seconds");
-  if (ctx.fusion) m.add("pcdino_train_allreduce_bytes_total", ctx.allreduce_bytes_per_step);
-}
-
-// The phases' seconds since the last reading (`before` to `after`, PhaseClock::collect's sums) and the time
-// waited in collectives since then, into the Prometheus counters.
-void record_window(EpochContext& ctx, const PhaseSeconds& before, const PhaseSeconds& after) {
-  static constexpr const char* kNames[kPhaseCount] = {"data", "forward", "backward", "update"};
-  monitoring::MetricsFile& m = *ctx.prometheus;
-  for (std::size_t p = 0; p < kPhaseCount; ++p)
-    m.add("pcdino_train_phase_seconds_total", std::max(0.0, after[p] - before[p]), kNames[p]);
-  double waited = ctx.comm_wait_seconds;
-  ctx.comm_wait_seconds = 0;
-  if (ctx.fusion) waited += ctx.fusion->take_wait_seconds();
-  m.add("pcdino_train_allreduce_wait_seconds_total", waited);
-}
-
-// One epoch from iteration `first_iter` on (main_dino.py's train_one_epoch): per iteration the schedules'
-// lr, weight decay and momentum, teacher and student forward, DINO loss, backward (averaged over ranks),
-// clipping, the frozen last layer, AdamW step, EMA of the teacher, and a metrics record every 10
-// iterations. `loader` gives the epoch's batches from `first_iter`. Returns early, with `stopped_after`,
-// when all ranks agree to stop. Throws DataError for a non-finite loss.
-//
-// The step never waits for the device: the losses and teacher entropies are summed there and read every
-// 10 iterations, at the epoch's end and before a stop (main_dino.py reads loss.item() every step), so a
-// non-finite loss is found at the next reading, before anything is written.
-EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epoch, std::size_t first_iter) {
-  EpochStats stats;
-  ctx.entropy_sum.zero_(), ctx.window_loss_sum.zero_();
-  double window_entropy_start = 0;
-  std::size_t window_count = 0, window_first = first_iter;
-  const auto epoch_start = std::chrono::steady_clock::now();
-  auto window_start = epoch_start;
-  // The bound is read again after each step: the time budget's first estimate may end this epoch early.
-  for (std::size_t it = first_iter; it < epoch_iterations(ctx, epoch); ++it) {
-    const std::size_t global_it = static_cast<std::size_t>(epoch) * ctx.niter + it;
-    const std::size_t at = ctx.cut.index(global_it);  // the schedules' index (global_it unless cut)
-    const int schedule_epoch = static_cast<int>(at / ctx.niter);
-    const double lr = ctx.lr_schedule[at], wd = ctx.wd_schedule[at], momentum = ctx.momentum_schedule[at];
-    const double teacher_temp = ctx.loss.teacher_temperature(schedule_epoch);
-    stats.lr = lr, stats.wd = wd, stats.momentum = momentum;
-    auto& g = ctx.optimizer.param_groups();
-    static_cast<torch::optim::AdamWOptions&>(g[0].options()).lr(lr).weight_decay(wd);
-    static_cast<torch::optim::AdamWOptions&>(g[1].options()).lr(lr).weight_decay(0.0);
-
-    PhaseClock& clock = *ctx.clock;
-    const auto step_start = std::chrono::steady_clock::now();
-    clock.start();
-    Batch crops_batch = *loader.next();
-    if (graphed_step(ctx, epoch, crops_batch)) {
-      // The crops and schedules into the graph's static tensors, then the whole step in one replay.
-      for (std::size_t k = 0; k < crops_batch.size(); ++k)
-        ctx.graph_inputs[k].copy_(crops_batch[k], /*non_blocking=*/true);
-      ctx.lr_t.fill_(lr), ctx.wd_t.fill_(wd), ctx.momentum_t.fill_(momentum);
-      ctx.teacher_temp_t.fill_(teacher_temp);
-      clock.lap(Phase::kData);
-      const auto step = [&] {
-        try {
-          dino_step(ctx, ctx.graph_inputs, epoch, schedule_epoch, momentum, true, [](Phase) {});
-        } catch (...) {
-          // A capture ends cleanly only with NCCL's stream joined back, and the eager step that follows
-          // a failed capture must send every gradient buffer, as the other ranks do.
-          if (ctx.fusion) ctx.fusion->abandon();
-          throw;
-        }
-      };
-      if (ctx.graph) {
-        ctx.graph->run(step);
-      } else {
-        step();
-      }
-      ctx.optimizer.advance_host_steps();
-      // One replay has no phases: all of it is counted as forward.
-      clock.lap(Phase::kForward), clock.lap(Phase::kBackward), clock.lap(Phase::kUpdate);
-    } else {
-      for (auto& t : crops_batch) t = t.to(ctx.device, /*non_blocking=*/true);
-      clock.lap(Phase::kData);
-      dino_step(ctx, crops_batch, epoch, schedule_epoch, momentum, false,
-                [&clock](Phase phase) { clock.lap(phase); });
-    }
-    ++stats.loss_count;
-    ++ctx.iterations_this_run;
-    ++window_count;
-    bool stop = stop_requested.load() ||
-                (ctx.stop_after_iterations > 0 && ctx.iterations_this_run >= ctx.stop_after_iterations);
-    // Slurm signals every task, not at the same instant: all ranks stop after the same iteration.
-    if (ctx.ranks > 1) {
-      const auto agreement = std::chrono::steady_clock::now();
-      stop = ctx.world->allreduce_max(stop ? 1 : 0) > 0;
-      ctx.comm_wait_seconds +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - agreement).count();
-      ctx.watchdog->progress("epoch " + std::to_string(epoch + 1) + " iteration " + std::to_string(it + 1));
-    }
-    record_step(ctx, crops_batch.front().size(0), lr,
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count());
-    // One reading every 10 iterations (DINO's MetricLogger print_freq), at the epoch's end and on a stop.
-    const std::size_t last = epoch_iterations(ctx, epoch);
-    if ((it + 1) % 10 == 0 || it + 1 == last || stop) {
-      const double window_loss = ctx.window_loss_sum.item<double>();
-      const PhaseSeconds phases_before = stats.phases;
-      clock.collect(stats.phases);
-      record_window(ctx, phases_before, stats.phases);
-      if (!std::isfinite(window_loss)) {
-        throw DataError("loss is " + std::to_string(window_loss) + " in epoch " + std::to_string(epoch) +
-                        " iterations " + std::to_string(window_first) + "-" + std::to_string(it) +
-                        ": stopping training (lower lr or use clip_grad)");
-      }
-      ctx.window_loss_sum.zero_();
-      stats.loss_sum += window_loss;
-      // A stop's part-window is read (the non-finite check) but not recorded.
-      const bool full_window = (it + 1) % 10 == 0 || it + 1 == last;
-      if (full_window && (ctx.writer || ctx.prometheus->enabled())) {
-        const double entropy_total = ctx.entropy_sum.item<double>();
-        const double window_entropy =
-            (entropy_total - window_entropy_start) / static_cast<double>(window_count);
-        const double mean_loss = window_loss / static_cast<double>(window_count);
-        window_entropy_start = entropy_total;
-        ctx.prometheus->set("pcdino_train_loss", mean_loss);
-        ctx.prometheus->set("pcdino_train_teacher_entropy", window_entropy);
-        ctx.prometheus->set("pcdino_train_kl_divergence", mean_loss - window_entropy);
-        if (ctx.writer) {
-          MetricsRecord record;
-          record.kind = MetricsRecord::Kind::kIteration, record.epoch = epoch;
-          record.iteration = static_cast<long>(global_it) + 1;
-          record.loss = mean_loss, record.teacher_entropy = window_entropy,
-          record.kl = mean_loss - window_entropy;
-          record.lr = lr, record.wd = wd, record.momentum = momentum;
-          append_line(ctx.metrics_file, format_metrics_record(record));
-        }
-      }
-      // The window's wall time per step: read after the loss, so a device's queued work is in it.
-      const auto now = std::chrono::steady_clock::now();
-      if (full_window && !stop) {
-        stats.window_step_seconds.push_back(std::chrono::duration<double>(now - window_start).count() /
-                                            static_cast<double>(window_count));
-        if (ctx.on_window) ctx.on_window(global_it + 1, stats.window_step_seconds);
-      }
-      window_start = now;
-      window_count = 0;
-      window_first = it + 1;
-    }
-    if (ctx.writer && (it + 1) % 10 == 0 && it + 1 < epoch_iterations(ctx, epoch)) {
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
-      const double per_step = elapsed / static_cast<double>(it + 1 - first_iter);
-      const double remaining = static_cast<double>(ctx.cut.steps - global_it - 1);
-      spdlog::info("epoch {}/{} iteration {}/{}: loss {:.4f} {:.1f} images/s ETA {:.0f} s", epoch + 1,
-                   ctx.epochs, it + 1, epoch_iterations(ctx, epoch),
-                   stats.loss_sum / static_cast<double>(stats.loss_count),
-                   static_cast<double>(ctx.global_batch) / per_step, remaining * per_step);
-    }
-    if (stop) {
-      stats.stopped_after = it + 1;
-      return stats;
-    }
-  }
-  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
-  return stats;
 }
 
 // Random crops of one step's shapes from `generator`, each [batch, in_channels, size, size]: the 2 global
@@ -519,55 +191,6 @@ std::pair<double, double> time_cpu_precisions(MultiCropWrapper& student, const V
   generator.set_state(generator_state);
   if (ranks > 1) float32 = world->allreduce_sum(float32), bfloat16 = world->allreduce_sum(bfloat16);
   return {float32, bfloat16};
-}
-
-// The start of the Slurm job this process belongs to, as a checkpoint's tags name it ("" outside Slurm).
-struct JobStart {
-  std::string job_id;
-  long restart = 0;  // SLURM_RESTART_COUNT: 0 for the first start, +1 for each requeue
-};
-
-JobStart this_job_start() {
-  JobStart start;
-  if (const char* id = std::getenv("SLURM_JOB_ID")) start.job_id = id;
-  if (const char* count = std::getenv("SLURM_RESTART_COUNT")) start.restart = std::strtol(count, nullptr, 10);
-  return start;
-}
-
-// Writes `path` keeping the checkpoint it replaces as `previous` (a hard link first, so that `path` never
-// goes missing), unless `path` was written by a later start of the same Slurm job: a rank of an earlier
-// start that was stopped (SIGSTOP, a hung node) and resumed after the requeue is stale, and throws
-// DataError instead of replacing the newer run's checkpoint.
-void save_latest_checkpoint(const std::string& path, const std::string& previous, MultiCropWrapper& student,
-                            MultiCropWrapper& teacher, torch::optim::Optimizer& optimizer,
-                            const DinoLoss& loss, const CheckpointState& state) {
-  if (fs::exists(path)) {
-    const JobStart ours = this_job_start();
-    if (!ours.job_id.empty()) {
-      std::map<std::string, std::string> theirs;
-      try {
-        theirs = read_checkpoint_state(path).args;
-      } catch (const Error&) {
-        // A torn checkpoint is replaced.
-      }
-      const auto job = theirs.find("slurm_job_id"), restart = theirs.find("slurm_restart_count");
-      if (job != theirs.end() && restart != theirs.end() && job->second == ours.job_id &&
-          std::strtol(restart->second.c_str(), nullptr, 10) > ours.restart) {
-        throw DataError(path + " was written by start " + std::to_string(std::stol(restart->second) + 1) +
-                        " of job " + ours.job_id + " (" + theirs["writer"] + "); this process of start " +
-                        std::to_string(ours.restart + 1) + " is stale and does not replace it");
-      }
-    }
-    // Already the same file when a write was cut short after this step (rename() of two links to one
-    // file does nothing and would leave the temporary link behind).
-    if (!fs::exists(previous) || !fs::equivalent(path, previous)) {
-      const std::string link = temporary_name(previous);
-      fs::remove(link);  // a link left by a killed process of the same pid
-      fs::create_hard_link(path, link);
-      rename_into_place(link, previous);
-    }
-  }
-  save_checkpoint(path, student, teacher, optimizer, loss, state);
 }
 
 // The checkpoint arguments holding what train_scDINO.time_budget_minutes chose: the run's steps and where
@@ -632,63 +255,558 @@ class TimeBudget {
   double last_step_seconds_ = 0;
 };
 
-// The arguments that make a checkpoint this run's: a checkpoint written with other values is another
-// run's (a copied or mixed-up folder), not one to resume. The epochs, the batch and the world size may
-// change between starts.
-constexpr const char* kRunArgs[] = {"arch", "patch_size", "out_dim", "in_chans", "seed"};
+using Clock = std::chrono::steady_clock;
 
-// Loads the newest checkpoint of `candidates` (checkpoint.pth, then the one before it) that can be read
-// and is this run's (`args`, kRunArgs): a torn, unreadable or foreign one is skipped with the reason. All
-// ranks load the same file. Returns its path, "" when none exists; throws the first one's error when none
-// can be loaded.
-std::string load_newest_checkpoint(const std::vector<std::string>& candidates,
-                                   const std::map<std::string, std::string>& args, MultiCropWrapper& student,
-                                   MultiCropWrapper& teacher, torch::optim::Optimizer& optimizer,
-                                   DinoLoss& loss, const MpiWorld* world, int rank, int ranks,
-                                   CheckpointState& state) {
-  const auto try_load = [&](std::size_t i, std::string& error) {
-    try {
-      state = load_checkpoint(candidates[i], student, teacher, optimizer, loss, rank, ranks);
-    } catch (const Error& e) {
-      error = e.what();
-      return false;
-    }
-    for (const char* key : kRunArgs) {
-      const auto theirs = state.args.find(key);
-      const auto ours = args.find(key);
-      if (theirs == state.args.end() || ours == args.end() || theirs->second == ours->second) continue;
-      error = candidates[i] + ": another run's checkpoint (" + key + " " + theirs->second + ", this run's " +
-              ours->second + ")";
-      return false;
-    }
-    return true;
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// One run of train_scDINO (main_dino.py's train_dino): the set-up in the order main_dino.py does it (the
+// device, the data, the student and teacher, the loss, the optimizer, a checkpoint to resume, the
+// schedules), then the epochs, each followed by its end (checkpoint, online kNN, the time budget's
+// estimate, the logs). One object per run_training call; its members are what train_dino's locals were.
+class Training {
+ public:
+  Training(const PipelineConfig& c, const TrainRuntime& rt, const MpiWorld* world)
+      : c_(c),
+        rt_(rt),
+        h_(c.train.hyperparameters),
+        world_(world),
+        ranks_(world ? world->size() : 1),
+        rank_(world ? world->rank() : 0),
+        writer_(rank_ == 0) {}
+
+  TrainReport run();
+
+ private:
+  void set_up_threads() const;
+  void set_up_device();
+  void set_up_data();
+  void set_up_models();
+  void set_up_run_folder();
+  void resume();
+  void keep_resumed_budget(std::map<std::string, std::string>& args);
+  void choose_cpu_precision();
+  void set_up_data_parallel();
+  void set_up_online_knn();
+  void set_up_epoch_context();
+  void set_up_time_budget();
+  std::function<Batch(std::size_t)> batches(int epoch, std::size_t first_iter) const;
+  TrainReport stop(int epoch, std::size_t done);
+  void end_epoch(int epoch, EpochStats& stats, Clock::time_point epoch_started, std::size_t first_iter);
+  void estimate_at_epoch_end(int epoch, const EpochStats& stats, Clock::time_point epoch_started);
+  void log_epoch(int epoch, const EpochStats& stats, double entropy_epoch, std::optional<double> knn_top1);
+  void apply_cut(std::size_t done, std::size_t chosen, const std::string& when);
+
+  const PipelineConfig& c_;
+  const TrainRuntime& rt_;
+  const DinoHyperparameters& h_;
+  const MpiWorld* world_;
+  const Clock::time_point started_ = Clock::now();  // train_scDINO.time_budget_minutes counts from here
+  const int ranks_, rank_;
+  const bool writer_;  // one rank writes checkpoints and logs
+  std::unique_ptr<monitoring::MetricsFile> prometheus_;
+  torch::Device device_ = torch::kCPU;
+  std::optional<torch::ScalarType> amp_;
+  std::unique_ptr<StepGraph> graph_;
+  // The data: the training split's images, the normalisation, the steps per epoch.
+  std::optional<Dataset> ds_;
+  std::vector<std::size_t> train_;
+  MeanStdValues ms_;
+  std::size_t global_batch_ = 0, niter_ = 0;
+  MultiCropOptions crops_;
+  ImageTransform transform_;
+  // The models and what trains them.
+  VitOptions vo_;
+  MultiCropWrapper student_{nullptr}, teacher_{nullptr};
+  std::unique_ptr<DinoLoss> loss_;
+  std::unique_ptr<GradScaler> scaler_;
+  std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<MultiTensorAdamW> optimizer_;
+  std::unique_ptr<GradientFusion> fusion_;
+  std::unique_ptr<Watchdog> watchdog_;
+  // What every epoch works with; its `epochs` is the run's (cut by train_scDINO.time_budget_minutes).
+  std::unique_ptr<EpochContext> ctx_;
+  std::unique_ptr<PhaseClock> phase_clock_;
+  ScheduleCut resumed_cut_;  // the cut of an earlier start (steps 0: none)
+  // The run's files.
+  std::string output_dir_, checkpoint_, previous_checkpoint_, metrics_file_;
+  CheckpointState state_;
+  TrainReport report_;
+  std::unique_ptr<OnlineKnn> online_knn_;
+  double untrained_knn_seconds_ = 0;  // what the time budget keeps for the last online kNN
+  Batch
+      synthetic_;  // --synthetic-crops: drawn from a generator of their own (the default one is the model's)
+  double seconds_this_run_ = 0;
+  bool budget_open_ = false;  // this start makes the time budget's estimates: the first of a run with one
+  std::unique_ptr<TimeBudget> budget_;
+};
+
+void Training::set_up_threads() const {
+  if (rt_.threads > 0) torch::set_num_threads(rt_.threads);
+  if (const int blas = share_blas_threads(world_ ? world_->local_size() : 1, rt_.threads);
+      blas > 0 && ranks_ > 1) {
+    spdlog::info("OpenBLAS threads per rank: {} ({} rank(s) on this machine)", blas, world_->local_size());
+  }
+  if (torch::get_num_threads() > 1) {  // how idle OpenMP threads wait decides the step on few cores
+    const char *policy = std::getenv("OMP_WAIT_POLICY"), *spin = std::getenv("GOMP_SPINCOUNT");
+    spdlog::info("OpenMP: {} threads, OMP_WAIT_POLICY={} GOMP_SPINCOUNT={}", torch::get_num_threads(),
+                 policy ? policy : "(unset)", spin ? spin : "(unset)");
+  }
+}
+
+// The device and its precision, and --cuda-graph's conditions, before anything is written.
+void Training::set_up_device() {
+  device_ = select_device(device_option(rt_.device, c_.slurm.accelerator),
+                          world_ ? world_->local_rank() : rt_.local_rank);
+  amp_ = h_.use_fp16 ? autocast_dtype(device_, rt_.amp_dtype) : std::nullopt;
+  if (!rt_.cuda_graph) return;
+  if (amp_ == torch::kHalf) {
+    throw ConfigError(
+        "--cuda-graph: not with float16 autocast (its loss scaling decides on the host "
+        "whether a step is skipped); use --amp-dtype bfloat16 or use_fp16: false");
+  }
+  StepGraph::AllRanks all_ranks;
+  if (ranks_ > 1) {  // every rank keeps its graph, or none does
+    const MpiWorld* world = world_;
+    all_ranks = [world](bool captured) { return world->allreduce_max(captured ? 0 : 1) == 0; };
+  }
+  graph_ = std::make_unique<StepGraph>(device_, 3, all_ranks);
+}
+
+void Training::set_up_data() {
+  ds_.emplace(Dataset::open(c_.meta));
+  train_ = train_heldout_split(ds_->size(), c_.meta.train_datasetsplit_fraction, c_.meta.seed).train;
+  if (rt_.limit_images > 0 && static_cast<std::size_t>(rt_.limit_images) < train_.size())
+    train_.resize(rt_.limit_images);
+  ms_ = read_mean_std(RunLayout(c_).mean_std);
+  const int batch = c_.train.batch_size_per_gpu;
+  // Each step takes batch * ranks images of the epoch's permutation; rank r the r-th of every `ranks`
+  // (DistributedSampler's interleaving), so a step sees the same images whatever the number of ranks.
+  global_batch_ = static_cast<std::size_t>(batch) * static_cast<std::size_t>(ranks_);
+  niter_ = train_.size() / global_batch_;  // drop_last, as the reference
+  if (niter_ == 0) {
+    throw ConfigError(c_.source + ": train_scDINO.batch_size_per_gpu " + std::to_string(batch) + " x " +
+                      std::to_string(ranks_) + " rank(s) is larger than the training split (" +
+                      std::to_string(train_.size()) + " images)");
+  }
+}
+
+// The student and the teacher (its copy, trained by EMA), the DINO loss, the communicator and AdamW.
+void Training::set_up_models() {
+  vo_ = VitOptions::from_config(h_, static_cast<int>(ms_.mean.size()));
+  student_ =
+      MultiCropWrapper(VisionTransformer(vo_), DinoHead(vo_.embed_dim, h_.out_dim, h_.norm_last_layer));
+  VitOptions to = vo_;
+  to.drop_path_rate = 0;
+  teacher_ = MultiCropWrapper(VisionTransformer(to), DinoHead(vo_.embed_dim, h_.out_dim));
+  {
+    torch::NoGradGuard no_grad;
+    auto t = teacher_->parameters(), s = student_->parameters();
+    for (std::size_t i = 0; i < t.size(); ++i) t[i].copy_(s[i]);
+  }
+  for (auto& p : teacher_->parameters()) p.set_requires_grad(false);
+  loss_ = std::make_unique<DinoLoss>(h_.out_dim, h_.local_crops_number + 2, h_.warmup_teacher_temp,
+                                     h_.teacher_temp, h_.warmup_teacher_temp_epochs, c_.train.epochs);
+  // Models are built on the CPU, so that a seed gives the same initial weights on every device.
+  student_->to(device_);
+  teacher_->to(device_);
+  loss_->center = loss_->center.to(device_);
+  scaler_ = std::make_unique<GradScaler>(amp_ == torch::kHalf);
+  if (ranks_ > 1) comm_ = make_communicator(*world_, device_);
+  if (graph_ && comm_ && !comm_->graph_capturable()) {  // the gradients' and the centre's allreduce are in it
+    throw ConfigError("--cuda-graph with " + std::to_string(ranks_) +
+                      " ranks: the collectives are captured with the step, which needs NCCL 2.9.6 or later, "
+                      "CUDA 11.3 or later and a LibTorch with CUDA; this is " +
+                      comm_->version() + ": run without --cuda-graph or on one rank");
+  }
+  if (device_.is_cuda()) {
+    spdlog::info("training on {} with {}", device_.str(),
+                 amp_ ? std::string("autocast to ") + c10::toString(*amp_) +
+                            (scaler_->enabled() ? " and loss scaling" : "")
+                      : std::string("float32 (use_fp16 false)"));
+  } else if (amp_ && rt_.amp_dtype != "auto") {
+    spdlog::info("training on the CPU with autocast to {} (--amp-dtype)", c10::toString(*amp_));
+  }
+  optimizer_ = std::make_unique<MultiTensorAdamW>(params_groups(student_), torch::optim::AdamWOptions(0.0));
+  ctx_ = std::make_unique<EpochContext>(student_, teacher_, *loss_, *optimizer_, *scaler_);
+  ctx_->epochs = c_.train.epochs;
+  if (h_.warmup_epochs > ctx_->epochs) {
+    throw ConfigError(c_.source + ": train_scDINO.hyperparameters.warmup_epochs (" +
+                      std::to_string(h_.warmup_epochs) + ") is larger than train_scDINO.epochs (" +
+                      std::to_string(ctx_->epochs) + ")");
+  }
+}
+
+// The output folder (a killed writer's temporaries removed) and the checkpoint's arguments: the run's,
+// tagged with the Slurm job's start and the writer, so that a stale process of an earlier start is found
+// (save_latest_checkpoint).
+void Training::set_up_run_folder() {
+  output_dir_ = rt_.output_dir.empty() ? RunLayout(c_).model.dir : rt_.output_dir;
+  report_.output_dir = output_dir_;
+  const ModelFiles model_files{output_dir_};
+  make_directories(output_dir_);
+  if (rank_ == 0) {  // the folder's one writer, before it writes
+    for (const auto& file : remove_temporaries(output_dir_, ModelFiles::kCheckpointPrefix))
+      spdlog::info("removed {}: a checkpoint write cut short (its process was killed)", file);
+  }
+  checkpoint_ = model_files.checkpoint();
+  previous_checkpoint_ = model_files.previous_checkpoint();
+  metrics_file_ = model_files.metrics();
+  state_.args = {{"arch", h_.arch},
+                 {"patch_size", std::to_string(h_.patch_size)},
+                 {"out_dim", std::to_string(h_.out_dim)},
+                 {"in_chans", std::to_string(vo_.in_channels)},
+                 {"epochs", std::to_string(ctx_->epochs)},
+                 {"batch_size_per_gpu", std::to_string(c_.train.batch_size_per_gpu)},
+                 {"world_size", std::to_string(ranks_)},
+                 {"seed", std::to_string(c_.meta.seed)},
+                 {"global_crops_size", std::to_string(h_.global_crops_size)},
+                 {"local_crops_size", std::to_string(h_.local_crops_size)},
+                 {"local_crops_number", std::to_string(h_.local_crops_number)}};
+  const JobStart job_start = this_job_start();
+  if (!job_start.job_id.empty()) {
+    state_.args["slurm_job_id"] = job_start.job_id;
+    state_.args["slurm_restart_count"] = std::to_string(job_start.restart);
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    state_.args["writer"] = std::string(host) + " pid " + std::to_string(::getpid());
+  }
+}
+
+// --resume: the newest checkpoint that is this run's, with what an earlier start decided (the time
+// budget's cut, the CPU's precision).
+void Training::resume() {
+  if (!rt_.resume) return;
+  auto args = state_.args;
+  const std::string loaded =
+      load_newest_checkpoint({checkpoint_, previous_checkpoint_}, args, student_, teacher_, *optimizer_,
+                             *loss_, world_, rank_, ranks_, state_);
+  if (!loaded.empty()) {
+    if (c_.train.time_budget_minutes > 0) keep_resumed_budget(args);
+    if (const auto kept = state_.args.find(kCpuPrecisionArg); kept != state_.args.end())
+      args[kCpuPrecisionArg] = kept->second;
+    state_.args = args;
+    spdlog::info("resuming from {} at epoch {} iteration {}", loaded, state_.epoch, state_.iteration);
+  }
+  prometheus_->set("pcdino_train_epoch", state_.epoch);
+}
+
+// A cut the time budget made in an earlier start holds: the steps so far read schedules cut for it.
+// `args`: the checkpoint arguments this start writes, given the loaded checkpoint's budget keys.
+void Training::keep_resumed_budget(std::map<std::string, std::string>& args) {
+  const auto steps = state_.args.find(kBudgetStepsArg), from = state_.args.find(kScheduleCutArg);
+  const auto legacy = state_.args.find(kBudgetEpochsArg);
+  if (steps != state_.args.end() && from != state_.args.end()) {
+    std::istringstream in(from->second);
+    in >> resumed_cut_.from_step >> resumed_cut_.from_index;
+    resumed_cut_.steps = std::stoull(steps->second);
+    for (const char* key : {kBudgetStepsArg, kScheduleCutArg, kBudgetEpochsArg, "epochs"})
+      args[key] = state_.args.at(key);
+  } else if (legacy != state_.args.end()) {
+    ctx_->epochs = std::min(ctx_->epochs, std::max(state_.epoch, std::stoi(legacy->second)));
+    args[kBudgetEpochsArg] = args["epochs"] = std::to_string(ctx_->epochs);
+  }
+}
+
+// use_fp16 on a CPU with --amp-dtype auto: the faster precision, timed once a run (a restart keeps it).
+void Training::choose_cpu_precision() {
+  if (!h_.use_fp16 || !device_.is_cpu() || rt_.amp_dtype != "auto") return;
+  const auto kept = state_.args.find(kCpuPrecisionArg);
+  if (kept != state_.args.end()) {
+    report_.cpu_precision = kept->second;
+  } else {
+    std::tie(report_.cpu_float32_images_per_second, report_.cpu_bfloat16_images_per_second) =
+        time_cpu_precisions(student_, vo_, h_, c_.train.batch_size_per_gpu, world_, ranks_);
+    report_.cpu_precision = report_.cpu_bfloat16_images_per_second > report_.cpu_float32_images_per_second
+                                ? "bfloat16"
+                                : "float32";
+    state_.args[kCpuPrecisionArg] = report_.cpu_precision;
+    spdlog::info(
+        "use_fp16 on the CPU: the student's step timed at {:.1f} images/s in float32 and {:.1f} under "
+        "bfloat16 autocast: training in {} (--amp-dtype chooses instead)",
+        report_.cpu_float32_images_per_second, report_.cpu_bfloat16_images_per_second, report_.cpu_precision);
+  }
+  amp_ =
+      report_.cpu_precision == "bfloat16" ? std::optional<torch::ScalarType>(torch::kBFloat16) : std::nullopt;
+}
+
+void Training::set_up_data_parallel() {
+  if (!comm_) return;
+  watchdog_ = std::make_unique<Watchdog>(rt_.comm_timeout_seconds, rank_, ranks_, &stop_requested,
+                                         std::min(rt_.comm_timeout_seconds, kStopAgreementSeconds));
+  fusion_ = start_data_parallel(*comm_, student_, teacher_, *loss_, rt_.fusion_threshold_mb);
+  spdlog::info("{} ranks ({}), {} gradient buffer(s) of at most {} MiB, global batch {}", ranks_,
+               comm_->backend(), fusion_->buckets().size(), rt_.fusion_threshold_mb, global_batch_);
+}
+
+// The writer's online kNN, and at a run's start the untrained teacher's: the level to beat.
+void Training::set_up_online_knn() {
+  if (!writer_ || h_.online_knn_every <= 0) return;
+  online_knn_ = std::make_unique<OnlineKnn>(*ds_, c_, transform_, ms_, h_.online_knn_images);
+  if (state_.epoch != 0 || state_.iteration != 0) return;
+  const auto knn_started = Clock::now();
+  const double top1 = online_knn_->top1(teacher_->backbone, device_);
+  untrained_knn_seconds_ = seconds_since(knn_started);
+  spdlog::info("online kNN top-1 before training {:.2f}% ({} held-out images, k {}, T {})", top1,
+               online_knn_->images(), OnlineKnn::kK, OnlineKnn::kTemperature);
+  MetricsRecord start;
+  start.kind = MetricsRecord::Kind::kStart, start.online_knn_top1 = top1;
+  append_line(metrics_file_, format_metrics_record(start));
+}
+
+// What every epoch uses: the schedules, per iteration of the whole run, and main_dino.py's other
+// train_one_epoch arguments.
+void Training::set_up_epoch_context() {
+  EpochContext& ctx = *ctx_;
+  ctx.fusion = fusion_.get();
+  if (fusion_) {
+    for (const auto& b : fusion_->buckets())
+      ctx.allreduce_bytes_per_step += static_cast<double>(b.flat.nbytes());
+  }
+  ctx.watchdog = watchdog_.get();
+  if (comm_) {
+    ctx.allreduce_sum = [comm = comm_.get(), &ctx](torch::Tensor& t) {
+      const auto start = Clock::now();
+      std::vector<torch::Tensor> one{t};
+      comm->allreduce(one, ReduceOp::kSum);
+      ctx.comm_wait_seconds += seconds_since(start);
+    };
+  }
+  ctx.lr_schedule = cosine_schedule(scaled_learning_rate(h_.lr, static_cast<int>(global_batch_)), h_.min_lr,
+                                    ctx.epochs, niter_, h_.warmup_epochs);
+  ctx.wd_schedule = cosine_schedule(h_.weight_decay, h_.weight_decay_end, ctx.epochs, niter_);
+  ctx.momentum_schedule = cosine_schedule(h_.momentum_teacher, 1.0, ctx.epochs, niter_);
+  const std::size_t full_steps = static_cast<std::size_t>(ctx.epochs) * niter_;
+  ctx.cut = ScheduleCut{0, 0, full_steps, full_steps};
+  if (resumed_cut_.steps > 0) {
+    resumed_cut_.full = full_steps;
+    ctx.cut = resumed_cut_;
+    ctx.epochs = static_cast<int>((resumed_cut_.steps + niter_ - 1) / niter_);
+  }
+  ctx.world = world_, ctx.ranks = ranks_, ctx.writer = writer_;
+  ctx.device = device_, ctx.amp = amp_;
+  phase_clock_ = make_phase_clock(device_);
+  ctx.clock = phase_clock_.get();
+  ctx.stop_requested = &stop_requested;
+  if (rt_.cuda_graph || rt_.graph_step_without_graph) {
+    ctx.graph_step = true, ctx.graph = graph_.get();
+    // float64, as the host computes the schedules (1 - momentum near 1 keeps its digits).
+    const auto scalar = torch::TensorOptions().dtype(torch::kFloat64).device(device_);
+    ctx.lr_t = torch::zeros({}, scalar), ctx.wd_t = torch::zeros({}, scalar);
+    ctx.momentum_t = torch::zeros({}, scalar);
+    ctx.teacher_temp_t = torch::zeros({}, scalar.dtype(torch::kFloat32));
+  }
+  ctx.entropy_sum = torch::zeros({}, torch::TensorOptions().device(device_));
+  ctx.window_loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+  ctx.clip_grad = h_.clip_grad, ctx.freeze_last_layer = h_.freeze_last_layer;
+  ctx.niter = niter_, ctx.global_batch = global_batch_;
+  ctx.stop_after_iterations = rt_.stop_after_iterations;
+  ctx.metrics_file = metrics_file_;
+  ctx.prometheus = prometheus_.get();
+  if (rt_.synthetic_crops) {
+    synthetic_ = random_crops(h_, vo_.in_channels, c_.train.batch_size_per_gpu,
+                              at::detail::createCPUGenerator(c_.meta.seed));
+    for (auto& t : synthetic_) t = t.to(device_);
+    spdlog::warn("--synthetic-crops: training on {} random crops made once (a benchmark, not a model)",
+                 synthetic_.size());
+  }
+}
+
+// train_scDINO.time_budget_minutes: the first start of a run with a budget estimates the steps that fit,
+// first after a measured stretch of its first epoch (ctx.on_window), then at the end of every whole epoch.
+void Training::set_up_time_budget() {
+  budget_open_ = c_.train.time_budget_minutes > 0 && state_.args.count(kBudgetEpochsArg) == 0;
+  budget_ = std::make_unique<TimeBudget>(c_.train.time_budget_minutes * 60, started_, ctx_->cut.full, niter_);
+  budget_->run_end_seconds = untrained_knn_seconds_;
+  if (budget_open_ && state_.iteration == 0) {
+    ctx_->on_window = [this](std::size_t done, const std::vector<double>& windows) {
+      if (const auto steps = budget_->after_window(done, windows))
+        apply_cut(done, writer_ ? *steps : 0, "first estimate after a measured stretch");
+    };
+  }
+}
+
+// The steps rank 0 chose (the others pass 0) become the run's, its schedules read from `done` on.
+void Training::apply_cut(std::size_t done, std::size_t chosen, const std::string& when) {
+  EpochContext& ctx = *ctx_;
+  const auto steps = static_cast<std::size_t>(
+      ranks_ > 1 ? world_->allreduce_max(static_cast<long long>(chosen)) : static_cast<long long>(chosen));
+  ctx.cut = ctx.cut.recut(done, steps);
+  ctx.epochs = static_cast<int>((steps + niter_ - 1) / niter_);
+  state_.args[kBudgetStepsArg] = std::to_string(steps);
+  state_.args[kScheduleCutArg] = std::to_string(ctx.cut.from_step) + " " + std::to_string(ctx.cut.from_index);
+  state_.args[kBudgetEpochsArg] = state_.args["epochs"] = std::to_string(ctx.epochs);
+  spdlog::info(
+      "time_budget_minutes {:g}, {}: {:.0f} s so far, {:.3f} s a step: training {} of {} steps ({} epochs, "
+      "the last of {} steps); the schedules run from index {} at step {} to their end at the last step",
+      c_.train.time_budget_minutes, when, budget_->elapsed(), budget_->last_step_seconds(), steps,
+      ctx.cut.full, ctx.epochs, steps - static_cast<std::size_t>(ctx.epochs - 1) * niter_, ctx.cut.from_index,
+      done);
+}
+
+// The batches of epoch `epoch` from `first_iter` on: this rank's share of each step's images, in the
+// epoch's permutation, augmented; or the synthetic crops.
+std::function<Batch(std::size_t)> Training::batches(int epoch, std::size_t first_iter) const {
+  auto perm = numpy_permutation(train_.size(), c_.meta.seed + static_cast<std::uint32_t>(epoch));
+  return [this, epoch, first_iter, perm = std::move(perm)](std::size_t k) {
+    if (rt_.synthetic_crops) return synthetic_;
+    const std::size_t it = first_iter + k;
+    const auto batch = static_cast<std::size_t>(c_.train.batch_size_per_gpu);
+    std::vector<std::size_t> indices;
+    for (std::size_t b = 0; b < batch; ++b)
+      indices.push_back(train_[perm[(it * batch + b) * static_cast<std::size_t>(ranks_) +
+                                    static_cast<std::size_t>(rank_)]]);
+    return make_batch(*ds_, indices, transform_, crops_, c_.meta.seed, epoch, device_.is_cuda());
   };
-  long long chosen = -1;
-  std::string first_error;
-  for (std::size_t i = 0; i < candidates.size() && chosen < 0; ++i) {
-    if (!fs::exists(candidates[i])) continue;
-    std::string error;
-    if (try_load(i, error)) {
-      chosen = static_cast<long long>(i);
-    } else {
-      spdlog::warn("not resuming from {}: {}", candidates[i], error);
-      if (first_error.empty()) first_error = error;
-    }
+}
+
+// All ranks stopped on request after iteration `done` of `epoch`: the checkpoint to resume from.
+TrainReport Training::stop(int epoch, std::size_t done) {
+  state_.epoch = epoch;
+  state_.iteration = static_cast<int>(done);
+  if (state_.iteration == static_cast<int>(niter_)) state_.epoch = epoch + 1, state_.iteration = 0;
+  gather_generator_states(world_, device_, state_);
+  if (writer_)
+    save_latest_checkpoint(checkpoint_, previous_checkpoint_, student_, teacher_, *optimizer_, *loss_,
+                           state_);
+  spdlog::warn("stopped at epoch {} iteration {}: checkpoint written to {}; resubmit to resume", epoch, done,
+               checkpoint_);
+  report_.epochs_done = state_.epoch;
+  report_.interrupted = true;
+  return report_;
+}
+
+// The end of epoch `epoch` (main_dino.py's after train_one_epoch): the means over ranks, the checkpoints,
+// the online kNN, the time budget's estimate and the logs.
+void Training::end_epoch(int epoch, EpochStats& stats, Clock::time_point epoch_started,
+                         std::size_t first_iter) {
+  seconds_this_run_ += stats.seconds;
+  state_.epoch = epoch + 1;
+  state_.iteration = 0;
+  double entropy_epoch = ctx_->entropy_sum.item<double>();
+  if (ranks_ > 1) {  // the epoch's means over all ranks, as MetricLogger.synchronize_between_processes
+    stats.loss_sum = world_->allreduce_sum(stats.loss_sum) / ranks_;
+    entropy_epoch = world_->allreduce_sum(entropy_epoch) / ranks_;
   }
-  // A rank that could read a newer file than another takes the other's (the one every rank can read).
-  constexpr long long kNoneLoads = 1000;  // every file there refused: the largest, so that all ranks stop
-  const long long mine = chosen < 0 && !first_error.empty() ? kNoneLoads : chosen;
-  const long long agreed = world && ranks > 1 ? world->allreduce_max(mine) : mine;
-  if (agreed == kNoneLoads) {
-    throw DataError(first_error.empty() ? "another rank could not load any checkpoint" : first_error);
+  gather_generator_states(world_, device_, state_);
+  if (writer_) {
+    save_latest_checkpoint(checkpoint_, previous_checkpoint_, student_, teacher_, *optimizer_, *loss_,
+                           state_);
+    prometheus_->set_to_now("pcdino_train_last_checkpoint_timestamp_seconds");
   }
-  if (agreed < 0) return "";
-  const auto index = static_cast<std::size_t>(agreed);
-  if (agreed != chosen) {
-    std::string error;
-    if (!try_load(index, error)) throw DataError(error);
+  prometheus_->set("pcdino_train_epoch", state_.epoch);
+  if (watchdog_) watchdog_->progress("the end of epoch " + std::to_string(epoch + 1));  // after the write
+  if (writer_ && c_.train.saveckp_freq > 0 && epoch % c_.train.saveckp_freq == 0) {
+    save_checkpoint(ModelFiles{output_dir_}.epoch_checkpoint(epoch), student_, teacher_, *optimizer_, *loss_,
+                    state_);
   }
-  return candidates[index];
+  report_.last_epoch_loss = stats.loss_count > 0 ? stats.loss_sum / static_cast<double>(stats.loss_count) : 0;
+  entropy_epoch /= static_cast<double>(std::max<std::size_t>(stats.loss_count, 1));
+  std::optional<double> knn_top1;
+  if (online_knn_ && ((epoch + 1) % h_.online_knn_every == 0 || epoch + 1 == ctx_->epochs)) {
+    knn_top1 = online_knn_->top1(teacher_->backbone, device_);
+    spdlog::info("epoch {}/{}: online kNN top-1 {:.2f}% ({} held-out images, k {}, T {})", epoch + 1,
+                 ctx_->epochs, *knn_top1, online_knn_->images(), OnlineKnn::kK, OnlineKnn::kTemperature);
+  }
+  // Estimated again at the end of every whole epoch of the start that made the first estimate (that
+  // epoch's speed, its end's work), so that a run that slowed down or sped up still ends on time. A
+  // restart keeps the cut it finds.
+  if (budget_open_ && first_iter == 0) {
+    ctx_->on_window = nullptr;
+    estimate_at_epoch_end(epoch, stats, epoch_started);
+  }
+  log_epoch(epoch, stats, entropy_epoch, knn_top1);
+}
+
+// The time budget's estimate at the end of a whole epoch; the planned last epoch (shorter or not) ends
+// the run instead.
+void Training::estimate_at_epoch_end(int epoch, const EpochStats& stats, Clock::time_point epoch_started) {
+  if (stats.loss_count != niter_ || epoch + 1 >= ctx_->epochs) return;
+  const double end_seconds = seconds_since(epoch_started) - stats.seconds;
+  const std::size_t done = static_cast<std::size_t>(epoch + 1) * niter_;
+  const std::size_t steps = budget_->at_epoch_end(done, stats.window_step_seconds,
+                                                  stats.seconds / static_cast<double>(niter_), end_seconds);
+  const bool first_cut = state_.args.count(kBudgetStepsArg) == 0;
+  apply_cut(done, writer_ ? steps : 0, "estimate after epoch " + std::to_string(epoch + 1));
+  // The checkpoint just written gets the first cut, so that a restart keeps these schedules; rewritten
+  // in place, so that checkpoint.prev.pth stays the epoch before it. A later estimate goes into the
+  // next epoch's: a restart from this one continues the earlier plan, which reads the same index here.
+  if (writer_ && first_cut) save_checkpoint(checkpoint_, student_, teacher_, *optimizer_, *loss_, state_);
+}
+
+// The epoch's line in log.txt and record in metrics.jsonl (the writer), and its log lines.
+void Training::log_epoch(int epoch, const EpochStats& stats, double entropy_epoch,
+                         std::optional<double> knn_top1) {
+  const int epochs = ctx_->epochs;
+  const double kl_epoch = report_.last_epoch_loss - entropy_epoch;
+  const double images_per_second =
+      static_cast<double>(stats.loss_count * global_batch_) / std::max(stats.seconds, 1e-9);
+  const double eta = (epochs - epoch - 1) * stats.seconds;
+  PhaseSeconds phases = stats.phases;
+  for (double& seconds : phases) seconds /= static_cast<double>(std::max<std::size_t>(stats.loss_count, 1));
+  if (writer_) {
+    append_line(ModelFiles{output_dir_}.training_log(),
+                format_training_log_line(
+                    {epoch, report_.last_epoch_loss, stats.lr, stats.wd, entropy_epoch, kl_epoch, knn_top1}));
+    MetricsRecord record;
+    record.kind = MetricsRecord::Kind::kEpoch, record.epoch = epoch;
+    record.loss = report_.last_epoch_loss, record.teacher_entropy = entropy_epoch, record.kl = kl_epoch;
+    record.lr = stats.lr, record.wd = stats.wd, record.momentum = stats.momentum,
+    record.online_knn_top1 = knn_top1;
+    record.images_per_second = images_per_second, record.eta_seconds = eta;
+    record.seconds_per_step = {phases[0], phases[1], phases[2], phases[3]};
+    record.phase_clock = phase_clock_->source();
+    append_line(metrics_file_, format_metrics_record(record));
+  }
+  spdlog::info(
+      "epoch {}/{}: seconds per step ({}): data wait {:.3f}, forward {:.3f}, backward {:.3f}, update "
+      "{:.3f}",
+      epoch + 1, epochs, phase_clock_->source(), phases[0], phases[1], phases[2], phases[3]);
+  spdlog::info("epoch {}/{}: loss {:.4f} lr {:.3g} wd {:.3g} momentum {:.5f} {:.1f} images/s ETA {:.0f} s",
+               epoch + 1, epochs, report_.last_epoch_loss, stats.lr, stats.wd, stats.momentum,
+               images_per_second, eta);
+  spdlog::info("epoch {}/{}: teacher entropy {:.4f} nats (uniform: {:.4f}), teacher-student KL {:.4f}",
+               epoch + 1, epochs, entropy_epoch, std::log(static_cast<double>(h_.out_dim)), kl_epoch);
+}
+
+TrainReport Training::run() {
+  set_up_threads();
+  // From the start: a job that never reaches its first step looks hung to the alert rules.
+  prometheus_ = std::make_unique<monitoring::MetricsFile>(
+      monitoring::MetricsFileOptions{c_.monitoring.textfile_dir, c_.monitoring.interval_seconds},
+      monitoring::labels_from_environment("train", rank_));
+  prometheus_->set_to_now("pcdino_train_last_step_timestamp_seconds");
+  if (writer_) prometheus_->set_to_now("pcdino_train_last_checkpoint_timestamp_seconds");
+  set_up_device();
+  torch::manual_seed(c_.meta.seed);
+  stop_requested.store(false);
+  set_up_data();
+  set_up_models();
+  set_up_run_folder();
+  resume();
+  choose_cpu_precision();
+  set_up_data_parallel();
+  crops_ = multi_crop_options(c_, ms_);
+  transform_ = ImageTransform{c_.selected_channels(), c_.meta.center_crop};
+  set_up_online_knn();
+  set_up_epoch_context();
+  set_up_time_budget();
+  // --loader-threads, else train_scDINO.num_workers (DataLoader's workers; 0, loading in the training
+  // process, is one thread here).
+  const int loader_threads = rt_.loader_threads > 0 ? rt_.loader_threads : std::max(1, c_.train.num_workers);
+  for (int epoch = state_.epoch; epoch < ctx_->epochs; ++epoch) {
+    const auto epoch_started = Clock::now();
+    const std::size_t first_iter = epoch == state_.epoch ? static_cast<std::size_t>(state_.iteration) : 0;
+    Prefetcher<Batch> loader(niter_ - first_iter, batches(epoch, first_iter), loader_threads, 4);
+    EpochStats stats = train_one_epoch(*ctx_, loader, epoch, first_iter);
+    if (stats.stopped_after) return stop(epoch, *stats.stopped_after);
+    end_epoch(epoch, stats, epoch_started, first_iter);
+  }
+  report_.epochs_done = state_.epoch;
+  report_.images_per_second = static_cast<double>(ctx_->iterations_this_run) *
+                              static_cast<double>(global_batch_) / std::max(seconds_this_run_, 1e-9);
+  return report_;
 }
 
 }  // namespace
@@ -699,422 +817,7 @@ void install_stop_signal_handlers() {
 }
 
 TrainReport run_training(const PipelineConfig& c, const TrainRuntime& rt, const MpiWorld* world) {
-  const auto started = std::chrono::steady_clock::now();  // train_scDINO.time_budget_minutes counts from here
-  const DinoHyperparameters& h = c.train.hyperparameters;
-  if (rt.threads > 0) torch::set_num_threads(rt.threads);
-  const int ranks = world ? world->size() : 1, rank = world ? world->rank() : 0;
-  if (const int blas = share_blas_threads(world ? world->local_size() : 1, rt.threads);
-      blas > 0 && ranks > 1) {
-    spdlog::info("OpenBLAS threads per rank: {} ({} rank(s) on this machine)", blas, world->local_size());
-  }
-  if (torch::get_num_threads() > 1) {  // how idle OpenMP threads wait decides the step on few cores
-    const char *policy = std::getenv("OMP_WAIT_POLICY"), *spin = std::getenv("GOMP_SPINCOUNT");
-    spdlog::info("OpenMP: {} threads, OMP_WAIT_POLICY={} GOMP_SPINCOUNT={}", torch::get_num_threads(),
-                 policy ? policy : "(unset)", spin ? spin : "(unset)");
-  }
-  const bool writer = rank == 0;  // one rank writes checkpoints and logs
-  // From the start: a job that never reaches its first step looks hung to the alert rules.
-  monitoring::MetricsFile prometheus({c.monitoring.textfile_dir, c.monitoring.interval_seconds},
-                                     monitoring::labels_from_environment("train", rank));
-  prometheus.set_to_now("pcdino_train_last_step_timestamp_seconds");
-  if (writer) prometheus.set_to_now("pcdino_train_last_checkpoint_timestamp_seconds");
-  const torch::Device device = select_device(device_option(rt.device, c.slurm.accelerator),
-                                             world ? world->local_rank() : rt.local_rank);
-  auto amp = h.use_fp16 ? autocast_dtype(device, rt.amp_dtype) : std::nullopt;
-  // --cuda-graph's conditions, before anything is written.
-  std::unique_ptr<StepGraph> graph;
-  if (rt.cuda_graph) {
-    if (amp == torch::kHalf) {
-      throw ConfigError(
-          "--cuda-graph: not with float16 autocast (its loss scaling decides on the host "
-          "whether a step is skipped); use --amp-dtype bfloat16 or use_fp16: false");
-    }
-    StepGraph::AllRanks all_ranks;
-    if (ranks > 1) {  // every rank keeps its graph, or none does
-      all_ranks = [world](bool captured) { return world->allreduce_max(captured ? 0 : 1) == 0; };
-    }
-    graph = std::make_unique<StepGraph>(device, 3, all_ranks);
-  }
-  torch::manual_seed(c.meta.seed);
-  stop_requested.store(false);
-
-  const Dataset ds = Dataset::open(c.meta);
-  std::vector<std::size_t> train =
-      train_heldout_split(ds.size(), c.meta.train_datasetsplit_fraction, c.meta.seed).train;
-  if (rt.limit_images > 0 && static_cast<std::size_t>(rt.limit_images) < train.size())
-    train.resize(rt.limit_images);
-  const RunLayout layout(c);
-  const MeanStdValues ms = read_mean_std(layout.mean_std);
-  const int batch = c.train.batch_size_per_gpu;
-  // Each step takes batch * ranks images of the epoch's permutation; rank r the r-th of every `ranks`
-  // (DistributedSampler's interleaving), so a step sees the same images whatever the number of ranks.
-  const std::size_t global_batch = static_cast<std::size_t>(batch) * static_cast<std::size_t>(ranks);
-  const std::size_t niter = train.size() / global_batch;  // drop_last, as the reference
-  if (niter == 0) {
-    throw ConfigError(c.source + ": train_scDINO.batch_size_per_gpu " + std::to_string(batch) + " x " +
-                      std::to_string(ranks) + " rank(s) is larger than the training split (" +
-                      std::to_string(train.size()) + " images)");
-  }
-
-  const VitOptions vo = VitOptions::from_config(h, static_cast<int>(ms.mean.size()));
-  MultiCropWrapper student(VisionTransformer(vo), DinoHead(vo.embed_dim, h.out_dim, h.norm_last_layer));
-  VitOptions to = vo;
-  to.drop_path_rate = 0;
-  MultiCropWrapper teacher(VisionTransformer(to), DinoHead(vo.embed_dim, h.out_dim));
-  {
-    torch::NoGradGuard no_grad;
-    auto t = teacher->parameters(), s = student->parameters();
-    for (std::size_t i = 0; i < t.size(); ++i) t[i].copy_(s[i]);
-  }
-  for (auto& p : teacher->parameters()) p.set_requires_grad(false);
-  TrainReport report;
-  DinoLoss loss(h.out_dim, h.local_crops_number + 2, h.warmup_teacher_temp, h.teacher_temp,
-                h.warmup_teacher_temp_epochs, c.train.epochs);
-  // Models are built on the CPU, so that a seed gives the same initial weights on every device.
-  student->to(device);
-  teacher->to(device);
-  loss.center = loss.center.to(device);
-  GradScaler scaler(amp == torch::kHalf);
-  std::unique_ptr<Communicator> comm;
-  if (ranks > 1) comm = make_communicator(*world, device);
-  if (graph && comm && !comm->graph_capturable()) {  // the gradients' and the centre's allreduce are in it
-    throw ConfigError("--cuda-graph with " + std::to_string(ranks) +
-                      " ranks: the collectives are captured with the step, which needs NCCL 2.9.6 or later, "
-                      "CUDA 11.3 or later and a LibTorch with CUDA; this is " +
-                      comm->version() + ": run without --cuda-graph or on one rank");
-  }
-  if (device.is_cuda()) {
-    spdlog::info("training on {} with {}", device.str(),
-                 amp ? std::string("autocast to ") + c10::toString(*amp) +
-                           (scaler.enabled() ? " and loss scaling" : "")
-                     : std::string("float32 (use_fp16 false)"));
-  } else if (amp && rt.amp_dtype != "auto") {
-    spdlog::info("training on the CPU with autocast to {} (--amp-dtype)", c10::toString(*amp));
-  }
-  MultiTensorAdamW optimizer(params_groups(student), torch::optim::AdamWOptions(0.0));
-
-  int epochs = c.train.epochs;  // cut by train_scDINO.time_budget_minutes once decided
-  ScheduleCut resumed_cut;      // the cut of an earlier start (steps 0: none)
-  if (h.warmup_epochs > epochs) {
-    throw ConfigError(c.source + ": train_scDINO.hyperparameters.warmup_epochs (" +
-                      std::to_string(h.warmup_epochs) + ") is larger than train_scDINO.epochs (" +
-                      std::to_string(epochs) + ")");
-  }
-
-  report.output_dir = rt.output_dir.empty() ? layout.model.dir : rt.output_dir;
-  const ModelFiles model_files{report.output_dir};
-  make_directories(report.output_dir);
-  if (rank == 0) {  // the folder's one writer, before it writes
-    for (const auto& file : remove_temporaries(report.output_dir, ModelFiles::kCheckpointPrefix))
-      spdlog::info("removed {}: a checkpoint write cut short (its process was killed)", file);
-  }
-  const std::string checkpoint = model_files.checkpoint();
-  const std::string previous_checkpoint = model_files.previous_checkpoint();
-  CheckpointState state;
-  state.args = {{"arch", h.arch},
-                {"patch_size", std::to_string(h.patch_size)},
-                {"out_dim", std::to_string(h.out_dim)},
-                {"in_chans", std::to_string(vo.in_channels)},
-                {"epochs", std::to_string(epochs)},
-                {"batch_size_per_gpu", std::to_string(batch)},
-                {"world_size", std::to_string(ranks)},
-                {"seed", std::to_string(c.meta.seed)},
-                {"global_crops_size", std::to_string(h.global_crops_size)},
-                {"local_crops_size", std::to_string(h.local_crops_size)},
-                {"local_crops_number", std::to_string(h.local_crops_number)}};
-  // Tagged with the Slurm job's start and the writer, so that a stale process of an earlier start is
-  // found (save_latest_checkpoint).
-  const JobStart job_start = this_job_start();
-  if (!job_start.job_id.empty()) {
-    state.args["slurm_job_id"] = job_start.job_id;
-    state.args["slurm_restart_count"] = std::to_string(job_start.restart);
-    char host[256] = {};
-    ::gethostname(host, sizeof(host) - 1);
-    state.args["writer"] = std::string(host) + " pid " + std::to_string(::getpid());
-  }
-  if (rt.resume) {
-    auto args = state.args;
-    const std::string loaded = load_newest_checkpoint({checkpoint, previous_checkpoint}, args, student,
-                                                      teacher, optimizer, loss, world, rank, ranks, state);
-    if (!loaded.empty()) {
-      // A cut the time budget made in an earlier start holds: the steps so far read schedules cut for it.
-      if (c.train.time_budget_minutes > 0) {
-        const auto steps = state.args.find(kBudgetStepsArg), from = state.args.find(kScheduleCutArg);
-        const auto legacy = state.args.find(kBudgetEpochsArg);
-        if (steps != state.args.end() && from != state.args.end()) {
-          std::istringstream in(from->second);
-          in >> resumed_cut.from_step >> resumed_cut.from_index;
-          resumed_cut.steps = std::stoull(steps->second);
-          for (const char* key : {kBudgetStepsArg, kScheduleCutArg, kBudgetEpochsArg, "epochs"})
-            args[key] = state.args.at(key);
-        } else if (legacy != state.args.end()) {
-          epochs = std::min(epochs, std::max(state.epoch, std::stoi(legacy->second)));
-          args[kBudgetEpochsArg] = args["epochs"] = std::to_string(epochs);
-        }
-      }
-      if (const auto kept = state.args.find(kCpuPrecisionArg); kept != state.args.end())
-        args[kCpuPrecisionArg] = kept->second;
-      state.args = args;
-      spdlog::info("resuming from {} at epoch {} iteration {}", loaded, state.epoch, state.iteration);
-    }
-    prometheus.set("pcdino_train_epoch", state.epoch);
-  }
-  if (h.use_fp16 && device.is_cpu() && rt.amp_dtype == "auto") {  // the faster precision, timed once a run
-    const auto kept = state.args.find(kCpuPrecisionArg);
-    if (kept != state.args.end()) {
-      report.cpu_precision = kept->second;
-    } else {
-      std::tie(report.cpu_float32_images_per_second, report.cpu_bfloat16_images_per_second) =
-          time_cpu_precisions(student, vo, h, batch, world, ranks);
-      report.cpu_precision = report.cpu_bfloat16_images_per_second > report.cpu_float32_images_per_second
-                                 ? "bfloat16"
-                                 : "float32";
-      state.args[kCpuPrecisionArg] = report.cpu_precision;
-      spdlog::info(
-          "use_fp16 on the CPU: the student's step timed at {:.1f} images/s in float32 and {:.1f} under "
-          "bfloat16 autocast: training in {} (--amp-dtype chooses instead)",
-          report.cpu_float32_images_per_second, report.cpu_bfloat16_images_per_second, report.cpu_precision);
-    }
-    amp = report.cpu_precision == "bfloat16" ? std::optional<torch::ScalarType>(torch::kBFloat16)
-                                             : std::nullopt;
-  }
-  std::unique_ptr<GradientFusion> fusion;
-  std::unique_ptr<Watchdog> watchdog;
-  if (comm) {
-    watchdog = std::make_unique<Watchdog>(rt.comm_timeout_seconds, rank, ranks, &stop_requested,
-                                          std::min(rt.comm_timeout_seconds, kStopAgreementSeconds));
-    fusion = start_data_parallel(*comm, student, teacher, loss, rt.fusion_threshold_mb);
-    spdlog::info("{} ranks ({}), {} gradient buffer(s) of at most {} MiB, global batch {}", ranks,
-                 comm->backend(), fusion->buckets().size(), rt.fusion_threshold_mb, global_batch);
-  }
-
-  const MultiCropOptions crops = multi_crop_options(c, ms);
-  const ImageTransform transform{c.selected_channels(), c.meta.center_crop};
-
-  // --loader-threads, else train_scDINO.num_workers (DataLoader's workers; 0, loading in the training
-  // process, is one thread here).
-  const int loader_threads = rt.loader_threads > 0 ? rt.loader_threads : std::max(1, c.train.num_workers);
-  std::unique_ptr<OnlineKnn> online_knn;
-  double untrained_knn_seconds = 0;  // what the time budget keeps for the last online kNN
-  const std::string metrics_file = model_files.metrics();
-  if (writer && h.online_knn_every > 0) {
-    online_knn = std::make_unique<OnlineKnn>(ds, c, transform, ms, h.online_knn_images);
-    if (state.epoch == 0 && state.iteration == 0) {  // the untrained teacher: the level to beat
-      const auto knn_started = std::chrono::steady_clock::now();
-      const double top1 = online_knn->top1(teacher->backbone, device);
-      untrained_knn_seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - knn_started).count();
-      spdlog::info("online kNN top-1 before training {:.2f}% ({} held-out images, k {}, T {})", top1,
-                   online_knn->images(), OnlineKnn::kK, OnlineKnn::kTemperature);
-      MetricsRecord start;
-      start.kind = MetricsRecord::Kind::kStart, start.online_knn_top1 = top1;
-      append_line(metrics_file, format_metrics_record(start));
-    }
-  }
-
-  // What every epoch uses: the schedules, per iteration of the whole run, and main_dino.py's other
-  // train_one_epoch arguments.
-  EpochContext ctx(student, teacher, loss, optimizer, scaler);
-  ctx.fusion = fusion.get();
-  if (fusion) {
-    for (const auto& b : fusion->buckets())
-      ctx.allreduce_bytes_per_step += static_cast<double>(b.flat.nbytes());
-  }
-  ctx.watchdog = watchdog.get();
-  if (comm) {
-    ctx.allreduce_sum = [&comm, &ctx](torch::Tensor& t) {
-      const auto start = std::chrono::steady_clock::now();
-      std::vector<torch::Tensor> one{t};
-      comm->allreduce(one, ReduceOp::kSum);
-      ctx.comm_wait_seconds +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    };
-  }
-  const auto build_schedules = [&] {
-    ctx.lr_schedule = cosine_schedule(scaled_learning_rate(h.lr, static_cast<int>(global_batch)), h.min_lr,
-                                      epochs, niter, h.warmup_epochs);
-    ctx.wd_schedule = cosine_schedule(h.weight_decay, h.weight_decay_end, epochs, niter);
-    ctx.momentum_schedule = cosine_schedule(h.momentum_teacher, 1.0, epochs, niter);
-    ctx.epochs = epochs;
-  };
-  build_schedules();
-  const std::size_t full_steps = static_cast<std::size_t>(epochs) * niter;
-  ctx.cut = ScheduleCut{0, 0, full_steps, full_steps};
-  if (resumed_cut.steps > 0) {
-    resumed_cut.full = full_steps;
-    ctx.cut = resumed_cut;
-    ctx.epochs = epochs = static_cast<int>((resumed_cut.steps + niter - 1) / niter);
-  }
-  ctx.world = world, ctx.ranks = ranks, ctx.writer = writer;
-  ctx.device = device, ctx.amp = amp;
-  const std::unique_ptr<PhaseClock> phase_clock_owner = make_phase_clock(device);
-  PhaseClock& phase_clock = *phase_clock_owner;
-  ctx.clock = &phase_clock;
-  if (rt.cuda_graph || rt.graph_step_without_graph) {
-    ctx.graph_step = true, ctx.graph = graph.get();
-    // float64, as the host computes the schedules (1 - momentum near 1 keeps its digits).
-    const auto scalar = torch::TensorOptions().dtype(torch::kFloat64).device(device);
-    ctx.lr_t = torch::zeros({}, scalar), ctx.wd_t = torch::zeros({}, scalar);
-    ctx.momentum_t = torch::zeros({}, scalar);
-    ctx.teacher_temp_t = torch::zeros({}, scalar.dtype(torch::kFloat32));
-  }
-  ctx.entropy_sum = torch::zeros({}, torch::TensorOptions().device(device));
-  ctx.window_loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
-  ctx.clip_grad = h.clip_grad, ctx.freeze_last_layer = h.freeze_last_layer;
-  ctx.niter = niter, ctx.global_batch = global_batch;
-  ctx.stop_after_iterations = rt.stop_after_iterations;
-  ctx.metrics_file = metrics_file;
-  ctx.prometheus = &prometheus;
-
-  Batch synthetic;  // --synthetic-crops: drawn from a generator of their own (the default one is the model's)
-  if (rt.synthetic_crops) {
-    synthetic = random_crops(h, vo.in_channels, batch, at::detail::createCPUGenerator(c.meta.seed));
-    for (auto& t : synthetic) t = t.to(device);
-    spdlog::warn("--synthetic-crops: training on {} random crops made once (a benchmark, not a model)",
-                 synthetic.size());
-  }
-
-  double seconds_this_run = 0;
-  // The start that makes the estimates: the first one of a run with a budget.
-  const bool budget_open = c.train.time_budget_minutes > 0 && state.args.count(kBudgetEpochsArg) == 0;
-  TimeBudget budget(c.train.time_budget_minutes * 60, started, full_steps, niter);
-  budget.run_end_seconds = untrained_knn_seconds;
-  // The steps rank 0 chose (the others pass 0) become the run's, its schedules read from `done` on.
-  const auto apply_cut = [&](std::size_t done, std::size_t chosen, const char* when) {
-    const auto steps = static_cast<std::size_t>(
-        ranks > 1 ? world->allreduce_max(static_cast<long long>(chosen)) : static_cast<long long>(chosen));
-    ctx.cut = ctx.cut.recut(done, steps);
-    ctx.epochs = epochs = static_cast<int>((steps + niter - 1) / niter);
-    state.args[kBudgetStepsArg] = std::to_string(steps);
-    state.args[kScheduleCutArg] =
-        std::to_string(ctx.cut.from_step) + " " + std::to_string(ctx.cut.from_index);
-    state.args[kBudgetEpochsArg] = state.args["epochs"] = std::to_string(epochs);
-    spdlog::info(
-        "time_budget_minutes {:g}, {}: {:.0f} s so far, {:.3f} s a step: training {} of {} steps ({} epochs, "
-        "the last of {} steps); the schedules run from index {} at step {} to their end at the last step",
-        c.train.time_budget_minutes, when, budget.elapsed(), budget.last_step_seconds(), steps, full_steps,
-        epochs, steps - static_cast<std::size_t>(epochs - 1) * niter, ctx.cut.from_index, done);
-  };
-  if (budget_open && state.iteration == 0) {
-    ctx.on_window = [&](std::size_t done, const std::vector<double>& windows) {
-      if (const auto steps = budget.after_window(done, windows))
-        apply_cut(done, writer ? *steps : 0, "first estimate after a measured stretch");
-    };
-  }
-  for (int epoch = state.epoch; epoch < epochs; ++epoch) {
-    const auto epoch_started = std::chrono::steady_clock::now();
-    const auto perm = numpy_permutation(train.size(), c.meta.seed + static_cast<std::uint32_t>(epoch));
-    const std::size_t first_iter = epoch == state.epoch ? static_cast<std::size_t>(state.iteration) : 0;
-    Prefetcher<Batch> loader(
-        niter - first_iter,
-        [&](std::size_t k) {
-          if (rt.synthetic_crops) return synthetic;
-          const std::size_t it = first_iter + k;
-          std::vector<std::size_t> indices;
-          for (std::size_t b = 0; b < static_cast<std::size_t>(batch); ++b)
-            indices.push_back(train[perm[(it * batch + b) * static_cast<std::size_t>(ranks) +
-                                         static_cast<std::size_t>(rank)]]);
-          return make_batch(ds, indices, transform, crops, c.meta.seed, epoch, device.is_cuda());
-        },
-        loader_threads, 4);
-    EpochStats stats = train_one_epoch(ctx, loader, epoch, first_iter);
-    if (stats.stopped_after) {
-      const std::size_t done = *stats.stopped_after;
-      state.epoch = epoch;
-      state.iteration = static_cast<int>(done);
-      if (state.iteration == static_cast<int>(niter)) state.epoch = epoch + 1, state.iteration = 0;
-      gather_generator_states(world, device, state);
-      if (writer)
-        save_latest_checkpoint(checkpoint, previous_checkpoint, student, teacher, optimizer, loss, state);
-      spdlog::warn("stopped at epoch {} iteration {}: checkpoint written to {}; resubmit to resume", epoch,
-                   done, checkpoint);
-      report.epochs_done = state.epoch;
-      report.interrupted = true;
-      return report;
-    }
-    seconds_this_run += stats.seconds;
-    state.epoch = epoch + 1;
-    state.iteration = 0;
-    double entropy_epoch = ctx.entropy_sum.item<double>();
-    if (ranks > 1) {  // the epoch's means over all ranks, as MetricLogger.synchronize_between_processes
-      stats.loss_sum = world->allreduce_sum(stats.loss_sum) / ranks;
-      entropy_epoch = world->allreduce_sum(entropy_epoch) / ranks;
-    }
-    gather_generator_states(world, device, state);
-    if (writer) {
-      save_latest_checkpoint(checkpoint, previous_checkpoint, student, teacher, optimizer, loss, state);
-      prometheus.set_to_now("pcdino_train_last_checkpoint_timestamp_seconds");
-    }
-    prometheus.set("pcdino_train_epoch", state.epoch);
-    if (watchdog) watchdog->progress("the end of epoch " + std::to_string(epoch + 1));  // after the write
-    if (writer && c.train.saveckp_freq > 0 && epoch % c.train.saveckp_freq == 0) {
-      save_checkpoint(model_files.epoch_checkpoint(epoch), student, teacher, optimizer, loss, state);
-    }
-    const double steps = static_cast<double>(std::max<std::size_t>(stats.loss_count, 1));
-    report.last_epoch_loss =
-        stats.loss_count > 0 ? stats.loss_sum / static_cast<double>(stats.loss_count) : 0;
-    entropy_epoch /= steps;
-    const double kl_epoch = report.last_epoch_loss - entropy_epoch;
-    std::optional<double> knn_top1;
-    if (online_knn && ((epoch + 1) % h.online_knn_every == 0 || epoch + 1 == epochs)) {
-      knn_top1 = online_knn->top1(teacher->backbone, device);
-      spdlog::info("epoch {}/{}: online kNN top-1 {:.2f}% ({} held-out images, k {}, T {})", epoch + 1,
-                   epochs, *knn_top1, online_knn->images(), OnlineKnn::kK, OnlineKnn::kTemperature);
-    }
-    // train_scDINO.time_budget_minutes: estimated again at the end of every whole epoch of the start that
-    // made the first estimate (that epoch's speed, its end's work), so that a run that slowed down or sped
-    // up still ends on time. The planned last epoch (shorter or not) ends the run. A restart keeps the cut
-    // it finds.
-    if (budget_open && first_iter == 0) {
-      ctx.on_window = nullptr;
-      if (stats.loss_count == niter && epoch + 1 < epochs) {  // the planned last epoch ends the run
-        const double end_seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_started).count() -
-            stats.seconds;
-        const std::size_t done = static_cast<std::size_t>(epoch + 1) * niter;
-        const std::size_t steps = budget.at_epoch_end(
-            done, stats.window_step_seconds, stats.seconds / static_cast<double>(niter), end_seconds);
-        const bool first_cut = state.args.count(kBudgetStepsArg) == 0;
-        apply_cut(done, writer ? steps : 0, ("estimate after epoch " + std::to_string(epoch + 1)).c_str());
-        // The checkpoint just written gets the first cut, so that a restart keeps these schedules; rewritten
-        // in place, so that checkpoint.prev.pth stays the epoch before it. A later estimate goes into the
-        // next epoch's: a restart from this one continues the earlier plan, which reads the same index here.
-        if (writer && first_cut) save_checkpoint(checkpoint, student, teacher, optimizer, loss, state);
-      }
-    }
-    const double images_per_second =
-        static_cast<double>(stats.loss_count * global_batch) / std::max(stats.seconds, 1e-9);
-    const double eta = (epochs - epoch - 1) * stats.seconds;
-    PhaseSeconds phases = stats.phases;
-    for (double& seconds : phases) seconds /= steps;
-    if (writer) {
-      append_line(model_files.training_log(),
-                  format_training_log_line({epoch, report.last_epoch_loss, stats.lr, stats.wd, entropy_epoch,
-                                            kl_epoch, knn_top1}));
-      MetricsRecord record;
-      record.kind = MetricsRecord::Kind::kEpoch, record.epoch = epoch;
-      record.loss = report.last_epoch_loss, record.teacher_entropy = entropy_epoch, record.kl = kl_epoch;
-      record.lr = stats.lr, record.wd = stats.wd, record.momentum = stats.momentum,
-      record.online_knn_top1 = knn_top1;
-      record.images_per_second = images_per_second, record.eta_seconds = eta;
-      record.seconds_per_step = {phases[0], phases[1], phases[2], phases[3]};
-      record.phase_clock = phase_clock.source();
-      append_line(metrics_file, format_metrics_record(record));
-    }
-    spdlog::info(
-        "epoch {}/{}: seconds per step ({}): data wait {:.3f}, forward {:.3f}, backward {:.3f}, update "
-        "{:.3f}",
-        epoch + 1, epochs, phase_clock.source(), phases[0], phases[1], phases[2], phases[3]);
-    spdlog::info("epoch {}/{}: loss {:.4f} lr {:.3g} wd {:.3g} momentum {:.5f} {:.1f} images/s ETA {:.0f} s",
-                 epoch + 1, epochs, report.last_epoch_loss, stats.lr, stats.wd, stats.momentum,
-                 images_per_second, eta);
-    spdlog::info("epoch {}/{}: teacher entropy {:.4f} nats (uniform: {:.4f}), teacher-student KL {:.4f}",
-                 epoch + 1, epochs, entropy_epoch, std::log(static_cast<double>(h.out_dim)), kl_epoch);
-  }
-  report.epochs_done = state.epoch;
-  report.images_per_second = static_cast<double>(ctx.iterations_this_run) *
-                             static_cast<double>(global_batch) / std::max(seconds_this_run, 1e-9);
-  return report;
+  return Training(c, rt, world).run();
 }
 
 }  // namespace pcdino::train

@@ -58,4 +58,19 @@ c10::Dict<std::string, torch::Tensor> state_dict(const torch::nn::Module& module
 /// prefixes stripped, e.g. for feature extraction. Throws as load_checkpoint().
 std::map<std::string, torch::Tensor> read_state_dict(const std::string& path, const std::string& key);
 
+/// A ViT backbone read from a checkpoint, as the extract stage runs it.
+struct PretrainedVit {
+  VisionTransformer vit{nullptr};
+  std::string arch;  ///< the checkpoint's args.arch ("" if it has none)
+  int epoch = -1;    ///< the checkpoint's epoch (-1 if it has none)
+};
+
+/// The `key` ("teacher" or "student") backbone of the checkpoint at `path` (DINO's
+/// utils.load_pretrained_weights with eval_knn.py's model): the ViT is built from the weights' shapes
+/// (width, input channels, patch size, image size from patch_embed.proj.weight [D, C, p, p] and pos_embed
+/// [1, grid^2 + 1, D], depth from the blocks), its heads from args.arch or the DINO preset of that width,
+/// and every parameter is copied in. Throws NoInputError if the file cannot be read, DataError naming the
+/// file when a weight is missing or of another shape, or the heads cannot be told.
+PretrainedVit load_pretrained_vit(const std::string& path, const std::string& key);
+
 }  // namespace pcdino::train
