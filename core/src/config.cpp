@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <regex>
 #include <set>
@@ -327,6 +328,13 @@ struct Check {
   std::function<std::string(const T&)> test;  // "" when the value is accepted, else what was expected
 };
 
+// Any value of the type: the YAML converter's own check is the only one.
+Check<std::string> any_string() {
+  return {};
+}
+Check<bool> any_bool() {
+  return {};
+}
 Check<int> at_least(int low) {
   return {">= " + std::to_string(low),
           [low](const int& v) { return v >= low ? "" : "expected an integer >= " + std::to_string(low); }};
@@ -505,12 +513,9 @@ Entry key(const char* path, T& (*member)(PipelineConfig&), Check<T> check, const
     return c.expr;                   \
   }
 
-std::vector<Entry> make_schema() {
-  // DINO's main_dino.py and scDINO's pipeline file define the keys and defaults of `meta`, `train_scDINO`
-  // and `downstream_analyses`; the keys marked "pcdino" and the `slurm` section are this project's.
-  const Check<std::string> any_string;
-  const Check<bool> any_bool;
-  std::vector<Entry> keys = {
+// `meta`: the run's folder, its images and their channels.
+std::vector<Entry> meta_keys() {
+  return {
       key("meta.name_of_run", PCDINO_MEMBER(meta.name_of_run),
           {"no '/'",
            [](const std::string& v) {
@@ -519,28 +524,37 @@ std::vector<Entry> make_schema() {
                         : std::string("expected a non-empty name without '/'");
            }},
           "the run's folder under output_dir: every stage writes into {output_dir}/{name_of_run}/", true),
-      key("meta.output_dir", PCDINO_MEMBER(meta.output_dir), any_string, "where runs' folders are made", true),
-      key("meta.dataset_dir", PCDINO_MEMBER(meta.dataset_dir), any_string,
+      key("meta.output_dir", PCDINO_MEMBER(meta.output_dir), any_string(), "where runs' folders are made",
+          true),
+      key("meta.dataset_dir", PCDINO_MEMBER(meta.dataset_dir), any_string(),
           "the images: class folders (`{class}/{image}.tif`) or a packed dataset (pack.json)"),
       key("meta.folder_depth_for_labels", PCDINO_MEMBER(meta.folder_depth_for_labels), at_least(0),
           "which folder names an image's class: 0 its parent, 1 the one above, ..."),
       key("meta.train_datasetsplit_fraction", PCDINO_MEMBER(meta.train_datasetsplit_fraction),
-          in_range(0, true, 1, false), "share of the images that training sees; the rest is held out for kNN"),
+          in_range(0, true, 1, false),
+          "share of the images that training sees; the rest is held out for kNN"),
       key("meta.seed", PCDINO_MEMBER(meta.seed), {"[0, 4294967295]", nullptr},  // the converter checks it
           "seed of the split (numpy's permutation), the initial weights and the augmentations"),
-      key("meta.images_are_RGB", PCDINO_MEMBER(meta.images_are_RGB), any_bool,
+      key("meta.images_are_RGB", PCDINO_MEMBER(meta.images_are_RGB), any_bool(),
           "3-channel photographs: DINO's colour augmentations instead of scDINO's per-channel brightness"),
       key("meta.channel_dict", PCDINO_MEMBER(meta.channel_dict),
           {"index >= 0; names without '_' or '/'", nullptr},  // the converter checks it
           "channel index -> name (no '_' or '/': names become parts of file names)"),
-      key("meta.selected_channel_combination_per_run", PCDINO_MEMBER(meta.selected_channel_combination_per_run),
-          {"indices >= 0, each once per combination", nullptr}, "channel combinations (\"01234\", \"0,1,10\" or [0, 1]); stages use the first; empty = all"),
+      key("meta.selected_channel_combination_per_run",
+          PCDINO_MEMBER(meta.selected_channel_combination_per_run),
+          {"indices >= 0, each once per combination", nullptr},
+          "channel combinations (\"01234\", \"0,1,10\" or [0, 1]); stages use the first; empty = all"),
       key("meta.center_crop", PCDINO_MEMBER(meta.center_crop), at_least(0),
           "side in pixels of a centre crop taken from every image first; 0 = none"),
-      key("meta.skip_corrupt", PCDINO_MEMBER(meta.skip_corrupt), any_bool,
+      key("meta.skip_corrupt", PCDINO_MEMBER(meta.skip_corrupt), any_bool(),
           "skip unreadable images (listed in a report) instead of failing"),
+  };
+}
 
-      key("train_scDINO.dino_vit_name", PCDINO_MEMBER(train.dino_vit_name), any_string,
+// `train_scDINO`: the training job's size, data and checkpoints.
+std::vector<Entry> train_keys() {
+  return {
+      key("train_scDINO.dino_vit_name", PCDINO_MEMBER(train.dino_vit_name), any_string(),
           "the model's folder: scDINO_ViTs/{dino_vit_name}/ holds checkpoints and logs"),
       key("train_scDINO.fraction_for_mean_std_calc", PCDINO_MEMBER(train.fraction_for_mean_std_calc),
           in_range(0, true, 1, false), "share of the training images sampled for the mean/std stage"),
@@ -561,15 +575,21 @@ std::vector<Entry> make_schema() {
       key("train_scDINO.dist_url", PCDINO_MEMBER(train.dist_url),
           only<std::string>("env://", "env://", "ranks come from the launcher's environment"),
           "how ranks find each other"),
+  };
+}
 
+// `train_scDINO.hyperparameters`: the model, the teacher, the optimiser and the crops.
+std::vector<Entry> hyperparameter_keys() {
+  return {
       key("train_scDINO.hyperparameters.arch", PCDINO_MEMBER(train.hyperparameters.arch),
           one_of({"vit_tiny", "vit_small", "vit_base"}), "the ViT (DINO's vision_transformer.py)"),
       key("train_scDINO.hyperparameters.patch_size", PCDINO_MEMBER(train.hyperparameters.patch_size),
           at_least(1), "side of a patch in pixels"),
       key("train_scDINO.hyperparameters.out_dim", PCDINO_MEMBER(train.hyperparameters.out_dim), at_least(1),
           "dimension of the DINO head's output (prototypes)"),
-      key("train_scDINO.hyperparameters.norm_last_layer", PCDINO_MEMBER(train.hyperparameters.norm_last_layer),
-          any_bool, "weight-normalise the head's last layer with its norm fixed at 1"),
+      key("train_scDINO.hyperparameters.norm_last_layer",
+          PCDINO_MEMBER(train.hyperparameters.norm_last_layer), any_bool(),
+          "weight-normalise the head's last layer with its norm fixed at 1"),
       key("train_scDINO.hyperparameters.momentum_teacher",
           PCDINO_MEMBER(train.hyperparameters.momentum_teacher), in_range(0, false, 1, false),
           "start of the teacher's EMA momentum, raised to 1 on a cosine"),
@@ -583,7 +603,7 @@ std::vector<Entry> make_schema() {
       key("train_scDINO.hyperparameters.warmup_teacher_temp_epochs",
           PCDINO_MEMBER(train.hyperparameters.warmup_teacher_temp_epochs), at_least(0),
           "epochs of the teacher temperature's linear warm-up"),
-      key("train_scDINO.hyperparameters.use_fp16", PCDINO_MEMBER(train.hyperparameters.use_fp16), any_bool,
+      key("train_scDINO.hyperparameters.use_fp16", PCDINO_MEMBER(train.hyperparameters.use_fp16), any_bool(),
           "mixed precision: on GPUs bfloat16 from compute capability 8.0, else float16 with loss scaling; "
           "on CPUs with AMX or AVX512_BF16 bfloat16 autocast (others stay in float32)"),
       key("train_scDINO.hyperparameters.weight_decay", PCDINO_MEMBER(train.hyperparameters.weight_decay),
@@ -617,10 +637,11 @@ std::vector<Entry> make_schema() {
       key("train_scDINO.hyperparameters.global_crops_size",
           PCDINO_MEMBER(train.hyperparameters.global_crops_size), at_least(1),
           "pcdino: side of a global crop in pixels (DINO: 224)"),
-      key("train_scDINO.hyperparameters.local_crops_size", PCDINO_MEMBER(train.hyperparameters.local_crops_size),
-          at_least(1), "pcdino: side of a local crop in pixels (DINO: 96)"),
+      key("train_scDINO.hyperparameters.local_crops_size",
+          PCDINO_MEMBER(train.hyperparameters.local_crops_size), at_least(1),
+          "pcdino: side of a local crop in pixels (DINO: 96)"),
       key("train_scDINO.hyperparameters.scale_augmentation_to_crop",
-          PCDINO_MEMBER(train.hyperparameters.scale_augmentation_to_crop), any_bool,
+          PCDINO_MEMBER(train.hyperparameters.scale_augmentation_to_crop), any_bool(),
           "pcdino: multiply augmentation parameters given in pixels (the blur's sigma and kernel) by crop "
           "size / 224 (global) or / 96 (local), so small crops are blurred as much, relative to their size, "
           "as DINO's; nothing changes at 224/96 px"),
@@ -631,28 +652,35 @@ std::vector<Entry> make_schema() {
           "pcdino: transformer blocks; 0 = the arch's 12 (fewer train more steps per hour on CPUs)"),
       key("train_scDINO.hyperparameters.online_knn_every",
           PCDINO_MEMBER(train.hyperparameters.online_knn_every), at_least(0),
-          "pcdino: every N epochs (and before the first, after the last) DINO's weighted kNN (k 20, T 0.07) on "
-          "the teacher's CLS features of online_knn_images held-out images; 0 = off"),
+          "pcdino: every N epochs (and before the first, after the last) DINO's weighted kNN (k 20, T 0.07) "
+          "on the teacher's CLS features of online_knn_images held-out images; 0 = off"),
       key("train_scDINO.hyperparameters.online_knn_images",
           PCDINO_MEMBER(train.hyperparameters.online_knn_images), at_least(10),
           "pcdino: held-out images of the online kNN (80% bank, 20% queries)"),
+  };
+}
 
+// `downstream_analyses`: the CLS features, attention maps, kNN and UMAP.
+std::vector<Entry> downstream_keys() {
+  return {
       key("downstream_analyses.compute_cls_features.normalize",
-          PCDINO_MEMBER(downstream.compute_cls_features.normalize), any_bool,
+          PCDINO_MEMBER(downstream.compute_cls_features.normalize), any_bool(),
           "L2-normalise the CLS features before writing them"),
       key("downstream_analyses.compute_cls_features.num_gpus",
           PCDINO_MEMBER(downstream.compute_cls_features.num_gpus), at_least(0),
           "GPUs (ranks) of the feature job; ranks when slurm.gpus is false"),
       key("downstream_analyses.compute_cls_features.batch_size_per_gpu",
-          PCDINO_MEMBER(downstream.compute_cls_features.batch_size_per_gpu), at_least(1), "images per forward"),
+          PCDINO_MEMBER(downstream.compute_cls_features.batch_size_per_gpu), at_least(1),
+          "images per forward"),
       key("downstream_analyses.compute_cls_features.num_workers",
           PCDINO_MEMBER(downstream.compute_cls_features.num_workers), at_least(0),
           "loader threads per rank (--loader-threads overrides)"),
       key("downstream_analyses.compute_cls_features.checkpoint_key",
           PCDINO_MEMBER(downstream.compute_cls_features.checkpoint_key), one_of({"teacher", "student"}),
           "which network of the checkpoint embeds"),
-      key("downstream_analyses.compute_cls_features.resize", PCDINO_MEMBER(downstream.compute_cls_features.resize),
-          any_bool, "resize images to resize_length before embedding"),
+      key("downstream_analyses.compute_cls_features.resize",
+          PCDINO_MEMBER(downstream.compute_cls_features.resize), any_bool(),
+          "resize images to resize_length before embedding"),
       key("downstream_analyses.compute_cls_features.resize_length",
           PCDINO_MEMBER(downstream.compute_cls_features.resize_length), at_least(1), "side in pixels"),
       key("downstream_analyses.compute_cls_features.use_weighted_sampler",
@@ -681,8 +709,8 @@ std::vector<Entry> make_schema() {
           "temperature T of the votes exp(similarity / T)"),
       key("downstream_analyses.umap_eval.n_neighbors", PCDINO_MEMBER(downstream.umap_eval.n_neighbors),
           at_least(2), "UMAP's neighbourhood size"),
-      key("downstream_analyses.umap_eval.min_dist", PCDINO_MEMBER(downstream.umap_eval.min_dist), non_negative(),
-          "UMAP's minimum distance"),
+      key("downstream_analyses.umap_eval.min_dist", PCDINO_MEMBER(downstream.umap_eval.min_dist),
+          non_negative(), "UMAP's minimum distance"),
       key("downstream_analyses.umap_eval.n_components", PCDINO_MEMBER(downstream.umap_eval.n_components),
           at_least(1), "UMAP's output dimensions (the plots stage draws 2)"),
       key("downstream_analyses.umap_eval.metric", PCDINO_MEMBER(downstream.umap_eval.metric),
@@ -691,20 +719,27 @@ std::vector<Entry> make_schema() {
           "UMAP's spread"),
       key("downstream_analyses.umap_eval.epochs", PCDINO_MEMBER(downstream.umap_eval.epochs), at_least(1),
           "UMAP's optimisation epochs"),
-      key("downstream_analyses.umap_eval.topometry_plots", PCDINO_MEMBER(downstream.umap_eval.topometry_plots),
-          only(false, "false", "no TopOMetry"), "TopOMetry's plots"),
+      key("downstream_analyses.umap_eval.topometry_plots",
+          PCDINO_MEMBER(downstream.umap_eval.topometry_plots), only(false, "false", "no TopOMetry"),
+          "TopOMetry's plots"),
       key("downstream_analyses.umap_eval.random_state", PCDINO_MEMBER(downstream.umap_eval.random_state),
           at_least(0), "seed of UMAP's layout"),
+  };
+}
 
+// `slurm`: how each stage's job is asked for and launched.
+std::vector<Entry> slurm_keys() {
+  return {
       key("slurm.partition", PCDINO_MEMBER(slurm.partition), sbatch_word(), "pcdino: sbatch --partition"),
       key("slurm.account", PCDINO_MEMBER(slurm.account), sbatch_word(), "pcdino: sbatch --account"),
       key("slurm.qos", PCDINO_MEMBER(slurm.qos), sbatch_word(), "pcdino: sbatch --qos"),
       key("slurm.constraint", PCDINO_MEMBER(slurm.constraint), sbatch_word(),
           "pcdino: sbatch --constraint (e.g. an instance type's node feature)"),
-      key("slurm.gpus", PCDINO_MEMBER(slurm.gpus), any_bool,
+      key("slurm.gpus", PCDINO_MEMBER(slurm.gpus), any_bool(),
           "pcdino: ask for num_gpus GPUs per node (--gpus-per-node); false on CPU-only clusters"),
-      key("slurm.exclusive", PCDINO_MEMBER(slurm.exclusive), any_bool,
+      key("slurm.exclusive", PCDINO_MEMBER(slurm.exclusive), any_bool(),
           "pcdino: --exclusive for training and features, as the workshop's scripts"),
+      // clang-format off
       key("slurm.accelerator", PCDINO_MEMBER(slurm.accelerator),
           {"one of auto, nvidia, cpu",
            [](const std::string& v) {
@@ -715,26 +750,30 @@ std::vector<Entry> make_schema() {
            }},
           "pcdino: the device of training and features: auto (CUDA if visible, else CPU), nvidia, cpu; "
           "habana and neuron are refused (no LibTorch backend)"),
+      // clang-format on
       key("slurm.cpus_per_task", PCDINO_MEMBER(slurm.cpus_per_task), at_least(0),
           "pcdino: --cpus-per-task, also each rank's --threads and OpenBLAS threads; 0 = Slurm's default"),
       key("slurm.mem", PCDINO_MEMBER(slurm.mem),
           {"a size like 64G",
            [](const std::string& v) {
              static const std::regex size("[0-9]+[KMGT]?");
-             return v.empty() || std::regex_match(v, size) ? ""
-                                                            : std::string("expected a size like 0, 64G or 500M");
+             return v.empty() || std::regex_match(v, size)
+                        ? ""
+                        : std::string("expected a size like 0, 64G or 500M");
            }},
           "pcdino: --mem per node (\"0\" = all of the node's memory)"),
-      key("slurm.cpu_tasks", PCDINO_MEMBER(slurm.cpu_tasks), at_least(1), "pcdino: MPI ranks of the mean/std stage"),
+      key("slurm.cpu_tasks", PCDINO_MEMBER(slurm.cpu_tasks), at_least(1),
+          "pcdino: MPI ranks of the mean/std stage"),
       key("slurm.launcher", PCDINO_MEMBER(slurm.launcher), one_of({"srun", "mpirun"}),
           "pcdino: srun --mpi={mpi}, or mpirun inside the allocation"),
       key("slurm.mpi", PCDINO_MEMBER(slurm.mpi), sbatch_word(), "pcdino: srun's --mpi plugin"),
-      key("slurm.requeue", PCDINO_MEMBER(slurm.requeue), any_bool,
+      key("slurm.requeue", PCDINO_MEMBER(slurm.requeue), any_bool(),
           "pcdino: training checkpoints and requeues itself on preemption or its time limit"),
       key("slurm.signal_seconds", PCDINO_MEMBER(slurm.signal_seconds), at_least(0),
           "pcdino: SIGUSR1 this many seconds before the time limit (--signal=USR1@N)"),
       key("slurm.max_restarts", PCDINO_MEMBER(slurm.max_restarts), at_least(0),
-          "pcdino: restarts of the training job after a node or rank fault (requeue) before it fails for good"),
+          "pcdino: restarts of the training job after a node or rank fault (requeue) before it fails "
+          "for good"),
       key("slurm.time_limit", PCDINO_MEMBER(slurm.time_limit),
           {"stage: Slurm time",
            [](const std::map<std::string, std::string>& v) {
@@ -756,15 +795,21 @@ std::vector<Entry> make_schema() {
            [](const std::map<std::string, std::string>& v) {
              for (const auto& [key, value] : v) {
                if (!is_variable_name(key)) return "'" + key + "' is not an environment variable name";
-               if (value.find_first_of("\r\n") != std::string::npos) return "the value of " + key + " spans lines";
+               if (value.find_first_of("\r\n") != std::string::npos)
+                 return "the value of " + key + " spans lines";
              }
              return std::string();
            }},
           "pcdino: exported in the training and feature jobs unless spank_pcdino.so is in the plugstack"),
+  };
+}
 
-      key("doctor.enabled", PCDINO_MEMBER(doctor.enabled), any_bool,
-          "pcdino: `pcdino submit` runs `pcdino doctor` on train_scDINO.nnodes nodes first and training waits "
-          "for it (afterok): an unhealthy node stops the chain before training starts"),
+// `doctor`: the node health checks that run before training.
+std::vector<Entry> doctor_keys() {
+  return {
+      key("doctor.enabled", PCDINO_MEMBER(doctor.enabled), any_bool(),
+          "pcdino: `pcdino submit` runs `pcdino doctor` on train_scDINO.nnodes nodes first and training "
+          "waits for it (afterok): an unhealthy node stops the chain before training starts"),
       key("doctor.shared_dir", PCDINO_MEMBER(doctor.shared_dir), absolute_path(),
           "pcdino: shared directory each node writes to and reads back; \"\" = the run folder"),
       key("doctor.probe_mb", PCDINO_MEMBER(doctor.probe_mb), positive(),
@@ -782,8 +827,9 @@ std::vector<Entry> make_schema() {
       key("doctor.expect_providers", PCDINO_MEMBER(doctor.expect_providers), sbatch_words(),
           "pcdino: libfabric providers fi_getinfo must report on every node ([efa] on EFA instance types)"),
       key("doctor.min_busbw_gbps", PCDINO_MEMBER(doctor.min_busbw_gbps), non_negative(),
-          "pcdino: floor of the MPI allreduce bus bandwidth between the nodes at 16 MiB (GB/s); 0 = not judged"),
-      key("doctor.nccl", PCDINO_MEMBER(doctor.nccl), any_bool,
+          "pcdino: floor of the MPI allreduce bus bandwidth between the nodes at 16 MiB (GB/s); "
+          "0 = not judged"),
+      key("doctor.nccl", PCDINO_MEMBER(doctor.nccl), any_bool(),
           "pcdino: on nodes with NVIDIA devices, the CUDA runtime and NCCL must load and show the GPUs, and "
           "NCCL's allreduce over every GPU of every node is measured"),
       key("doctor.min_nccl_busbw_gbps", PCDINO_MEMBER(doctor.min_nccl_busbw_gbps), non_negative(),
@@ -793,15 +839,32 @@ std::vector<Entry> make_schema() {
           "pcdino: image manifest (`pcdino ami`'s) each node's versions must match (NVIDIA driver, CUDA, "
           "NCCL on GPU nodes; libfabric, EFA installer, pcdino; Open MPI when it gives a number); a node "
           "without it is not checked; \"\" = never"),
-      key("doctor.drain", PCDINO_MEMBER(doctor.drain), any_bool,
+      key("doctor.drain", PCDINO_MEMBER(doctor.drain), any_bool(),
           "pcdino: drain each unhealthy node (scontrol update State=DRAIN; needs Slurm operator rights)"),
+  };
+}
 
+// `monitoring`: the Prometheus metrics every stage's processes write.
+std::vector<Entry> monitoring_keys() {
+  return {
       key("monitoring.textfile_dir", PCDINO_MEMBER(monitoring.textfile_dir), absolute_path(),
           "pcdino: the node exporter's textfile-collector directory where every stage's processes write "
           "their Prometheus metrics (pcdino_JOBID_RANK.prom); no metrics on a node without it; \"\" = none"),
       key("monitoring.interval_seconds", PCDINO_MEMBER(monitoring.interval_seconds), positive(),
           "pcdino: seconds between rewrites of each process's metrics file (its heartbeat)"),
   };
+}
+
+std::vector<Entry> make_schema() {
+  // DINO's main_dino.py and scDINO's pipeline file define the keys and defaults of `meta`, `train_scDINO`
+  // and `downstream_analyses`; the keys marked "pcdino" and the `slurm` section are this project's.
+  // The dump, the hash and the docs walk the keys in this order.
+  std::vector<Entry> keys;
+  for (const auto section : {meta_keys, train_keys, hyperparameter_keys, downstream_keys, slurm_keys,
+                             doctor_keys, monitoring_keys}) {
+    std::vector<Entry> rows = section();
+    keys.insert(keys.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+  }
   const PipelineConfig defaults;
   for (auto& e : keys) {
     YAML::Emitter out;

@@ -68,6 +68,101 @@ class RelockOnExit {
   std::unique_lock<std::mutex>& lock_;
 };
 
+// What every shard of a pack shares.
+struct PackShape {
+  const Dataset& source;
+  const RawImage& first;  // every image has its height, width, channels and pixel type
+  const std::vector<std::string>& channel_names;
+  std::size_t shards;
+};
+
+// Every image of a pack has the first one's shape and pixel type.
+void check_same_shape(const Dataset& source, const RawImage& first, const RawImage& img, std::size_t i) {
+  if (img.height != first.height || img.width != first.width || img.channels != first.channels ||
+      img.type != first.type) {
+    std::ostringstream msg;
+    msg << "images of different shapes cannot be packed: '" << source.source(0) << "' is " << first.height
+        << "x" << first.width << "x" << first.channels << " " << pixel_type_name(first.type) << " but '"
+        << source.source(i) << "' is " << img.height << "x" << img.width << "x" << img.channels << " "
+        << pixel_type_name(img.type);
+    throw DataError(msg.str());
+  }
+}
+
+// A shard's labels, dataset indices and paths, and the attributes that describe its images (under the
+// HDF5 lock).
+void write_shard_metadata(H5::H5File& file, const PackShape& pack, std::size_t s, std::size_t count,
+                          const std::vector<int>& classes, const std::vector<long long>& indices,
+                          const std::vector<std::string>& paths) {
+  const RawImage& first = pack.first;
+  const hsize_t n1[1] = {count};
+  H5::DataSpace space1(1, n1);
+  file.createDataSet("class_index", H5::PredType::NATIVE_INT32, space1)
+      .write(classes.data(), H5::PredType::NATIVE_INT32);
+  file.createDataSet("indices", H5::PredType::NATIVE_INT64, space1)
+      .write(indices.data(), H5::PredType::NATIVE_INT64);
+  write_string_dataset(file, "paths", paths);
+  H5::Group root = file.openGroup("/");
+  write_string_attribute(root, "pixel_type", pixel_type_name(first.type));
+  write_attribute(root, "height", first.height, H5::PredType::NATIVE_INT);
+  write_attribute(root, "width", first.width, H5::PredType::NATIVE_INT);
+  write_attribute(root, "channels", first.channels, H5::PredType::NATIVE_INT);
+  {
+    std::vector<const char*> names(pack.channel_names.size());
+    for (std::size_t c = 0; c < names.size(); ++c) names[c] = pack.channel_names[c].c_str();
+    const hsize_t nc[1] = {names.size()};
+    H5::StrType str_type(H5::PredType::C_S1, H5T_VARIABLE);
+    root.createAttribute("channel_names", str_type, H5::DataSpace(1, nc)).write(str_type, names.data());
+  }
+  const long long shard_attr = static_cast<long long>(s), shards_attr = static_cast<long long>(pack.shards);
+  write_attribute(root, "shard", shard_attr, H5::PredType::NATIVE_INT64);
+  write_attribute(root, "num_shards", shards_attr, H5::PredType::NATIVE_INT64);
+}
+
+// Writes the next `count` images of `images`, dataset indices [begin, begin + count), and their metadata
+// into shard `s` at `path`. Returns the pixel bytes written.
+std::size_t write_shard(const std::string& path, const PackShape& pack, Prefetcher<RawImage>& images,
+                        std::size_t s, std::size_t begin, std::size_t count) {
+  const Dataset& source = pack.source;
+  const RawImage& first = pack.first;
+  std::size_t bytes = 0;
+  std::unique_lock<std::mutex> lock(hdf5_mutex());
+  H5::H5File file(path, H5F_ACC_TRUNC);
+  const hsize_t dims[4] = {count, hsize_t(first.height), hsize_t(first.width), hsize_t(first.channels)};
+  const hsize_t chunk[4] = {1, dims[1], dims[2], dims[3]};
+  H5::DSetCreatPropList props;
+  props.setChunk(4, chunk);
+  H5::DataSpace space(4, dims);
+  H5::DataSet ds = file.createDataSet("images", h5_type(first.type), space, props);
+  std::vector<int> classes(count);
+  std::vector<long long> indices(count);
+  std::vector<std::string> paths(count);
+  const RelockOnExit relock(lock);  // after the HDF5 objects: they close under the lock, however we leave
+  lock.unlock();                    // decoding workers may need HDF5 (a packed source) meanwhile
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t i = begin + k;
+    const RawImage img = *images.next();
+    check_same_shape(source, first, img, i);
+    classes[k] = source.class_index(i);
+    indices[k] = static_cast<long long>(i);
+    paths[k] = source.relative_path(i);
+    lock.lock();
+    {
+      const hsize_t offset[4] = {k, 0, 0, 0};
+      H5::DataSpace file_space = ds.getSpace();
+      file_space.selectHyperslab(H5S_SELECT_SET, chunk, offset);
+      H5::DataSpace mem_space(4, chunk);
+      ds.write(img.bytes.data(), h5_type(first.type), mem_space, file_space);
+    }  // the dataspaces close here, still under the lock
+    lock.unlock();
+    bytes += img.bytes.size();
+  }
+  lock.lock();
+  write_shard_metadata(file, pack, s, count, classes, indices, paths);
+  file.close();
+  return bytes;
+}
+
 }  // namespace
 
 // --- writing -----------------------------------------------------------------------------------------
@@ -97,6 +192,7 @@ PackReport pack_dataset(const Dataset& source, const std::string& output_dir, co
 
   Prefetcher<RawImage> images(
       n, [&](std::size_t i) { return source.read(i); }, options.threads, 64);
+  const PackShape pack{source, first, channel_names, shards};
   nlohmann::json manifest_shards = nlohmann::json::array();
   PackReport report;
   for (std::size_t s = 0; s < shards; ++s) {
@@ -105,69 +201,7 @@ PackReport pack_dataset(const Dataset& source, const std::string& output_dir, co
     const std::string final_path = (out / name).string();
     const std::string tmp = temporary_name(final_path);
     try {
-      std::unique_lock<std::mutex> lock(hdf5_mutex());
-      H5::H5File file(tmp, H5F_ACC_TRUNC);
-      const hsize_t dims[4] = {count, hsize_t(first.height), hsize_t(first.width), hsize_t(first.channels)};
-      const hsize_t chunk[4] = {1, dims[1], dims[2], dims[3]};
-      H5::DSetCreatPropList props;
-      props.setChunk(4, chunk);
-      H5::DataSpace space(4, dims);
-      H5::DataSet ds = file.createDataSet("images", h5_type(first.type), space, props);
-      std::vector<int> classes(count);
-      std::vector<long long> indices(count);
-      std::vector<std::string> paths(count);
-      const RelockOnExit relock(lock);  // after the HDF5 objects: they close under the lock, however we leave
-      lock.unlock();                    // decoding workers may need HDF5 (a packed source) meanwhile
-      for (std::size_t k = 0; k < count; ++k) {
-        const std::size_t i = begin + k;
-        const RawImage img = *images.next();
-        if (img.height != first.height || img.width != first.width || img.channels != first.channels ||
-            img.type != first.type) {
-          std::ostringstream msg;
-          msg << "images of different shapes cannot be packed: '" << source.source(0) << "' is "
-              << first.height << "x" << first.width << "x" << first.channels << " "
-              << pixel_type_name(first.type) << " but '" << source.source(i) << "' is " << img.height << "x"
-              << img.width << "x" << img.channels << " " << pixel_type_name(img.type);
-          throw DataError(msg.str());
-        }
-        classes[k] = source.class_index(i);
-        indices[k] = static_cast<long long>(i);
-        paths[k] = source.relative_path(i);
-        lock.lock();
-        {
-          const hsize_t offset[4] = {k, 0, 0, 0};
-          H5::DataSpace file_space = ds.getSpace();
-          file_space.selectHyperslab(H5S_SELECT_SET, chunk, offset);
-          H5::DataSpace mem_space(4, chunk);
-          ds.write(img.bytes.data(), h5_type(first.type), mem_space, file_space);
-        }  // the dataspaces close here, still under the lock
-        lock.unlock();
-        report.bytes += img.bytes.size();
-      }
-      lock.lock();
-      const hsize_t n1[1] = {count};
-      H5::DataSpace space1(1, n1);
-      file.createDataSet("class_index", H5::PredType::NATIVE_INT32, space1)
-          .write(classes.data(), H5::PredType::NATIVE_INT32);
-      file.createDataSet("indices", H5::PredType::NATIVE_INT64, space1)
-          .write(indices.data(), H5::PredType::NATIVE_INT64);
-      write_string_dataset(file, "paths", paths);
-      H5::Group root = file.openGroup("/");
-      write_string_attribute(root, "pixel_type", pixel_type_name(first.type));
-      write_attribute(root, "height", first.height, H5::PredType::NATIVE_INT);
-      write_attribute(root, "width", first.width, H5::PredType::NATIVE_INT);
-      write_attribute(root, "channels", first.channels, H5::PredType::NATIVE_INT);
-      {
-        std::vector<const char*> names(channel_names.size());
-        for (std::size_t c = 0; c < names.size(); ++c) names[c] = channel_names[c].c_str();
-        const hsize_t nc[1] = {names.size()};
-        H5::StrType str_type(H5::PredType::C_S1, H5T_VARIABLE);
-        root.createAttribute("channel_names", str_type, H5::DataSpace(1, nc)).write(str_type, names.data());
-      }
-      const long long shard_attr = static_cast<long long>(s), shards_attr = static_cast<long long>(shards);
-      write_attribute(root, "shard", shard_attr, H5::PredType::NATIVE_INT64);
-      write_attribute(root, "num_shards", shards_attr, H5::PredType::NATIVE_INT64);
-      file.close();
+      report.bytes += write_shard(tmp, pack, images, s, begin, count);
     } catch (const H5::Exception& e) {
       std::remove(tmp.c_str());
       throw CantCreateError(final_path + ": HDF5 error: " + e.getDetailMsg());

@@ -38,6 +38,139 @@ std::string stage_inputs(const PipelineConfig& config, const StageSpec& stage) {
   return text;
 }
 
+// The #SBATCH lines: the job's name, its output files, its resources and whether Slurm may requeue it.
+void write_directives(std::ostream& o, const PipelineConfig& config, const Stage& stage,
+                      const StageSpec& spec, const RunLayout& files, bool requeue) {
+  const SlurmConfig& s = config.slurm;
+  const auto sbatch = [&o](const std::string& option) { o << "#SBATCH " << option << "\n"; };
+  sbatch("--job-name=" + config.meta.name_of_run + "-" + stage);
+  sbatch("--output=" + files.stage_output(stage, "%j", false));
+  sbatch("--error=" + files.stage_output(stage, "%j", true));
+  sbatch("--open-mode=append");
+  sbatch("--chdir=" + config.run_dir());
+  const StageResources r = spec.resources(config);
+  if (r.nodes > 0) sbatch("--nodes=" + std::to_string(r.nodes));
+  if (r.tasks_per_node > 0) sbatch("--ntasks-per-node=" + std::to_string(r.tasks_per_node));
+  if (r.tasks > 0) sbatch("--ntasks=" + std::to_string(r.tasks));
+  if (s.gpus && r.gpus_per_node > 0) sbatch("--gpus-per-node=" + std::to_string(r.gpus_per_node));
+  if (s.cpus_per_task > 0) sbatch("--cpus-per-task=" + std::to_string(s.cpus_per_task));
+  if (!s.mem.empty()) sbatch("--mem=" + s.mem);
+  if (const auto t = s.time_limit.find(stage); t != s.time_limit.end()) sbatch("--time=" + t->second);
+  if (!s.partition.empty()) sbatch("--partition=" + s.partition);
+  if (!s.account.empty()) sbatch("--account=" + s.account);
+  if (!s.qos.empty()) sbatch("--qos=" + s.qos);
+  if (!s.constraint.empty()) sbatch("--constraint=" + s.constraint);
+  if (spec.accelerated && s.exclusive) sbatch("--exclusive");
+  if (requeue) {
+    sbatch("--requeue");
+    if (s.signal_seconds > 0) sbatch("--signal=USR1@" + std::to_string(s.signal_seconds));
+  } else {
+    sbatch("--no-requeue");
+  }
+}
+
+// The restart budget: the job ends (exit 69) once it has started again after more faults than
+// slurm.max_restarts. Restarts after faults are this start's count less the requeues after an agreed
+// checkpoint (write_requeue records them); a requeue Slurm made itself (a node of the job failed) leaves no
+// record and so counts as a fault.
+void write_restart_budget(std::ostream& o, const Stage& stage, const RunLayout& files, const SlurmConfig& s) {
+  o << "restarts=" << shell_quote(files.stage_restarts(stage)) << "  # why this script requeued its job\n";
+  o << "restart=${SLURM_RESTART_COUNT:-0}\n";
+  o << "agreed=$(grep -F \"\\\"job_id\\\": \\\"${SLURM_JOB_ID}\\\",\" \"$restarts\" 2>/dev/null | "
+       "grep -c '\"fault\": false')\n";
+  o << "faults=$((restart - agreed))\n";
+  o << "if [ \"$faults\" -gt " << s.max_restarts << " ]; then\n"
+    << "  echo \"error: pcdino: stage " << stage
+    << " failed for good: started again after $faults fault(s), more than "
+    << "slurm.max_restarts (" << s.max_restarts << "); \\`pcdino status\\` lists each restart and why\" >&2\n"
+    << "  exit 69\n"
+    << "fi\n";
+}
+
+// slurm.environment's exports, unless spank_pcdino.so sets them in every task.
+void write_environment(std::ostream& o, const SlurmConfig& s) {
+  o << "\n# The accelerator environment: spank_pcdino.so sets it in every task when the cluster loads it;\n"
+       "# otherwise these exports, which srun hands on to the tasks.\n";
+  o << "plugstack=$(scontrol show config 2>/dev/null | sed -n 's/^PlugStackConfig *= *//p')\n";
+  o << "if grep -qs spank_pcdino \"${plugstack:-/etc/slurm/plugstack.conf}\" "
+       "\"${plugstack:-/etc/slurm/plugstack.conf}.d\"/*; then\n";
+  o << "  echo \"pcdino: accelerator environment from spank_pcdino.so\" >&2\nelse\n";
+  for (const auto& [name, value] : s.environment)
+    o << "  export " << name << "=" << shell_quote(value) << "\n";
+  o << "fi\n";
+}
+
+// The line that runs the stage: pcdino under srun or mpirun unless the stage launches its own tasks.
+std::string launch_command(const PipelineConfig& config, const Stage& stage, const StageSpec& spec,
+                           const RunLayout& files, const ScriptOptions& options) {
+  const SlurmConfig& s = config.slurm;
+  std::string launch;
+  if (s.launcher == "mpirun") {
+    launch = "mpirun --bind-to none";
+  } else {
+    launch = "srun --mpi=" + s.mpi + " --kill-on-bad-exit=1";
+  }
+  std::string command = (spec.launches_itself ? "" : launch + " ") + shell_quote(options.pcdino) + " " +
+                        stage + " --config " + shell_quote(files.submitted_config);
+  if (spec.threaded && s.cpus_per_task > 0) command += " --threads " + std::to_string(s.cpus_per_task);
+  return command;
+}
+
+// Requeues the job after a checkpoint (restart_exits()' agreed exits) or a fault within the budget, and
+// records why in the restarts file.
+void write_requeue(std::ostream& o, const SlurmConfig& s) {
+  o << "# The trainer checkpointed on SIGUSR1 (time limit) or SIGTERM (preemption): back into the queue. "
+       "A\n"
+       "# fault (a rank lost or silent) within the budget: back too. Either start resumes from "
+       "checkpoint.pth.\n"
+       "why=\"\" fault=false\n"
+       "case \"$rc\" in\n";
+  for (const auto& f : restart_exits())
+    o << "  " << f.pattern << ") why=" << shell_quote(f.why) << " fault=" << (f.fault ? "true" : "false")
+      << " ;;\n";
+  o << "esac\n"
+       "if [ -n \"$why\" ] && { [ \"$fault\" = false ] || [ \"$faults\" -lt "
+    << s.max_restarts
+    << " ]; }; then\n"
+       "  printf '{\"job_id\": \"%s\", \"start\": %d, \"time\": \"%s\", \"nodes\": \"%s\", "
+       "\"exit_code\": %d, \"fault\": %s, \"why\": \"%s\"}\\n' \\\n"
+       "    \"${SLURM_JOB_ID}\" \"$((restart + 1))\" \"$(date -Is)\" \"${SLURM_JOB_NODELIST}\" \"$rc\" "
+       "\"$fault\" "
+       "\"$why\" "
+       ">>\"$restarts\"\n"
+       "  echo \"pcdino: exit $rc ($why); requeueing job ${SLURM_JOB_ID}\" >&2\n"
+       "  scontrol requeue \"${SLURM_JOB_ID}\"\n"
+       "  exit \"$rc\"\n"
+       "fi\n"
+       "if [ -n \"$why\" ]; then\n"
+       "  echo \"error: pcdino: exit $rc ($why); not requeued: the job already started again after $faults "
+       "fault(s), "
+       "slurm.max_restarts is "
+    << s.max_restarts
+    << "\" >&2\n"
+       "  # The restarts this script asked for, and why (a requeue Slurm made itself has no line).\n"
+       "  sed -n \"s/^{\\\"job_id\\\": \\\"${SLURM_JOB_ID}\\\", \\\"start\\\": "
+       "\\([0-9]*\\),.*\\\"exit_code\\\": "
+       "\\([0-9]*\\),.*\\\"why\\\": \\\"\\(.*\\)\\\"}$/pcdino:   after start \\1: exit \\2, \\3/p\" "
+       "\"$restarts\" >&2\n"
+       "fi\n";
+}
+
+// Fails the job with the stage's exit code, else writes the completion marker `pcdino resume` trusts.
+void write_completion(std::ostream& o, const Stage& stage, const std::string& marker,
+                      const std::string& config_hash) {
+  o << "if [ \"$rc\" -ne 0 ]; then\n"
+       "  echo \"pcdino: stage "
+    << stage
+    << " failed with exit code $rc\" >&2\n"
+       "  exit \"$rc\"\n"
+       "fi\n";
+  o << "printf '{\"stage\": \"" << stage << "\", \"config_hash\": \"" << config_hash
+    << "\", \"job_id\": \"%s\", \"finished\": \"%s\", \"seconds\": %d}\\n' \\\n"
+       "  \"${SLURM_JOB_ID}\" \"$(date -Is)\" \"$(($(date +%s) - started))\" >"
+    << marker << ".tmp && mv -f " << marker << ".tmp " << marker << "\n";
+}
+
 }  // namespace
 
 const std::vector<RestartExit>& restart_exits() {
@@ -112,38 +245,14 @@ std::string render_script(const PipelineConfig& config, const Stage& stage, cons
   const SlurmConfig& s = config.slurm;
   const RunLayout files(config);
   const StageSpec& spec = stage_spec(stage);
+  const bool requeue = spec.requeues && s.requeue;
   std::ostringstream o;
   o << "#!/bin/bash\n";
   o << "# pcdino pipeline '" << config.meta.name_of_run << "', stage " << stage << ": " << spec.summary
     << ".\n";
   o << "# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash " << config_hash
     << ".\n";
-  const auto sbatch = [&o](const std::string& option) { o << "#SBATCH " << option << "\n"; };
-  sbatch("--job-name=" + config.meta.name_of_run + "-" + stage);
-  sbatch("--output=" + files.stage_output(stage, "%j", false));
-  sbatch("--error=" + files.stage_output(stage, "%j", true));
-  sbatch("--open-mode=append");
-  sbatch("--chdir=" + config.run_dir());
-  const StageResources r = spec.resources(config);
-  if (r.nodes > 0) sbatch("--nodes=" + std::to_string(r.nodes));
-  if (r.tasks_per_node > 0) sbatch("--ntasks-per-node=" + std::to_string(r.tasks_per_node));
-  if (r.tasks > 0) sbatch("--ntasks=" + std::to_string(r.tasks));
-  if (s.gpus && r.gpus_per_node > 0) sbatch("--gpus-per-node=" + std::to_string(r.gpus_per_node));
-  if (s.cpus_per_task > 0) sbatch("--cpus-per-task=" + std::to_string(s.cpus_per_task));
-  if (!s.mem.empty()) sbatch("--mem=" + s.mem);
-  if (const auto t = s.time_limit.find(stage); t != s.time_limit.end()) sbatch("--time=" + t->second);
-  if (!s.partition.empty()) sbatch("--partition=" + s.partition);
-  if (!s.account.empty()) sbatch("--account=" + s.account);
-  if (!s.qos.empty()) sbatch("--qos=" + s.qos);
-  if (!s.constraint.empty()) sbatch("--constraint=" + s.constraint);
-  if (spec.accelerated && s.exclusive) sbatch("--exclusive");
-  const bool requeue = spec.requeues && s.requeue;
-  if (requeue) {
-    sbatch("--requeue");
-    if (s.signal_seconds > 0) sbatch("--signal=USR1@" + std::to_string(s.signal_seconds));
-  } else {
-    sbatch("--no-requeue");
-  }
+  write_directives(o, config, stage, spec, files, requeue);
 
   o << "\nset -uo pipefail\n";
   const std::string marker = shell_quote(files.stage_marker(stage));
@@ -151,94 +260,13 @@ std::string render_script(const PipelineConfig& config, const Stage& stage, cons
   o << "started=$(date +%s)\n";
   o << "echo \"pcdino: stage " << stage << ", job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1)))"
     << " on ${SLURM_JOB_NODELIST} at $(date -Is)\" >&2\n";
-  if (requeue) {
-    // The restart budget: restarts after faults are this start's count less the requeues after an agreed
-    // checkpoint (recorded below); a requeue Slurm made itself (a node of the job failed) leaves no record
-    // and so counts as a fault.
-    o << "restarts=" << shell_quote(files.stage_restarts(stage)) << "  # why this script requeued its job\n";
-    o << "restart=${SLURM_RESTART_COUNT:-0}\n";
-    o << "agreed=$(grep -F \"\\\"job_id\\\": \\\"${SLURM_JOB_ID}\\\",\" \"$restarts\" 2>/dev/null | "
-         "grep -c '\"fault\": false')\n";
-    o << "faults=$((restart - agreed))\n";
-    o << "if [ \"$faults\" -gt " << s.max_restarts << " ]; then\n"
-      << "  echo \"error: pcdino: stage " << stage
-      << " failed for good: started again after $faults fault(s), more than "
-      << "slurm.max_restarts (" << s.max_restarts
-      << "); \\`pcdino status\\` lists each restart and why\" >&2\n"
-      << "  exit 69\n"
-      << "fi\n";
-  }
+  if (requeue) write_restart_budget(o, stage, files, s);
+  if (spec.accelerated && !s.environment.empty()) write_environment(o, s);
 
-  if (spec.accelerated && !s.environment.empty()) {
-    o << "\n# The accelerator environment: spank_pcdino.so sets it in every task when the cluster loads it;\n"
-         "# otherwise these exports, which srun hands on to the tasks.\n";
-    o << "plugstack=$(scontrol show config 2>/dev/null | sed -n 's/^PlugStackConfig *= *//p')\n";
-    o << "if grep -qs spank_pcdino \"${plugstack:-/etc/slurm/plugstack.conf}\" "
-         "\"${plugstack:-/etc/slurm/plugstack.conf}.d\"/*; then\n";
-    o << "  echo \"pcdino: accelerator environment from spank_pcdino.so\" >&2\nelse\n";
-    for (const auto& [name, value] : s.environment)
-      o << "  export " << name << "=" << shell_quote(value) << "\n";
-    o << "fi\n";
-  }
-
-  std::string launch;
-  if (s.launcher == "mpirun") {
-    launch = "mpirun --bind-to none";
-  } else {
-    launch = "srun --mpi=" + s.mpi + " --kill-on-bad-exit=1";
-  }
-  std::string command = (spec.launches_itself ? "" : launch + " ") + shell_quote(options.pcdino) + " " +
-                        stage + " --config " + shell_quote(files.submitted_config);
-  if (spec.threaded && s.cpus_per_task > 0) command += " --threads " + std::to_string(s.cpus_per_task);
-  o << "\n" << command << "\n";
+  o << "\n" << launch_command(config, stage, spec, files, options) << "\n";
   o << "rc=$?\n";
-  if (requeue) {
-    o << "# The trainer checkpointed on SIGUSR1 (time limit) or SIGTERM (preemption): back into the queue. "
-         "A\n"
-         "# fault (a rank lost or silent) within the budget: back too. Either start resumes from "
-         "checkpoint.pth.\n"
-         "why=\"\" fault=false\n"
-         "case \"$rc\" in\n";
-    for (const auto& f : restart_exits())
-      o << "  " << f.pattern << ") why=" << shell_quote(f.why) << " fault=" << (f.fault ? "true" : "false")
-        << " ;;\n";
-    o << "esac\n"
-         "if [ -n \"$why\" ] && { [ \"$fault\" = false ] || [ \"$faults\" -lt "
-      << s.max_restarts
-      << " ]; }; then\n"
-         "  printf '{\"job_id\": \"%s\", \"start\": %d, \"time\": \"%s\", \"nodes\": \"%s\", "
-         "\"exit_code\": %d, \"fault\": %s, \"why\": \"%s\"}\\n' \\\n"
-         "    \"${SLURM_JOB_ID}\" \"$((restart + 1))\" \"$(date -Is)\" \"${SLURM_JOB_NODELIST}\" \"$rc\" "
-         "\"$fault\" "
-         "\"$why\" "
-         ">>\"$restarts\"\n"
-         "  echo \"pcdino: exit $rc ($why); requeueing job ${SLURM_JOB_ID}\" >&2\n"
-         "  scontrol requeue \"${SLURM_JOB_ID}\"\n"
-         "  exit \"$rc\"\n"
-         "fi\n"
-         "if [ -n \"$why\" ]; then\n"
-         "  echo \"error: pcdino: exit $rc ($why); not requeued: the job already started again after $faults "
-         "fault(s), "
-         "slurm.max_restarts is "
-      << s.max_restarts
-      << "\" >&2\n"
-         "  # The restarts this script asked for, and why (a requeue Slurm made itself has no line).\n"
-         "  sed -n \"s/^{\\\"job_id\\\": \\\"${SLURM_JOB_ID}\\\", \\\"start\\\": "
-         "\\([0-9]*\\),.*\\\"exit_code\\\": "
-         "\\([0-9]*\\),.*\\\"why\\\": \\\"\\(.*\\)\\\"}$/pcdino:   after start \\1: exit \\2, \\3/p\" "
-         "\"$restarts\" >&2\n"
-         "fi\n";
-  }
-  o << "if [ \"$rc\" -ne 0 ]; then\n"
-       "  echo \"pcdino: stage "
-    << stage
-    << " failed with exit code $rc\" >&2\n"
-       "  exit \"$rc\"\n"
-       "fi\n";
-  o << "printf '{\"stage\": \"" << stage << "\", \"config_hash\": \"" << config_hash
-    << "\", \"job_id\": \"%s\", \"finished\": \"%s\", \"seconds\": %d}\\n' \\\n"
-       "  \"${SLURM_JOB_ID}\" \"$(date -Is)\" \"$(($(date +%s) - started))\" >"
-    << marker << ".tmp && mv -f " << marker << ".tmp " << marker << "\n";
+  if (requeue) write_requeue(o, s);
+  write_completion(o, stage, marker, config_hash);
   return o.str();
 }
 
