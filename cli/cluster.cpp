@@ -1,4 +1,4 @@
-// pcdino cluster generate | validate | cost
+// pcdino cluster generate | validate | cost | keys
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -134,6 +134,19 @@ void add_cluster_commands(CLI::App& app) {
       findings.insert(findings.end(), fit.begin(), fit.end());
     }
     report(findings, args->input, release, args->strict);
+  });
+
+  // The site spec's keys, as `pcdino config --schema` lists the pipeline's: the table parsing walks.
+  CLI::App* keys = cluster->add_subcommand("keys", "List the site spec's keys (a Markdown table)");
+  keys->callback([] {
+    std::cout << "| key | type | default | accepts | what it does |\n|---|---|---|---|---|\n";
+    for (const auto& k : cluster::site_keys()) {
+      std::cout << "| `" << k.path << "` | " << k.type << " | "
+                << (k.required                ? std::string("required")
+                    : k.default_value.empty() ? ""
+                                              : "`" + k.default_value + "`")
+                << " | " << k.accepts << " | " << k.doc << " |\n";
+    }
   });
 
   CLI::App* cost = cluster->add_subcommand("cost", "Hourly cost of a site spec, and of a training run");

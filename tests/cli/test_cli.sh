@@ -24,6 +24,10 @@ run "$PCDINO_BIN" config --schema
 assert_rc 0 "config --schema"
 assert_contains "$OUT" "| key | type | default | accepts | what it does |" "the schema is a Markdown table"
 assert_contains "$OUT" "| \`train_scDINO.hyperparameters.lr\` | number | \`0.0005\` | > 0 |" "a key with its default and rule"
+run "$PCDINO_BIN" cluster keys
+assert_rc 0 "cluster keys"
+assert_contains "$OUT" "| key | type | default | accepts | what it does |" "the site keys are a Markdown table"
+assert_contains "$OUT" "| \`queues[].capacity_reservation_id\` |" "a queue's key, from the table parsing walks"
 run "$PCDINO_BIN" config
 assert_rc 64 "config needs a file or --schema"
 cli_tmp=$(mktemp -d)

@@ -1033,7 +1033,9 @@ TEST(ClusterSite, KeyTableListsEveryKeyOnce) {
   // the user's own keys).
   std::function<void(const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& node,
                                                                         const std::string& path) {
-    if (!path.empty()) EXPECT_EQ(keys.count(path), 1u) << path << " is not in site_keys()";
+    if (!path.empty()) {
+      EXPECT_EQ(keys.count(path), 1u) << path << " is not in site_keys()";
+    }
     if (path == "tags" || path == "slurm.settings" || path.find("slurm_settings") != std::string::npos)
       return;
     if (node.IsMap())
