@@ -60,8 +60,31 @@ for exe in tests/pcdino_cluster_tests tests/pcdino_ami_tests; do
   [ -z "$libs" ] || fail "$exe links the data layer: $(echo $libs)"
 done
 
+# 6. The folders' floors (issue #52): a component includes only the headers of components on lower floors,
+# so no arrow runs up and no two folders loop (train/ and pipelines/ among them).
+#   4  cli
+#   3  pipelines (the extract stage runs the trainer's ViT)
+#   2  train, doctor
+#   1  monitoring, app, cluster, ami, spank, sbatch
+#   0  core
+declare -A floor=([core]=0 [monitoring]=1 [app]=1 [cluster]=1 [ami]=1 [spank]=1 [sbatch]=1 [train]=2 [doctor]=2
+  [pipelines]=3 [cli]=4)
+for c in "${!floor[@]}"; do
+  while IFS=: read -r file used; do
+    [ -n "$used" ] || continue
+    [ "$used" = "$c" ] && continue
+    if [ -z "${floor[$used]:-}" ] || [ "${floor[$used]}" -ge "${floor[$c]}" ]; then
+      fail "$file (floor ${floor[$c]}) includes pcdino/$used/ (floor ${floor[$used]:-unknown}): an arrow up"
+    fi
+  done < <(git ls-files "$c/*.cpp" "$c/*.hpp" "$c/*.in" | xargs -r grep -oE '^#include "pcdino/[a-z_]+/' |
+    sed -E 's#^([^:]+):.*pcdino/([a-z_]+)/$#\1:\2#' | sort -u)
+done
+# The trainer carries no faiss (the kNN stage's library): its program's link line.
+line=$(link_line cli/pcdino-train)
+if [ -n "$line" ] && grep -q faiss <<<"$line"; then fail "cli/pcdino-train links faiss"; fi
+
 if [ "$failures" -gt 0 ]; then
   echo "$failures layout check(s) failed" >&2
   exit 1
 fi
-echo "ok: mains in cli/, components used through include/, a namespace each, no stage branches, cluster/ami free of MPI, HDF5, OpenCV, libtiff"
+echo "ok: mains in cli/, components used through include/, a namespace each, no stage branches, cluster/ami free of MPI, HDF5, OpenCV, libtiff, no include from a higher floor, pcdino-train without faiss"

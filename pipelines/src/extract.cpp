@@ -28,6 +28,85 @@ namespace F = torch::nn::functional;
 using train::VisionTransformer;
 using train::VitOptions;
 
+namespace {
+
+// The model features come from: none (raw pixels), an untrained ViT of the config's architecture (seeded
+// by meta.seed), or the checkpoint's backbone (its path and epoch into `report`).
+train::PretrainedVit extractor_model(const PipelineConfig& config, const ExtractOptions& options,
+                                     const MeanStdValues& ms, const RunLayout& layout,
+                                     ExtractReport& report) {
+  train::PretrainedVit model;
+  if (options.raw_pixels) {
+    model.arch = "raw_pixels";
+  } else if (options.random_init) {
+    torch::manual_seed(config.meta.seed);
+    const auto& h = config.train.hyperparameters;
+    model.vit = VisionTransformer(VitOptions::from_config(h, static_cast<int>(ms.mean.size())));
+    model.arch = h.arch;
+  } else {
+    report.checkpoint = options.checkpoint.empty() ? layout.model.checkpoint() : options.checkpoint;
+    model =
+        train::load_pretrained_vit(report.checkpoint, config.downstream.compute_cls_features.checkpoint_key);
+    report.epoch = model.epoch;
+  }
+  return model;
+}
+
+// Every rank's `local` rows [n, dim] to rank 0, which writes the feature file (and the CSVs) of `images`
+// in their order with the dataset's labels and paths. Called by all ranks together.
+void write_gathered(const PipelineConfig& config, const ExtractOptions& options, const MpiWorld& world,
+                    const Dataset& dataset, const std::vector<std::size_t>& images,
+                    const std::vector<float>& local, std::size_t dim, const train::PretrainedVit& model,
+                    ExtractReport& report) {
+  const auto& cls = config.downstream.compute_cls_features;
+  // Gather: ranks hold every size()-th image; pad each rank's rows to the largest shard.
+  const std::size_t rows_max =
+      (images.size() + static_cast<std::size_t>(world.size()) - 1) / static_cast<std::size_t>(world.size());
+  std::vector<double> send(rows_max * dim, 0.0);
+  std::copy(local.begin(), local.end(), send.begin());
+  const std::vector<double> all = world.gather(send);
+  report.images = images.size();
+  report.dim = dim;
+  if (world.rank() == 0) {
+    FeatureSet set;
+    set.rows = images.size();
+    set.dim = dim;
+    set.features.resize(set.rows * set.dim);
+    for (std::size_t r = 0; r < set.rows; ++r) {
+      const std::size_t rank = r % static_cast<std::size_t>(world.size()),
+                        row = r / static_cast<std::size_t>(world.size());
+      const std::size_t from = (rank * rows_max + row) * set.dim;
+      for (std::size_t j = 0; j < set.dim; ++j)
+        set.features[r * set.dim + j] = static_cast<float>(all[from + j]);
+    }
+    set.class_names = dataset.labels();
+    for (std::size_t i : images) {
+      set.labels.push_back(dataset.label_index(i));
+      set.paths.push_back(dataset.relative_path(i));
+      set.indices.push_back(static_cast<std::int64_t>(i));
+    }
+    set.checkpoint = report.checkpoint;
+    set.checkpoint_key = options.raw_pixels    ? "raw_pixels"
+                         : options.random_init ? "random"
+                                               : cls.checkpoint_key;
+    set.epoch = report.epoch;
+    set.arch = model.arch;
+    set.patch_size = model.vit ? model.vit->options.patch_size : 0;
+    set.channels = config.channel_combination_name();
+    set.normalized = cls.normalize;
+    write_features(report.output, set);
+    if (options.write_csv) {
+      const std::string model_name = options.raw_pixels    ? "raw_pixels"
+                                     : options.random_init ? "random_init"
+                                                           : fs::path(report.checkpoint).stem().string();
+      write_feature_csvs(fs::path(report.output).parent_path().string(), set, channel_names_suffix(config),
+                         model_name);
+    }
+  }
+}
+
+}  // namespace
+
 ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& world,
                                 const ExtractOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -41,19 +120,7 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
   report.output = options.output.empty() ? layout.features : options.output;
 
   const MeanStdValues ms = read_mean_std(layout.mean_std);
-  train::PretrainedVit model;
-  if (options.raw_pixels) {
-    model.arch = "raw_pixels";
-  } else if (options.random_init) {
-    torch::manual_seed(config.meta.seed);
-    const auto& h = config.train.hyperparameters;
-    model.vit = VisionTransformer(VitOptions::from_config(h, static_cast<int>(ms.mean.size())));
-    model.arch = h.arch;
-  } else {
-    report.checkpoint = options.checkpoint.empty() ? layout.model.checkpoint() : options.checkpoint;
-    model = train::load_pretrained_vit(report.checkpoint, cls.checkpoint_key);
-    report.epoch = model.epoch;
-  }
+  train::PretrainedVit model = extractor_model(config, options, ms, layout, report);
   const torch::Device device = train::select_device(
       train::device_option(options.device, config.slurm.accelerator), world.local_rank());
   if (model.vit) {
@@ -125,50 +192,8 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
   }
 
   if (!model.vit) dim = world.allreduce_max(dim);  // a rank without images learns the width from the others
-  // Gather: ranks hold every size()-th image; pad each rank's rows to the largest shard.
-  const std::size_t rows_max =
-      (images.size() + static_cast<std::size_t>(world.size()) - 1) / static_cast<std::size_t>(world.size());
-  std::vector<double> send(rows_max * static_cast<std::size_t>(dim), 0.0);
-  std::copy(local.begin(), local.end(), send.begin());
-  const std::vector<double> all = world.gather(send);
-  report.images = images.size();
-  report.dim = static_cast<std::size_t>(dim);
-  if (world.rank() == 0) {
-    FeatureSet set;
-    set.rows = images.size();
-    set.dim = static_cast<std::size_t>(dim);
-    set.features.resize(set.rows * set.dim);
-    for (std::size_t r = 0; r < set.rows; ++r) {
-      const std::size_t rank = r % static_cast<std::size_t>(world.size()),
-                        row = r / static_cast<std::size_t>(world.size());
-      const std::size_t from = (rank * rows_max + row) * set.dim;
-      for (std::size_t j = 0; j < set.dim; ++j)
-        set.features[r * set.dim + j] = static_cast<float>(all[from + j]);
-    }
-    set.class_names = dataset.labels();
-    for (std::size_t i : images) {
-      set.labels.push_back(dataset.label_index(i));
-      set.paths.push_back(dataset.relative_path(i));
-      set.indices.push_back(static_cast<std::int64_t>(i));
-    }
-    set.checkpoint = report.checkpoint;
-    set.checkpoint_key = options.raw_pixels    ? "raw_pixels"
-                         : options.random_init ? "random"
-                                               : cls.checkpoint_key;
-    set.epoch = report.epoch;
-    set.arch = model.arch;
-    set.patch_size = model.vit ? model.vit->options.patch_size : 0;
-    set.channels = config.channel_combination_name();
-    set.normalized = cls.normalize;
-    write_features(report.output, set);
-    if (options.write_csv) {
-      const std::string model_name = options.raw_pixels    ? "raw_pixels"
-                                     : options.random_init ? "random_init"
-                                                           : fs::path(report.checkpoint).stem().string();
-      write_feature_csvs(fs::path(report.output).parent_path().string(), set, channel_names_suffix(config),
-                         model_name);
-    }
-  }
+  write_gathered(config, options, world, dataset, images, local, static_cast<std::size_t>(dim), model,
+                 report);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   report.images_per_second = static_cast<double>(report.images) / std::max(seconds, 1e-9);
   return report;
