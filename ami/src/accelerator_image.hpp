@@ -13,7 +13,7 @@
 
 namespace pcdino::ami {
 
-struct AcceleratorKind {
+struct AcceleratorImage {
   const char* name;                              ///< ImageSpec::accelerator
   std::vector<const char*> components;           ///< pinned by every image of the kind
   std::vector<const char*> optional_components;  ///< pinned only where needed or wanted
@@ -30,10 +30,10 @@ struct AcceleratorKind {
 };
 
 /// Every kind, in ami/CMakeLists.txt's order.
-const std::vector<const AcceleratorKind*>& accelerator_kinds();
+const std::vector<const AcceleratorImage*>& accelerator_images();
 
 /// The row of `accelerator` (ImageSpec::accelerator), or nullptr (none).
-const AcceleratorKind* accelerator_kind(const std::string& accelerator);
+const AcceleratorImage* accelerator_image(const std::string& accelerator);
 
 // Helpers the kinds' compatibility rules share with compat.cpp.
 

@@ -1,25 +1,25 @@
 #include "pcdino/ami/accelerators.hpp"
 
-#include "accelerator_kind.hpp"
+#include "accelerator_image.hpp"
 
 namespace pcdino::ami {
 
 // Each kind's row, src/<kind>.cpp: the generated include names one per kind of ami/CMakeLists.txt.
-#define PCDINO_AMI_KIND(kind) const AcceleratorKind& kind##_accelerator();
+#define PCDINO_AMI_KIND(kind) const AcceleratorImage& kind##_image();
 #include "accelerator_kinds.inc"
 #undef PCDINO_AMI_KIND
 
-const std::vector<const AcceleratorKind*>& accelerator_kinds() {
-  static const std::vector<const AcceleratorKind*> kinds = {
-#define PCDINO_AMI_KIND(kind) &kind##_accelerator(),
+const std::vector<const AcceleratorImage*>& accelerator_images() {
+  static const std::vector<const AcceleratorImage*> kinds = {
+#define PCDINO_AMI_KIND(kind) &kind##_image(),
 #include "accelerator_kinds.inc"
 #undef PCDINO_AMI_KIND
   };
   return kinds;
 }
 
-const AcceleratorKind* accelerator_kind(const std::string& accelerator) {
-  for (const AcceleratorKind* kind : accelerator_kinds())
+const AcceleratorImage* accelerator_image(const std::string& accelerator) {
+  for (const AcceleratorImage* kind : accelerator_images())
     if (accelerator == kind->name) return kind;
   return nullptr;
 }
@@ -27,7 +27,7 @@ const AcceleratorKind* accelerator_kind(const std::string& accelerator) {
 const std::vector<AcceleratorInstance>& accelerator_instances() {
   static const std::vector<AcceleratorInstance> table = [] {
     std::vector<AcceleratorInstance> all;
-    for (const AcceleratorKind* kind : accelerator_kinds())
+    for (const AcceleratorImage* kind : accelerator_images())
       all.insert(all.end(), kind->instances.begin(), kind->instances.end());
     return all;
   }();

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <vector>
 
-#include "accelerator_kind.hpp"
+#include "accelerator_image.hpp"
 #include "pcdino/ami/node_exporter.hpp"
 #include "pcdino/ami/source_build.hpp"
 #include "pcdino/core/parallelcluster.hpp"
@@ -203,7 +203,7 @@ const char* const kCatalogue = "pcdino's instance table (ami/src/<accelerator>.c
 void check_instance_accelerator(const ImageSpec& spec, std::vector<Incompatibility>* found) {
   const AcceleratorInstance* node = accelerator_instance(spec.verify_instance_type);
   const std::string has = node != nullptr ? node->accelerator : "";
-  const AcceleratorKind* kind = accelerator_kind(spec.accelerator);
+  const AcceleratorImage* kind = accelerator_image(spec.accelerator);
   const bool vendor = kind != nullptr && !kind->instances.empty();
   if (node != nullptr && has != spec.accelerator) {
     found->push_back({"accelerator " + spec.accelerator, "verify.instance_type " + spec.verify_instance_type,
@@ -278,7 +278,7 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
          "ami/src/recipes/nvidia.cpp, 77-dcgm-exporter.sh"});
   }
   check_instance_accelerator(spec, &found);
-  if (const AcceleratorKind* kind = accelerator_kind(spec.accelerator)) kind->check(spec, &found);
+  if (const AcceleratorImage* kind = accelerator_image(spec.accelerator)) kind->check(spec, &found);
   return found;
 }
 

@@ -1,10 +1,10 @@
 // The Habana (Intel Gaudi) kind: its releases, instance types, compatibility rules, template facts, verify
-// checks and recipes, as one row of the accelerator kinds (accelerator_kind.hpp).
+// checks and recipes, as one row of the accelerator kinds (accelerator_image.hpp).
 #include "pcdino/ami/habana.hpp"
 
 #include <algorithm>
 
-#include "accelerator_kind.hpp"
+#include "accelerator_image.hpp"
 #include "recipes/habana.hpp"
 
 namespace pcdino::ami {
@@ -95,8 +95,8 @@ const char* const kDl1 =
 
 // What a Gaudi image pins: the Intel Gaudi software release with its build ("1.21.0-555", as HabanaAI's
 // release tags write it), the prefix of every habanalabs package's version.
-const AcceleratorKind& habana_accelerator() {
-  static const AcceleratorKind kind = {
+const AcceleratorImage& habana_image() {
+  static const AcceleratorImage kind = {
       "habana",
       {"gaudi_software"},
       {},

@@ -1,10 +1,10 @@
 // The Neuron (AWS Trainium and Inferentia) kind: its SDK releases, instance types, compatibility rules,
-// template facts, verify checks and recipes, as one row of the accelerator kinds (accelerator_kind.hpp).
+// template facts, verify checks and recipes, as one row of the accelerator kinds (accelerator_image.hpp).
 #include "pcdino/ami/neuron.hpp"
 
 #include <algorithm>
 
-#include "accelerator_kind.hpp"
+#include "accelerator_image.hpp"
 #include "recipes/neuron.hpp"
 
 namespace pcdino::ami {
@@ -133,8 +133,8 @@ const char* const kInf2 = "aws-neuron-sdk inf2-arch.rst (Inferentia2 chips of 2 
 
 // A Neuron image pins the Neuron SDK release ("2.22.0"), whose four packages' versions come from
 // neuron_releases(). cores_per_device: NeuronCores per device as neuron-ls shows them by default.
-const AcceleratorKind& neuron_accelerator() {
-  static const AcceleratorKind kind = {
+const AcceleratorImage& neuron_image() {
+  static const AcceleratorImage kind = {
       "neuron",
       {"neuron_sdk"},
       {},

@@ -1,11 +1,11 @@
 // The NVIDIA kind: the components its images pin, its template facts (the CUDA runfile), its part of
-// pcdino's source build, and its recipes, as one row of the accelerator kinds (accelerator_kind.hpp). Its
+// pcdino's source build, and its recipes, as one row of the accelerator kinds (accelerator_image.hpp). Its
 // compatibility rules are compat.cpp's driver, CUDA and NCCL tables; verify.sh checks it inline.
 #include "recipes/nvidia.hpp"
 
 #include <algorithm>
 
-#include "accelerator_kind.hpp"
+#include "accelerator_image.hpp"
 
 namespace pcdino::ami {
 
@@ -43,8 +43,8 @@ const char* const kCudaTorchCheck = R"SH(# A CPU trainer on a GPU node is a brok
 // replaces the base AMI's driver (check_compatibility says when); and where wanted, NVIDIA's dcgm-exporter
 // (its Ubuntu package's version, "4.8.2-1"; pcdino/core/exporters.hpp), which serves the GPUs' DCGM fields
 // to the head node's Prometheus beside the node exporter.
-const AcceleratorKind& nvidia_accelerator() {
-  static const AcceleratorKind kind = {
+const AcceleratorImage& nvidia_image() {
+  static const AcceleratorImage kind = {
       "nvidia",
       {"nvidia_driver", "cuda", "cudnn", "nccl", "aws_ofi_nccl", "nccl_tests"},
       {"fabric_manager", "dcgm_exporter"},

@@ -7,7 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "accelerator_kind.hpp"
+#include "accelerator_image.hpp"
 #include "pcdino/ami/accelerators.hpp"
 #include "pcdino/ami/compat.hpp"
 #include "pcdino/ami/node_exporter.hpp"
@@ -108,7 +108,7 @@ bool selected(const Recipe& r, const ImageSpec& s) {
 // The common recipes and the accelerator kind's, those the spec selects, in script-name order, each after
 // the common head.
 std::vector<Script> scripts_for(const ImageSpec& s, const Vars& v) {
-  RecipeContext context{s, v, accelerator_kind(s.accelerator), s.os == "ubuntu2204", false, {}};
+  RecipeContext context{s, v, accelerator_image(s.accelerator), s.os == "ubuntu2204", false, {}};
   context.official =
       s.base_ami.empty() && parallelcluster::base_ami(s.parallelcluster_version, s.os, &context.base);
   std::vector<Recipe> recipes = common_recipes();
@@ -502,14 +502,14 @@ void source_build_vars(const ImageSpec& spec, Vars* out) {
   v["LIBTORCH_URL"] = torch->url;
   v["LIBTORCH_SHA256"] = torch->sha256;
   v["LIBTORCH_SOURCE"] = torch->source;
-  const AcceleratorKind* kind = accelerator_kind(spec.accelerator);
+  const AcceleratorImage* kind = accelerator_image(spec.accelerator);
   v["CUDA_CMAKE"] = kind != nullptr ? kind->pcdino_cmake : "";
 }
 
 // The accelerator kind's facts, and what verify.sh judges the node by.
 void verify_vars(const ImageSpec& spec, Vars* out) {
   Vars& v = *out;
-  const AcceleratorKind* kind = accelerator_kind(spec.accelerator);
+  const AcceleratorImage* kind = accelerator_image(spec.accelerator);
   v["DESCRIPTION"] = spec.accelerator;
   if (kind != nullptr) kind->facts(spec, &v);
   const AcceleratorInstance* node = accelerator_instance(spec.verify_instance_type);

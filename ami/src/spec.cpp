@@ -9,7 +9,8 @@
 #include <sstream>
 #include <vector>
 
-#include "accelerator_kind.hpp"
+#include "accelerator_image.hpp"
+#include "pcdino/core/accelerator.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/yaml_reader.hpp"
@@ -57,14 +58,15 @@ ImageSpec parse_image_spec(const std::string& yaml_text, const std::string& sour
              "source (build on the image) or package (a prebuilt scripts/package tarball)");
   if (!from.empty()) s.pcdino_from = from;
 
-  const std::string accel = r.text(root, "accelerator", "accelerator", false, "nvidia|habana|neuron|none",
-                                   "nvidia, habana, neuron or none");
+  // The accelerator kinds of core/accelerator.hpp, or none.
+  const std::string accel = r.text(root, "accelerator", "accelerator", false,
+                                   accelerator_names("|") + "|none", accelerator_names(", ") + " or none");
   if (!accel.empty()) s.accelerator = accel;
 
   const YAML::Node versions = r.map(root, "versions", "versions", true);
   // Components by accelerator: pinning another accelerator's is an error naming the one it belongs to.
   std::map<std::string, std::vector<std::string>> by_accelerator;
-  for (const AcceleratorKind* kind : accelerator_kinds())
+  for (const AcceleratorImage* kind : accelerator_images())
     by_accelerator[kind->name].assign(kind->components.begin(), kind->components.end());
   std::set<std::string> allowed(std::begin(kCommonComponents), std::end(kCommonComponents));
   const auto own = by_accelerator.find(s.accelerator);
@@ -72,7 +74,7 @@ ImageSpec parse_image_spec(const std::string& yaml_text, const std::string& sour
   if (s.pcdino_from == "source")
     allowed.insert(std::begin(kSourceBuildComponents), std::end(kSourceBuildComponents));
   std::set<std::string> optional(std::begin(kOptionalComponents), std::end(kOptionalComponents));
-  if (const AcceleratorKind* kind = accelerator_kind(s.accelerator))
+  if (const AcceleratorImage* kind = accelerator_image(s.accelerator))
     optional.insert(kind->optional_components.begin(), kind->optional_components.end());
   for (const auto& kv : versions) {
     const std::string key = kv.first.Scalar();

@@ -9,6 +9,7 @@
 
 #include "pcdino/cluster/catalogue.hpp"
 #include "pcdino/cluster/prometheus.hpp"
+#include "pcdino/core/accelerator.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/text_template.hpp"
 
@@ -106,13 +107,11 @@ YAML::Node slurm_line(const SlurmLine& line) {
   return n;
 }
 
-// The SPANK profile of an instance type whose accelerator has no NVIDIA stack: "habana" (Gaudi), "neuron"
-// (Trainium), "" otherwise (the catalogue's accelerator model).
-std::string vendor_profile(const std::string& instance_type) {
-  static const std::map<std::string, std::string> profiles = {{"Gaudi", "habana"}, {"Trainium", "neuron"}};
+// The accelerator kind of an instance type's devices other than NVIDIA's GPUs (the catalogue's device
+// model in core/accelerator.hpp's table), or nullptr: its name is also its SPANK profile's.
+const AcceleratorKind* vendor_accelerator(const std::string& instance_type) {
   const InstanceType* t = find_instance(instance_type);
-  const auto it = t != nullptr ? profiles.find(t->gpu_model) : profiles.end();
-  return it != profiles.end() ? it->second : "";
+  return t != nullptr ? accelerator_of_device(t->gpu_model) : nullptr;
 }
 
 std::string cluster_config(const SiteSpec& s) {
@@ -163,9 +162,11 @@ std::string cluster_config(const SiteSpec& s) {
           q.capacity_reservation_resource_group_arn;
     if (q.efa) cr["Efa"]["Enabled"] = true;
     queue["ComputeResources"].push_back(cr);
-    // Slurm has no GRES for Gaudi cards or Neuron devices (ParallelCluster generates gres.conf for NVIDIA
-    // GPUs only), so two jobs on one node would both see all of them: one job per node.
-    if (!vendor_profile(q.instance_type).empty()) queue["JobExclusiveAllocation"] = true;
+    // Slurm has no GRES for the devices of a kind without slurm_gres (ParallelCluster generates gres.conf for
+    // NVIDIA GPUs only), so two jobs on one node would both see all of them: one job per node.
+    if (const AcceleratorKind* kind = vendor_accelerator(q.instance_type);
+        kind != nullptr && !kind->slurm_gres)
+      queue["JobExclusiveAllocation"] = true;
     queue["Networking"]["SubnetIds"] = seq({YAML::Node(compute_subnet)});
     if (q.efa && own_network) {
       queue["Networking"]["AdditionalSecurityGroups"] = seq({YAML::Node("${EFA_SECURITY_GROUP_ID}")});
@@ -351,16 +352,16 @@ std::string network_stack(const SiteSpec& s) {
 // spank/examples/accel-profiles.yaml).
 std::string default_profile(const SiteSpec& s) {
   if (!s.spank.default_profile.empty()) return s.spank.default_profile;
-  // A site whose accelerator queues are all Gaudi (or all Trainium) takes that vendor's profile, EFA or not;
+  // A site whose accelerator queues are all of one other kind takes that kind's profile, EFA or not;
   // with NVIDIA queues beside them the NVIDIA profile stays the default (jobs on the others choose theirs
   // with --accel-profile).
   std::set<std::string> vendors;
   bool nvidia = false;
   for (const auto& q : s.queues) {
-    const std::string profile = vendor_profile(q.instance_type);
+    const AcceleratorKind* kind = vendor_accelerator(q.instance_type);
     const InstanceType* t = find_instance(q.instance_type);
-    if (!profile.empty()) {
-      vendors.insert(profile);
+    if (kind != nullptr) {
+      vendors.insert(kind->name);
     } else if (t != nullptr && t->gpus > 0) {
       nvidia = true;
     }

@@ -729,6 +729,10 @@ std::vector<Entry> downstream_keys() {
 
 // `slurm`: how each stage's job is asked for and launched.
 std::vector<Entry> slurm_keys() {
+  // The kinds pcdino cannot compute on, from core/accelerator.hpp's table.
+  static const std::string accelerator_doc =
+      "pcdino: the device of training and features: auto (CUDA if visible, else CPU), nvidia, cpu; " +
+      unsupported_accelerator_names(" and ") + " are refused (no LibTorch backend)";
   return {
       key("slurm.partition", PCDINO_MEMBER(slurm.partition), sbatch_word(), "pcdino: sbatch --partition"),
       key("slurm.account", PCDINO_MEMBER(slurm.account), sbatch_word(), "pcdino: sbatch --account"),
@@ -739,18 +743,16 @@ std::vector<Entry> slurm_keys() {
           "pcdino: ask for num_gpus GPUs per node (--gpus-per-node); false on CPU-only clusters"),
       key("slurm.exclusive", PCDINO_MEMBER(slurm.exclusive), any_bool(),
           "pcdino: --exclusive for training and features, as the workshop's scripts"),
-      // clang-format off
       key("slurm.accelerator", PCDINO_MEMBER(slurm.accelerator),
           {"one of auto, nvidia, cpu",
            [](const std::string& v) {
              const std::string refused = unsupported_accelerator(v);
              if (!refused.empty()) return refused;
-             return v == "auto" || v == "nvidia" || v == "cpu" ? std::string()
-                                                               : std::string("expected one of auto, nvidia, cpu");
+             return v == "auto" || v == "nvidia" || v == "cpu"
+                        ? std::string()
+                        : std::string("expected one of auto, nvidia, cpu");
            }},
-          "pcdino: the device of training and features: auto (CUDA if visible, else CPU), nvidia, cpu; "
-          "habana and neuron are refused (no LibTorch backend)"),
-      // clang-format on
+          accelerator_doc.c_str()),
       key("slurm.cpus_per_task", PCDINO_MEMBER(slurm.cpus_per_task), at_least(0),
           "pcdino: --cpus-per-task, also each rank's --threads and OpenBLAS threads; 0 = Slurm's default"),
       key("slurm.mem", PCDINO_MEMBER(slurm.mem),

@@ -46,7 +46,7 @@ std::vector<std::string> device_list(const std::string& visible) {
     }
     const auto dash = item.find('-');
     int first = 0, last = -1;
-    // "a-b" of two numbers (NEURON_RT_VISIBLE_CORES' form) is each number in it; anything else (a UUID
+    // "a-b" of two numbers (a vendor runtime's range) is each number in it; anything else (a UUID
     // such as "GPU-8f0e...") is one device.
     if (dash != std::string::npos && dash > 0 && dash <= 6 && dash + 1 < item.size() &&
         item.size() - dash <= 7 && item.find_first_not_of("0123456789-") == std::string::npos &&
@@ -102,9 +102,9 @@ std::vector<std::pair<std::string, std::string>> task_environment(
   for (const auto& entry : profile->env) {
     if (entry.applies(versions)) env.emplace_back(entry.name, entry.value);
   }
-  // Gaudi's and Neuron's collectives find rank 0 by IP:port; the port after MASTER_PORT (in the range),
-  // so that a PyTorch store on MASTER_PORT and the library's bootstrap never share one.
-  // Half the range away from MASTER_PORT: neither this step's MASTER_PORT nor a neighbouring job's
+  // Collectives other than NCCL find rank 0 by IP:port (AcceleratorKind::root_comm_variable); the port after
+  // MASTER_PORT (in the range), so that a PyTorch store on MASTER_PORT and the library's bootstrap never
+  // share one. Half the range away from MASTER_PORT: neither this step's MASTER_PORT nor a neighbouring job's
   // (master_port() gives job J+1 the port after job J's).
   const std::string root_comm = root_comm_variable(profile->devices);
   const int span = ports.high - ports.low + 1;
@@ -112,7 +112,7 @@ std::vector<std::pair<std::string, std::string>> task_environment(
     const int other = ports.low + (port - ports.low + span / 2) % span;
     env.emplace_back(root_comm, task.master_ip + ":" + std::to_string(other));
   }
-  if (bind_per_task && profile->devices != DeviceKind::kNone && !task.visible_devices.empty()) {
+  if (bind_per_task && profile->devices != nullptr && !task.visible_devices.empty()) {
     std::vector<std::string> devices = device_list(task.visible_devices);
     if (!devices.empty())
       env.emplace_back(device_variable(profile->devices), devices[task.local_rank % devices.size()]);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -167,31 +168,12 @@ bool EnvEntry::applies(const std::map<std::string, Version>& versions) const {
   return false;
 }
 
-const char* device_variable(DeviceKind kind) {
-  switch (kind) {
-    case DeviceKind::kCuda:
-      return "CUDA_VISIBLE_DEVICES";
-    case DeviceKind::kHabana:
-      return "HABANA_VISIBLE_MODULES";
-    case DeviceKind::kNeuron:
-      return "NEURON_RT_VISIBLE_CORES";
-    case DeviceKind::kNone:
-      return "";
-  }
-  return "";
+const char* device_variable(const AcceleratorKind* kind) {
+  return kind != nullptr ? kind->visible_devices_variable : "";
 }
 
-const char* root_comm_variable(DeviceKind kind) {
-  switch (kind) {
-    case DeviceKind::kHabana:
-      return "HCCL_COMM_ID";
-    case DeviceKind::kNeuron:
-      return "NEURON_RT_ROOT_COMM_ID";
-    case DeviceKind::kCuda:
-    case DeviceKind::kNone:
-      return "";
-  }
-  return "";
+const char* root_comm_variable(const AcceleratorKind* kind) {
+  return kind != nullptr ? kind->root_comm_variable : "";
 }
 
 bool valid_profile_name(const std::string& name) {
@@ -216,21 +198,13 @@ std::string forbidden_variable(const std::string& name) {
     return "changes how programs are loaded; a profile may not set it";
   }
   if (name.rfind("RDMAV_", 0) == 0) return "AWS's EFA guidance is never to set RDMAV_* variables";
-  static const char* const managed[] = {"RANK",
-                                        "LOCAL_RANK",
-                                        "WORLD_SIZE",
-                                        "LOCAL_WORLD_SIZE",
-                                        "MASTER_ADDR",
-                                        "MASTER_PORT",
-                                        "OMP_NUM_THREADS",
-                                        "CUDA_VISIBLE_DEVICES",
-                                        "HABANA_VISIBLE_MODULES",
-                                        "NEURON_RT_VISIBLE_CORES",
-                                        "HCCL_COMM_ID",
-                                        "NEURON_RT_ROOT_COMM_ID"};
-  for (const char* m : managed) {
-    if (name == m) return "is set by the plugin itself for each task; a profile may not set it";
-  }
+  // What the plugin sets itself: the launch's variables and every kind's device and rank-0 variables.
+  static const char* const managed[] = {"RANK",        "LOCAL_RANK",  "WORLD_SIZE",     "LOCAL_WORLD_SIZE",
+                                        "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS"};
+  bool set_by_plugin = std::find(std::begin(managed), std::end(managed), name) != std::end(managed);
+  for (const auto& kind : accelerator_kinds())
+    set_by_plugin = set_by_plugin || name == kind.visible_devices_variable || name == kind.root_comm_variable;
+  if (set_by_plugin) return "is set by the plugin itself for each task; a profile may not set it";
   if (name == "PATH" || name == "HOME" || name == "USER" || name == "SHELL" || name.rfind("SLURM_", 0) == 0 ||
       name.rfind("SPANK_", 0) == 0) {
     return "belongs to the job's identity or to Slurm; a profile may not set it";
@@ -284,15 +258,13 @@ ProfileConfig parse_profiles(const std::string& text, const std::string& source)
         p.description = scalar(source, body["description"], "description", 256);
       if (body["devices"].IsDefined()) {
         const std::string d = scalar(source, body["devices"], "devices", 16);
-        if (d == "cuda") {
-          p.devices = DeviceKind::kCuda;
-        } else if (d == "habana") {
-          p.devices = DeviceKind::kHabana;
-        } else if (d == "neuron") {
-          p.devices = DeviceKind::kNeuron;
-        } else if (d != "none") {
+        for (const auto& kind : accelerator_kinds()) {
+          if (d == kind.spank_devices) p.devices = &kind;
+        }
+        if (p.devices == nullptr && d != "none") {
           fail(source, body["devices"],
-               "profiles." + p.name + ".devices: expected cuda, habana, neuron or none");
+               "profiles." + p.name + ".devices: expected " +
+                   accelerator_names(", ", &AcceleratorKind::spank_devices) + " or none");
         }
       }
       const YAML::Node env = body["env"];

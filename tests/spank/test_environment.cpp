@@ -66,7 +66,7 @@ TEST(Environment, OmpThreadsFromCpusPerTaskUnlessTheJobSetsIt) {
 
 TEST(Environment, ProfileVariablesAndPerTaskDevices) {
   Profile p;
-  p.devices = DeviceKind::kCuda;
+  p.devices = pcdino::accelerator_kind("nvidia");
   p.env.push_back({"NCCL_SOCKET_IFNAME", "^docker,lo,veth", {}, {}, ""});
   p.env.push_back({"FI_PROVIDER", "efa", {Condition::parse("aws-ofi-nccl <= 1.5")}, {}, ""});
   TaskInfo t;
@@ -79,7 +79,7 @@ TEST(Environment, ProfileVariablesAndPerTaskDevices) {
   EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "1") << "local rank 5 of 4 devices";
   EXPECT_EQ(as_map(task_environment(t, &p, v, false, {})).count("CUDA_VISIBLE_DEVICES"), 0u)
       << "no binding asked";
-  p.devices = DeviceKind::kHabana;
+  p.devices = pcdino::accelerator_kind("habana");
   t.visible_devices = "4,5";
   EXPECT_EQ(as_map(task_environment(t, &p, v, true, {})).at("HABANA_VISIBLE_MODULES"), "5");
   EXPECT_EQ(as_map(task_environment(t, &p, v, true, {})).count("HCCL_COMM_ID"), 0u)
@@ -94,7 +94,7 @@ TEST(Environment, ProfileVariablesAndPerTaskDevices) {
   EXPECT_EQ(env.at("HCCL_COMM_ID"), "10.0.1.7:29506")
       << "half the range away: not the next job's MASTER_PORT";
   t.job_id = 49;
-  p.devices = DeviceKind::kNeuron;
+  p.devices = pcdino::accelerator_kind("neuron");
   t.visible_devices = "0-3";
   env = as_map(task_environment(t, &p, v, true, ports));
   EXPECT_EQ(env.at("MASTER_PORT"), "29509");
@@ -103,12 +103,12 @@ TEST(Environment, ProfileVariablesAndPerTaskDevices) {
   EXPECT_EQ(env.at("NEURON_RT_VISIBLE_CORES"), "1") << "local rank 5 of the range's 4 cores";
   EXPECT_EQ(as_map(task_environment(t, &p, v, true, {29500, 29500})).count("NEURON_RT_ROOT_COMM_ID"), 0u)
       << "a one-port range has no second port";
-  p.devices = DeviceKind::kCuda;
+  p.devices = pcdino::accelerator_kind("nvidia");
   EXPECT_EQ(as_map(task_environment(t, &p, v, true, ports)).count("NEURON_RT_ROOT_COMM_ID"), 0u);
   EXPECT_EQ(device_list("0-2,7"), (std::vector<std::string>{"0", "1", "2", "7"}));
   EXPECT_EQ(device_list("GPU-8f0e1c2a,3"), (std::vector<std::string>{"GPU-8f0e1c2a", "3"}));
   EXPECT_EQ(device_list("99999999999-1,,5"), (std::vector<std::string>{"99999999999-1", "5"}));
-  p.devices = DeviceKind::kHabana;
+  p.devices = pcdino::accelerator_kind("habana");
   t.batch_step = true;  // the batch script: profile only, no ranks, no binding
   env = as_map(task_environment(t, &p, v, true, {}));
   EXPECT_EQ(env.size(), 1u);

@@ -98,8 +98,15 @@ torch::Device select_device(const std::string& spec, int local_rank) {
   const bool have_cuda = torch::cuda::is_available();
   if (spec == "cpu" || (spec == "auto" && !have_cuda)) return torch::Device(torch::kCPU);
   if (spec != "auto" && spec != "cuda" && spec.rfind("cuda:", 0) != 0) {
-    throw ConfigError("--device '" + spec +
-                      "': expected auto, cpu, cuda or cuda:N (hpu and neuron: no LibTorch backend)");
+    // The kinds without a LibTorch backend by the names a PyTorch user would try ("hpu").
+    std::string refused;
+    for (const auto& kind : accelerator_kinds()) {
+      if (*kind.unsupported == '\0') continue;
+      refused += std::string(refused.empty() ? "" : " and ") +
+                 (kind.device_names.empty() ? kind.name : kind.device_names.front());
+    }
+    throw ConfigError("--device '" + spec + "': expected auto, cpu, cuda or cuda:N (" + refused +
+                      ": no LibTorch backend)");
   }
   if (!have_cuda) {
     throw ConfigError("--device " + spec +

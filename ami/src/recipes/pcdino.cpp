@@ -1,7 +1,7 @@
 // 85-pcdino.sh: pcdino itself, from a prebuilt package or built on the build instance from its source.
 // The package's layout and package.txt: cmake/PcdinoPackage.cmake. Nothing goes under /opt/slurm here: the
 // nodes mount it from the head node, whose OnNodeConfigured action installs the plugin from here.
-#include "accelerator_kind.hpp"
+#include "accelerator_image.hpp"
 #include "recipes/recipe.hpp"
 
 namespace pcdino::ami {

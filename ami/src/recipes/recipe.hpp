@@ -1,7 +1,7 @@
 // One image component's provisioning script as a recipe, the way ParallelCluster's cookbook keeps one recipe
 // per component: a row naming the component, its script and when it is wanted, and a small function that
 // writes the script's body. scripts_for() (packer.cpp) walks the rows of every image and of its accelerator
-// kind (accelerator_kind.hpp) in script-name order.
+// kind (accelerator_image.hpp) in script-name order.
 #pragma once
 
 #include <map>
@@ -13,7 +13,7 @@
 
 namespace pcdino::ami {
 
-struct AcceleratorKind;
+struct AcceleratorImage;
 
 /// The @KEY@ placeholders of the image's templates and their values.
 using Vars = std::map<std::string, std::string>;
@@ -22,8 +22,8 @@ using Vars = std::map<std::string, std::string>;
 struct RecipeContext {
   const ImageSpec& spec;
   const Vars& vars;
-  const AcceleratorKind* kind;  ///< the spec's accelerator kind; nullptr for accelerator: none
-  bool apt;                     ///< Ubuntu (apt, dpkg); otherwise yum/dnf and rpm
+  const AcceleratorImage* kind;  ///< the spec's accelerator kind; nullptr for accelerator: none
+  bool apt;                      ///< Ubuntu (apt, dpkg); otherwise yum/dnf and rpm
   /// ParallelCluster's AMI of the release (valid where `official`): a component it ships at the wanted
   /// version is named in a comment and checked, not rebuilt.
   bool official;

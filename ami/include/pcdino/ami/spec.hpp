@@ -4,7 +4,7 @@
 //   region: us-west-2
 //   base: {parallelcluster_version: "3.8.0", os: alinux2}   # or ami: ami-0123... to start elsewhere
 //   build: {instance_type: c6i.4xlarge, root_volume_gb: 100, pcdino: source}  # no GPU needed to build
-//   accelerator: nvidia                                      # nvidia | habana | neuron | none
+//   accelerator: nvidia                                      # a kind of core/accelerator.hpp, or none
 //   versions: {nvidia_driver: "510.47.03", cuda: "11.6.2", cudnn: "8.4.1.50", nccl: "2.12.7-1",
 //              efa_installer: "1.15.1", aws_ofi_nccl: "1.3.0", enroot: "3.4.0", pyxis: "0.12.0",
 //              nccl_tests: "2.11.0", pcdino: "0.1.0", libtorch: "2.5.1+cu124",
@@ -33,7 +33,7 @@ struct ImageSpec {
   /// and the pinned versions.libtorch; "package" installs a prebuilt `scripts/package` tarball made
   /// elsewhere.
   std::string pcdino_from = "source";
-  /// nvidia, habana (Intel Gaudi), neuron (AWS Trainium/Inferentia), none (accelerators.hpp)
+  /// an accelerator kind's name (core/accelerator.hpp's table), or none
   std::string accelerator = "nvidia";
   /// Pinned versions by component: nvidia_driver, cuda, cudnn, nccl, efa_installer, aws_ofi_nccl, enroot,
   /// pyxis, nccl_tests, pcdino, libtorch (which ones are required depends on the accelerator and on

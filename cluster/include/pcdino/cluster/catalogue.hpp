@@ -12,7 +12,7 @@ struct InstanceType {
   std::string name;
   int vcpus = 0;
   double memory_gib = 0;
-  int gpus = 0;                  ///< GPUs or other accelerators (Trainium, Gaudi)
+  int gpus = 0;                  ///< GPUs or other accelerators (gpu_model names them)
   std::string gpu_model;         ///< "" if none
   bool efa = false;              ///< EFA supported
   int max_efa_interfaces = 0;    ///< network cards that can carry an EFA interface

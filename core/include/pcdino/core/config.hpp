@@ -142,8 +142,8 @@ struct SlurmConfig {
   bool gpus = true;
   bool exclusive = true;  ///< --exclusive for training and CLS features, as the workshop's scripts
   /// The device training and CLS features run on: auto (CUDA where a GPU is visible, else the CPU), nvidia
-  /// (--device cuda) or cpu (--device cpu). habana and neuron are refused: pcdino has no LibTorch backend
-  /// for them (accelerator.hpp).
+  /// (--device cuda) or cpu (--device cpu). The accelerator kinds pcdino has no LibTorch backend for are
+  /// refused (core/accelerator.hpp).
   std::string accelerator = "auto";
   int cpus_per_task = 0;          ///< --cpus-per-task, also each rank's --threads; 0 = Slurm's default
   std::string mem;                ///< --mem per node ("" = Slurm's default, "0" = all of the node's memory)

@@ -44,7 +44,7 @@ struct PortRange {
 /// std::invalid_argument for an empty or malformed list.
 std::string first_host(const std::string& nodelist);
 
-/// The devices of a visibility list: "0,1,2" and "0-2" (NEURON_RT_VISIBLE_CORES' ranges) are 0, 1, 2;
+/// The devices of a visibility list: "0,1,2" and "0-2" (a vendor runtime's range) are 0, 1, 2;
 /// an item that is not a range of two numbers ("GPU-8f0e...") is one device.
 std::vector<std::string> device_list(const std::string& visible);
 

@@ -8,7 +8,8 @@
 //   profiles:
 //     nvidia-efa:
 //       description: "NVIDIA GPUs with EFA"
-//       devices: cuda              # cuda | habana | none: the visibility variable --accel-device-bind sets
+//       devices: cuda              # an accelerator kind's (core/accelerator.hpp) or none: the visibility
+//                                  # variable --accel-device-bind sets
 //       env:
 //         - name: FI_PROVIDER
 //           value: efa
@@ -24,6 +25,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include "pcdino/core/accelerator.hpp"
 
 namespace pcdino::spank {
 
@@ -63,23 +66,21 @@ struct EnvEntry {
   bool applies(const std::map<std::string, Version>& versions) const;
 };
 
-/// Which device-visibility variable `--accel-device-bind=per-task` narrows to one device per task.
-enum class DeviceKind { kNone, kCuda, kHabana, kNeuron };
+/// The variable that lists a step's devices of `kind` (AcceleratorKind::visible_devices_variable:
+/// "CUDA_VISIBLE_DEVICES" for NVIDIA's), or "" for nullptr (a profile without devices).
+const char* device_variable(const AcceleratorKind* kind);
 
-/// The variable that lists a step's devices of `kind` ("CUDA_VISIBLE_DEVICES", "HABANA_VISIBLE_MODULES"
-/// (Gaudi module ids), "NEURON_RT_VISIBLE_CORES" (NeuronCore ids)), or "" for kNone.
-const char* device_variable(DeviceKind kind);
-
-/// The variable through which the collectives library of `kind` finds rank 0, as "IP:port":
-/// HCCL_COMM_ID (Intel HCL, hcl_global_conf.cpp: "the IP:port string to create the communicator"),
-/// NEURON_RT_ROOT_COMM_ID (Neuron runtime: "IP address and ... port for the rank 0 worker", mandatory for
-/// collectives); "" for CUDA (NCCL and PyTorch take MASTER_ADDR/MASTER_PORT) and kNone.
-const char* root_comm_variable(DeviceKind kind);
+/// The variable through which the collectives library of `kind` finds rank 0, as "IP:port"
+/// (AcceleratorKind::root_comm_variable); "" for NVIDIA's (NCCL and PyTorch take MASTER_ADDR/MASTER_PORT)
+/// and nullptr.
+const char* root_comm_variable(const AcceleratorKind* kind);
 
 struct Profile {
   std::string name;
   std::string description;
-  DeviceKind devices = DeviceKind::kNone;
+  /// The kind whose devices --accel-device-bind=per-task narrows to one per task (`devices:`, matched
+  /// against AcceleratorKind::spank_devices); nullptr for `none`.
+  const AcceleratorKind* devices = nullptr;
   std::vector<EnvEntry> env;
 };
 

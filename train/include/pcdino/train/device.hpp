@@ -12,14 +12,15 @@
 namespace pcdino::train {
 
 /// The --device a stage uses: an explicit value wins; "auto" takes the pipeline's slurm.accelerator
-/// ("nvidia" -> "cuda", "cpu" -> "cpu", "auto" -> "auto"). The config has refused habana and neuron.
+/// ("nvidia" -> "cuda", "cpu" -> "cpu", "auto" -> "auto"). The config has refused the accelerator kinds
+/// pcdino does not compute on (core/accelerator.hpp).
 std::string device_option(const std::string& option, const std::string& accelerator);
 
 /// Resolves a --device value: "cpu"; "cuda" (device local_rank % device_count, one GPU per local rank
 /// as Slurm's --gpus-per-task or a CUDA_VISIBLE_DEVICES per rank leave them); "cuda:N"; "auto" (CUDA as
 /// "cuda" when LibTorch sees a GPU, else CPU). Throws ConfigError naming --device for another value, or
-/// for CUDA when this LibTorch has no CUDA or the machine no GPU, and for hpu/habana/neuron with the
-/// reason pcdino cannot compute there (core/accelerator.hpp).
+/// for CUDA when this LibTorch has no CUDA or the machine no GPU, and for an accelerator kind pcdino does
+/// not compute on (its name or --device name, core/accelerator.hpp) with the reason.
 torch::Device select_device(const std::string& spec, int local_rank);
 
 /// A CPU feature on which bfloat16 autocast pays: its /proc/cpuinfo flag and the name the log gives it.
