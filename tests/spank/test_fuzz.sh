@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the SPANK plugin's parsers with libFuzzer (Debian's clang-14) for a bounded time
-# (FUZZ_SECONDS, default 30) from the corpus in spank/fuzz/corpus, under AddressSanitizer and UBSan.
+# (FUZZ_SECONDS, default 30) from the corpus in spank/fuzz/corpus, under AddressSanitizer and UBSan. Built
+# from the plugin's library sources and core's accelerator table, which is all it links of pcdino.
 source "$(dirname "$0")/../lib/assert.sh"
 : "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 CXX=$(command -v clang++-14 || command -v clang++ || true)
@@ -9,7 +10,8 @@ S="$PCDINO_SOURCE_DIR/spank"
 W="$PCDINO_BUILD_DIR/test-work/spank_fuzz"
 mkdir -p "$W/corpus"
 run "$CXX" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -I"$S/include" "$S/fuzz/fuzz_parsers.cpp" "$S/src/profiles.cpp" "$S/src/environment.cpp" "$S/src/args.cpp" \
+  -I"$S/include" -I"$PCDINO_SOURCE_DIR/core/include" "$S/fuzz/fuzz_parsers.cpp" "$S/src/profiles.cpp" \
+  "$S/src/environment.cpp" "$S/src/args.cpp" "$PCDINO_SOURCE_DIR/core/src/accelerator.cpp" \
   -lyaml-cpp -o "$W/fuzz_parsers"
 assert_rc 0 "fuzz target builds with $CXX"
 [ "$RC" -eq 0 ] || { echo "$ERR" | tail -20; fatal "cannot build"; }
