@@ -6,9 +6,10 @@ namespace pcdino {
 
 const std::vector<AcceleratorKind>& accelerator_kinds() {
   static const std::vector<AcceleratorKind> kinds = {
-      {"nvidia", "NVIDIA GPUs", "cuda", "CUDA_VISIBLE_DEVICES", "", {}, true, {}, ""},
+      {"nvidia", "NVIDIA GPUs", "cuda", "cuda", "CUDA_VISIBLE_DEVICES", "", {}, true, {}, ""},
       {"habana",
        "Intel Gaudi (HPU)",
+       "",
        "habana",
        // Gaudi module ids (docs.habana.ai, Multiple Tenants); Intel HCL's "IP:port string to create the
        // communicator" (hcl_global_conf.cpp).
@@ -26,6 +27,7 @@ const std::vector<AcceleratorKind>& accelerator_kinds() {
        "nodes"},
       {"neuron",
        "AWS Trainium/Inferentia (NeuronCores)",
+       "",
        "neuron",
        // NeuronCore ids; the Neuron runtime's "IP address and ... port for the rank 0 worker", mandatory for
        // collectives.

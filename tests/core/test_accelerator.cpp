@@ -46,6 +46,10 @@ TEST(CoreAccelerators, TheKindsPcdinoComputesOnAreNotRefused) {
   ASSERT_NE(accelerator_kind("nvidia"), nullptr);
   EXPECT_EQ(unsupported_accelerator("nvidia"), "");
   EXPECT_TRUE(accelerator_kind("nvidia")->slurm_gres);
+  EXPECT_STREQ(accelerator_kind("nvidia")->torch_device, "cuda");
+  // A kind without a LibTorch device is one pcdino refuses to train on.
+  for (const auto& kind : accelerator_kinds())
+    EXPECT_EQ(*kind.torch_device == '\0', *kind.unsupported != '\0') << kind.name;
   // The others are listed by unsupported_accelerator_names, in the table's order.
   std::string expected;
   for (const auto& kind : accelerator_kinds()) {

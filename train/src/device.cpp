@@ -86,9 +86,9 @@ const CpuBfloat16Unit* cpu_bfloat16_unit() {
 
 std::string device_option(const std::string& option, const std::string& accelerator) {
   if (option != "auto") return option;
-  if (accelerator == "nvidia") return "cuda";
   if (accelerator == "cpu") return "cpu";
-  return option;
+  const AcceleratorKind* kind = accelerator_kind(accelerator);
+  return kind != nullptr && *kind->torch_device != '\0' ? kind->torch_device : option;
 }
 
 torch::Device select_device(const std::string& spec, int local_rank) {

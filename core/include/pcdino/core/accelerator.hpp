@@ -28,6 +28,8 @@ namespace pcdino {
 struct AcceleratorKind {
   const char* name;    ///< its name everywhere: an image spec's `accelerator:`, a SPANK profile's name
   const char* vendor;  ///< what the devices are, for messages
+  /// LibTorch's device type pcdino's stages compute on there ("cuda"); "" where LibTorch has none.
+  const char* torch_device;
   /// The SPANK profile's `devices:` value that binds its devices ("cuda" for NVIDIA's).
   const char* spank_devices;
   /// The variable that lists a task's devices (Slurm's own for GPUs; the vendor runtime's otherwise).

@@ -12,8 +12,8 @@
 namespace pcdino::train {
 
 /// The --device a stage uses: an explicit value wins; "auto" takes the pipeline's slurm.accelerator
-/// ("nvidia" -> "cuda", "cpu" -> "cpu", "auto" -> "auto"). The config has refused the accelerator kinds
-/// pcdino does not compute on (core/accelerator.hpp).
+/// (a kind's torch_device, core/accelerator.hpp: "nvidia" -> "cuda"; "cpu" -> "cpu", "auto" -> "auto"). The
+/// config has refused the kinds pcdino does not compute on.
 std::string device_option(const std::string& option, const std::string& accelerator);
 
 /// Resolves a --device value: "cpu"; "cuda" (device local_rank % device_count, one GPU per local rank
