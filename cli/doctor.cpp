@@ -143,7 +143,7 @@ void add_doctor_command(CLI::App& app) {
     if (!a->sets.empty() && a->config.empty()) throw Error(ExitCode::kUsage, "--set needs --config");
     if (!a->config.empty()) apply_pipeline_file(*a, *sub);
     if (a->launch.drain) a->launch.forwarded.push_back("--drain");
-    a->launch.program = own_program();
+    a->launch.program = own_program;
     doctor::run_check(a->options, a->launch);
   });
 }

@@ -1,7 +1,7 @@
 // An accelerator kind's part of an image, as one row that the kind-neutral code walks: the components its
 // images pin, its recipes, its compatibility rules, its template facts and its checks in verify.sh. Each
 // kind's row lives in a file named after the kind (src/<kind>.cpp, with its recipes in
-// src/recipes/<kind>.cpp); ami/CMakeLists.txt lists the kinds.
+// src/recipes/<kind>.cpp); cmake/PcdinoAccelerators.cmake lists the kinds.
 #pragma once
 
 #include <string>
@@ -29,7 +29,7 @@ struct AcceleratorImage {
   const char* pcdino_check;   ///< appended to a source-built 85-pcdino.sh before done_ok
 };
 
-/// Every kind, in ami/CMakeLists.txt's order.
+/// Every kind, in cmake/PcdinoAccelerators.cmake's order.
 const std::vector<const AcceleratorImage*>& accelerator_images();
 
 /// The row of `accelerator` (ImageSpec::accelerator), or nullptr (none).

@@ -4,7 +4,8 @@
 
 namespace pcdino::ami {
 
-// Each kind's row, src/<kind>.cpp: the generated include names one per kind of ami/CMakeLists.txt.
+// Each kind's row, src/<kind>.cpp: the generated include names one per kind of
+// cmake/PcdinoAccelerators.cmake.
 #define PCDINO_AMI_KIND(kind) const AcceleratorImage& kind##_image();
 #include "accelerator_kinds.inc"
 #undef PCDINO_AMI_KIND

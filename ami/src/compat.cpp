@@ -196,8 +196,6 @@ void check_source_build(const ImageSpec& spec, std::vector<Incompatibility>* fou
   }
 }
 
-const char* const kCatalogue = "pcdino's instance table (ami/src/<accelerator>.cpp)";
-
 // The instance type verify.sh runs on must carry the image's accelerator: an image for one kind on another
 // kind's instance type installs drivers for devices the node does not have.
 void check_instance_accelerator(const ImageSpec& spec, std::vector<Incompatibility>* found) {
@@ -213,12 +211,10 @@ void check_instance_accelerator(const ImageSpec& spec, std::vector<Incompatibili
                           has,
                       node->source});
   } else if (node == nullptr && vendor) {
-    std::string types;
-    for (const auto& i : accelerator_instances())
-      if (spec.accelerator == i.accelerator) types += (types.empty() ? "" : ", ") + std::string(i.type);
+    const std::string types = joined(kind->instances, [](const AcceleratorInstance& i) { return i.type; });
     found->push_back({"accelerator " + spec.accelerator, "verify.instance_type " + spec.verify_instance_type,
                       "not an instance type with " + spec.accelerator + " devices (known: " + types + ")",
-                      kCatalogue});
+                      "pcdino's instance table (ami/src/" + spec.accelerator + ".cpp)"});
   }
 }
 

@@ -77,7 +77,8 @@ void apply_pipeline(const PipelineConfig& config, DoctorOptions& options, Launch
 
 std::vector<std::string> step_command(const LaunchOptions& launch) {
   std::vector<std::string> command = {
-      "srun", "--ntasks-per-node=1", "--mpi=" + launch.mpi, "--kill-on-bad-exit=1", launch.program, "doctor"};
+      "srun",  "--ntasks-per-node=1", "--mpi=" + launch.mpi, "--kill-on-bad-exit=1", launch.program(),
+      "doctor"};
   command.insert(command.end(), launch.forwarded.begin(), launch.forwarded.end());
   return command;
 }

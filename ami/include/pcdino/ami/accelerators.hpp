@@ -1,7 +1,7 @@
 // The EC2 instance types whose accelerators pcdino prepares nodes for but does not compute on, with the
 // devices each carries, so that `pcdino ami check` refuses an image for another accelerator and the doctor
 // knows how many devices a node should show. Each accelerator kind's rows, releases and rules live in the
-// kind's own files (ami/CMakeLists.txt lists the kinds).
+// kind's own files (cmake/PcdinoAccelerators.cmake lists the kinds).
 #pragma once
 
 #include <string>
@@ -19,7 +19,7 @@ struct AcceleratorInstance {
   const char* source;
 };
 
-/// Every kind's instance types, in ami/CMakeLists.txt's order of the kinds.
+/// Every kind's instance types, in cmake/PcdinoAccelerators.cmake's order of the kinds.
 const std::vector<AcceleratorInstance>& accelerator_instances();
 
 /// The row of `instance_type`, or nullptr (NVIDIA or CPU types).

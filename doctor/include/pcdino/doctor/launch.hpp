@@ -3,6 +3,7 @@
 // step's ranks it runs the check (run_doctor()) and rank 0 publishes the verdict.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,9 @@ struct LaunchOptions {
   bool drain = false;                  ///< run the scontrol drain line of each unhealthy node (else printed)
   std::string mpi = "pmix";            ///< srun's --mpi plugin
   std::vector<std::string> forwarded;  ///< the options the step's ranks get
-  std::string program;                 ///< the pcdino program the step runs (absolute path)
+  /// The pcdino program the step runs (absolute path), asked only where a step is launched: a rank never
+  /// needs it.
+  std::function<std::string()> program;
   std::string
       logs_dir;  ///< a run's logs folder, made where the check is launched, never by a rank ("" = none)
   bool submit = false;                       ///< a batch job of its own (submit())
