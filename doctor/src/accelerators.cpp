@@ -21,9 +21,9 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
-std::string joined(const std::vector<std::string>& items) {
+std::string join(const std::vector<std::string>& items, const char* separator) {
   std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
   return out;
 }
 

@@ -22,6 +22,7 @@
 #include "pcdino/core/process.hpp"
 #include "pcdino/doctor/accelerators.hpp"
 #include "pcdino/doctor/probes.hpp"
+#include "vendor_tools.hpp"
 
 namespace pcdino::doctor {
 
@@ -30,12 +31,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr int kReportTag = 2101, kDecisionTag = 2102;
-
-std::string join(const std::vector<std::string>& items, const char* separator = ", ") {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : separator) + i;
-  return out;
-}
 
 std::string timed_out(double seconds) {
   return fmt::format("did not finish within {:g} s", seconds);

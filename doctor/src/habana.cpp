@@ -142,7 +142,7 @@ Check judge_gaudi(const VendorNode& node, const std::string& instance_type,
     }
   }
   if (!problems.empty()) {
-    const std::string detail = joined(problems);
+    const std::string detail = join(problems);
     return {"gaudi", false, detail};
   }
   std::ostringstream ok;

@@ -96,7 +96,7 @@ Check judge_neuron(const VendorNode& node, const std::string& instance_type) {
     }
   }
   if (!problems.empty()) {
-    const std::string detail = joined(problems);
+    const std::string detail = join(problems);
     return {"neuron", false, detail};
   }
   return {"neuron", true,

@@ -13,8 +13,8 @@ namespace pcdino::doctor {
 /// `s` without leading and trailing whitespace.
 std::string trim(const std::string& s);
 
-/// `items` joined with ", ".
-std::string joined(const std::vector<std::string>& items);
+/// `items` joined with `separator`: the lists of the checks' details.
+std::string join(const std::vector<std::string>& items, const char* separator = ", ");
 
 /// The entries of `dir` whose file name matches `name` (0 when `dir` cannot be read).
 int count_matching(const std::string& dir, const std::regex& name);
