@@ -9,6 +9,7 @@ its --synthetic-crops rows). The student has DINO's drop_path_rate 0.1, as pcdin
 
 usage: baseline_dino_step.py [--threads N] [--steps N] [--warmup N] [--batch N] [--device cpu|cuda]
                              [--amp none|bfloat16|float16] [--drop-path P]   prints seconds per step (mean)
+       baseline_dino_step.py ... --kernel-floor    prints the timed steps' GPU kernel seconds per step instead
 On a GPU, --amp runs the forward pass under torch.autocast as main_dino.py's use_fp16 does (float16 with
 its GradScaler; bfloat16 needs none).
 """
@@ -130,6 +131,8 @@ def main():
     p.add_argument("--local-size", type=int, default=16, help="local crops' side, pixels")
     p.add_argument("--locals", type=int, default=6, help="local crops per image")
     p.add_argument("--profile", action="store_true", help="print torch.profiler's table of the timed steps")
+    p.add_argument("--kernel-floor", action="store_true",
+                   help="print the timed steps' kernel time per step on the GPU (torch.profiler, CUPTI), not their time")
     p.add_argument("--device", default="cpu")
     p.add_argument("--amp", default="none", choices=["none", "bfloat16", "float16"])
     p.add_argument("--drop-path", type=float, default=0.1,
@@ -156,9 +159,12 @@ def main():
               for _ in range(args.locals)]
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     seconds = []
-    profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if args.kernel_floor:
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    profiler = torch.profiler.profile(activities=activities)
     for step in range(args.warmup + args.steps):
-        if args.profile and step == args.warmup:
+        if (args.profile or args.kernel_floor) and step == args.warmup:
             profiler.__enter__()
         sync()
         start = time.perf_counter()
@@ -197,10 +203,23 @@ def main():
         sync()
         if step >= args.warmup:
             seconds.append(time.perf_counter() - start)
-    if args.profile:
+    if args.profile or args.kernel_floor:
         profiler.__exit__(None, None, None)
+    if args.profile:
         print(profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=40), file=sys.stderr)
-    print(f"{sum(seconds) / len(seconds):.3f}")
+    if args.kernel_floor:
+        print(f"{kernel_seconds(profiler.events()) / args.steps:.4f}")
+    else:
+        print(f"{sum(seconds) / len(seconds):.3f}")
+
+
+def kernel_seconds(events):
+    """The GPU activities' time (s) among torch.profiler's events: those on the device, user annotations
+    left out, as the footer of torch.profiler's table adds up "Self CUDA time total"."""
+    device = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA
+              and not getattr(e, "is_user_annotation", False)]
+    return sum(getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0)
+               for e in device) / 1e6
 
 
 if __name__ == "__main__":

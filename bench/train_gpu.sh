@@ -7,9 +7,10 @@
 # "synthetic" rows train on random crops made once on the GPU (--synthetic-crops), as the baseline does,
 # and the "graph" rows also replay each epoch's step as a CUDA graph (--cuda-graph; not float16).
 # Student drop_path_rate 0.1 in both (DINO's default). The per-phase times of pcdino's rows are CUDA events
-# on the device's timeline (metrics.jsonl says "phase_clock"). Where Nsight Systems is installed, a last
-# table gives each synthetic case's kernel-time floor: the GPU time of all kernels of a run (nsys's kernel
-# summary) over its steps, warm-up included; a step that launches its kernels back to back runs at it.
+# on the device's timeline (metrics.jsonl says "phase_clock"). A last table gives each synthetic case's
+# kernel-time floor: the GPU time of the kernels of a warm epoch's steps (`pcdino train --profile-kernels`,
+# and torch.profiler in the baseline: CUPTI's records, what Nsight Systems' kernel summary adds up), per
+# step; a step that launches its kernels back to back, the GPU never idle, runs at it.
 #
 # usage: bench/train_gpu.sh [BUILD_DIR]    environment: STEPS (40), BATCH (256), LOADER_THREADS (14),
 #                                          PYTHON (the interpreter with the GPU PyTorch: tests/lib/python.sh),
@@ -72,46 +73,25 @@ if sys.argv[2] == "graph":  # epoch 1 holds the eager warm-up steps and the capt
   done
 done
 
-# kernel_floor NAME STEPS COMMAND...: seconds of kernel time per step of COMMAND under nsys ("-" without it).
+# kernel_floor AMP FLAGS...: pcdino's kernel seconds per step over its second epoch (--profile-kernels).
 kernel_floor() {
-  local report="$W/nsys-$1" steps=$2 floor
-  shift 2
-  # --cuda-graph-trace node: a replayed graph's kernels are counted one by one, as eager ones are.
-  if ! command -v nsys >/dev/null || ! nsys profile --force-overwrite true --trace cuda --sample none \
-    --cpuctxsw none --cuda-graph-trace node --output "$report" "$@" >/dev/null 2>&1; then
-    echo -
-    return
-  fi
-  # The kernel summary's report is cuda_gpu_kern_sum from Nsight Systems 2023.1 on, gpukernsum before.
-  for name in cuda_gpu_kern_sum gpukernsum; do
-    floor=$(nsys stats --force-export true --report "$name" --format csv --output - "$report.nsys-rep" 2>/dev/null |
-      "$PYTHON" -c '
-import csv, sys
-rows = [r for r in csv.reader(sys.stdin) if r]
-head = next(i for i, r in enumerate(rows) if "Total Time (ns)" in r)
-col = rows[head].index("Total Time (ns)")
-print("%.4f" % (sum(float(r[col]) for r in rows[head + 1:]) / 1e9 / '"$steps"'))' 2>/dev/null) || continue
-    echo "$floor"
-    return
-  done
-  echo -
+  local amp=$1 fp16=true model="$W/model-profile"
+  shift
+  [ "$amp" = none ] && fp16=false
+  rm -rf "$model"
+  "$PCDINO" train -c "$W/pipeline.yaml" --set "train_scDINO.hyperparameters.use_fp16=$fp16" --amp-dtype "${amp/none/auto}" \
+    --limit-images $((STEPS * BATCH)) --model-dir "$model" --no-resume --profile-kernels "$@" >/dev/null 2>&1 || { echo -; return; }
+  tail -n 1 "$model/metrics.jsonl" | "$PYTHON" -c 'import json,sys; m = json.load(sys.stdin); print("%.4f" % m["kernel_seconds_per_step"] if "kernel_seconds_per_step" in m else "-")'
 }
 
-if command -v nsys >/dev/null; then
-  echo
-  echo "# kernel-time floor (nsys $(nsys --version | grep -o '[0-9][0-9.]*' | head -1)): kernel seconds per step, warm-up included"
-  printf '%-22s %-9s %8s\n' case autocast "kernel s/step"
-  for amp in none bfloat16 float16; do
-    printf '%-22s %-9s %8s\n' "python step" "${amp/none/float32}" "$(kernel_floor "python-$amp" $((STEPS + 5)) \
-      "$PYTHON" "$ROOT/bench/baseline_dino_step.py" --device cuda --amp "$amp" --batch "$BATCH" --steps "$STEPS" --warmup 5 --threads 8)"
-    fp16=true; [ "$amp" = none ] && fp16=false
-    for data in synthetic graph; do
-      [ "$data" = graph ] && [ "$amp" = float16 ] && continue
-      flags=(--synthetic-crops); [ "$data" = graph ] && flags+=(--cuda-graph)
-      rm -rf "$W/model-nsys"
-      printf '%-22s %-9s %8s\n' "pcdino, $data" "${amp/none/float32}" "$(kernel_floor "pcdino-$amp-$data" $((2 * STEPS)) \
-        "$PCDINO" train -c "$W/pipeline.yaml" --set "train_scDINO.hyperparameters.use_fp16=$fp16" --amp-dtype "${amp/none/auto}" \
-        --limit-images $((STEPS * BATCH)) --model-dir "$W/model-nsys" --no-resume "${flags[@]}")"
-    done
-  done
-fi
+echo
+echo "# kernel-time floor (the PyTorch profiler's CUDA activities, CUPTI): GPU seconds of the kernels per step"
+printf '%-22s %-9s %13s\n' case autocast "kernel s/step"
+for amp in none bfloat16 float16; do
+  floor=$("$PYTHON" "$ROOT/bench/baseline_dino_step.py" --device cuda --amp "$amp" --batch "$BATCH" --steps "$STEPS" \
+    --warmup 5 --threads 8 --kernel-floor 2>/dev/null || echo -)
+  printf '%-22s %-9s %13s\n' "python step" "${amp/none/float32}" "$floor"
+  printf '%-22s %-9s %13s\n' "pcdino, synthetic" "${amp/none/float32}" "$(kernel_floor "$amp" --synthetic-crops)"
+  [ "$amp" = float16 ] && continue
+  printf '%-22s %-9s %13s\n' "pcdino, synth., graph" "${amp/none/float32}" "$(kernel_floor "$amp" --synthetic-crops --cuda-graph)"
+done

@@ -64,6 +64,11 @@ int main(int argc, char** argv) {
       "Capture the training step once as a CUDA graph after 3 eager steps and replay it for the rest of "
       "the run (CUDA device, float32 or bfloat16, NCCL >= 2.9.6 with several ranks; from the epoch "
       "the last layer trains)");
+  app.add_flag(
+      "--profile-kernels", rt.profile_kernels,
+      "Benchmarks: time the GPU's kernels over the run's last epoch (the PyTorch profiler, CUPTI) and "
+      "write their time per step, the step's kernel-time floor, to metrics.jsonl "
+      "(kernel_seconds_per_step); CUDA device only; that epoch's images/s include the profiler's cost");
   return pcdino::app::run_command_line(app, argc, argv, [&] {
     rt.resume = !no_resume;
     pcdino::train::TrainReport report;

@@ -194,6 +194,7 @@ std::string format_metrics_record(const MetricsRecord& r) {
                 {"backward", p.backward},
                 {"update", p.update}}},
               {"phase_clock", r.phase_clock}});
+    if (r.kernel_seconds_per_step) j["kernel_seconds_per_step"] = *r.kernel_seconds_per_step;
   }
   if (r.online_knn_top1) j["online_knn_top1"] = *r.online_knn_top1;
   return j.dump();
@@ -226,6 +227,7 @@ std::vector<MetricsRecord> read_metrics(const std::string& path) {
       r.seconds_per_step = {p.at("data_wait").get<double>(), p.at("forward").get<double>(),
                             p.at("backward").get<double>(), p.at("update").get<double>()};
       r.phase_clock = j.value("phase_clock", std::string("host_clock"));
+      r.kernel_seconds_per_step = optional_number(j, "kernel_seconds_per_step");
     }
     records.push_back(r);
   });

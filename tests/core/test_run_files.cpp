@@ -54,7 +54,7 @@ TEST(TrainingRecords, MetricsRoundTripEveryKind) {
   it.loss = 6.3, it.teacher_entropy = 6.0, it.kl = 0.3, it.lr = 1e-4, it.wd = 0.04, it.momentum = 0.99;
   epoch.kind = MetricsRecord::Kind::kEpoch;
   epoch.loss = 6.2, epoch.images_per_second = 110.5, epoch.seconds_per_step = {0.01, 0.1, 0.2, 0.03};
-  epoch.phase_clock = "cuda_events";
+  epoch.phase_clock = "cuda_events", epoch.kernel_seconds_per_step = 0.25;
   // An epoch record of a build before the phase clock was recorded: its times were the host's.
   auto old = nlohmann::json::parse(format_metrics_record(epoch));
   old.erase("phase_clock");
@@ -72,7 +72,9 @@ TEST(TrainingRecords, MetricsRoundTripEveryKind) {
   EXPECT_DOUBLE_EQ(records[2].images_per_second, 110.5);
   EXPECT_DOUBLE_EQ(records[2].seconds_per_step.backward, 0.2);
   EXPECT_EQ(records[2].phase_clock, "cuda_events");
+  EXPECT_EQ(records[2].kernel_seconds_per_step, std::optional<double>(0.25));
   EXPECT_EQ(records[3].phase_clock, "host_clock");
+  EXPECT_FALSE(records[1].kernel_seconds_per_step.has_value());
 }
 
 TEST(TrainingRecords, BadLinesNameTheFileAndLine) {

@@ -15,6 +15,7 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/train/device.hpp"
 #include "pcdino/train/dino.hpp"
+#include "pcdino/train/kernel_profile.hpp"
 #include "pcdino/train/multi_tensor.hpp"
 #include "pcdino/train/phase_clock.hpp"
 #include "pcdino/train/process.hpp"
@@ -197,6 +198,40 @@ TEST(Training, ClippingScalesOnlyLargeGradientsAndReturnsNorms) {
   const double coef = 1.0 / (5.0 + 1e-6);
   EXPECT_NEAR(layer->weight.grad()[1][1].item<double>(), 4.0 * coef, 1e-6);
   EXPECT_TRUE(torch::equal(layer->bias.grad(), torch::tensor({0.3F, 0.4F}))) << "below the clip: untouched";
+}
+
+// The profiler records the operators run between start and stop, and no GPU time where nothing ran on a
+// GPU; one profile at a time, stopped once.
+TEST(KernelProfile, OnTheCpuRecordsTheOperatorsAndNoDeviceTime) {
+  auto a = torch::randn({64, 64});
+  KernelProfile profile(false);
+  EXPECT_THROW(KernelProfile second(false), Error);
+  for (int i = 0; i < 3; ++i) a = torch::mm(a, a).tanh();
+  const KernelTotals totals = profile.stop();
+  EXPECT_GE(totals.host_operators, 6) << "3 mm and 3 tanh";
+  EXPECT_EQ(totals.kernels, 0);
+  EXPECT_EQ(totals.device_seconds, 0.0);
+  EXPECT_THROW(profile.stop(), Error);
+  KernelProfile again(false);  // the first one is off
+  EXPECT_EQ(again.stop().kernels, 0);
+}
+
+// On a GPU each matmul is a kernel, and their GPU time is within the host's time around them (which waits
+// for the GPU at the end).
+TEST(KernelProfile, OnCudaTheKernelsAreCountedAndTimed) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  auto a = torch::randn({1024, 1024}, torch::kCUDA);
+  torch::cuda::synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  KernelProfile profile(true);
+  for (int i = 0; i < 20; ++i) a = torch::mm(a, a).div_(1024);
+  const KernelTotals totals = profile.stop();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%lld kernels, %.3e s on the GPU, %.3e s on the host\n", totals.kernels, totals.device_seconds,
+              wall);
+  EXPECT_GE(totals.kernels, 20);
+  EXPECT_GT(totals.device_seconds, 0.0);
+  EXPECT_LT(totals.device_seconds, wall);
 }
 
 // The host clock sums each phase from the previous mark and forgets what it handed over; CUDA events are

@@ -360,6 +360,44 @@ TEST(Trainer, TheGraphsStepTrainsAsTheOrdinaryStepOnCuda) {
   }
 }
 
+// --profile-kernels times a GPU's kernels: on a CPU it is refused before anything is written, naming the
+// option and the device.
+TEST(Trainer, ProfileKernelsIsRefusedOffAGpu) {
+  test::TempDir d;
+  TrainRuntime rt = one_thread(d / "model");
+  rt.device = "cpu", rt.profile_kernels = true;
+  try {
+    run_training(tiny_run(d), rt);
+    FAIL() << "--profile-kernels trained on the CPU";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--profile-kernels: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("trains on cpu"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(d / "model/checkpoint.pth"));
+}
+
+// On a GPU the last epoch's record carries its kernels' time per step; the kernels of a step cannot take
+// longer than the step does on the device (its phases, timed by CUDA events, include the GPU's idle gaps).
+TEST(Trainer, ProfileKernelsRecordsTheLastEpochsKernelFloorOnCuda) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  test::TempDir d;
+  TrainRuntime rt = one_thread(d / "model");
+  rt.device = "cuda", rt.profile_kernels = true;
+  run_training(tiny_run(d), rt);
+  std::vector<MetricsRecord> epochs;
+  for (const auto& r : read_metrics(d / "model/metrics.jsonl"))
+    if (r.kind == MetricsRecord::Kind::kEpoch) epochs.push_back(r);
+  ASSERT_EQ(epochs.size(), 2u);
+  EXPECT_FALSE(epochs[0].kernel_seconds_per_step.has_value()) << "only the last epoch is profiled";
+  ASSERT_TRUE(epochs[1].kernel_seconds_per_step.has_value()) << "no kernel recorded (CUPTI?)";
+  const auto& p = epochs[1].seconds_per_step;
+  const double step = p.data_wait + p.forward + p.backward + p.update;
+  std::printf("kernel time per step %.3e s, the step on the device %.3e s\n",
+              *epochs[1].kernel_seconds_per_step, step);
+  EXPECT_GT(*epochs[1].kernel_seconds_per_step, 0);
+  EXPECT_LE(*epochs[1].kernel_seconds_per_step, step * 1.05);
+}
+
 // use_fp16 on a CPU with --amp-dtype auto: each precision is timed at the start, both rates go to the log
 // and the report, the faster trains; the choice goes into the checkpoint and a restart keeps it untimed.
 TEST(Trainer, OnTheCpuUseFp16TakesTheFasterPrecisionAndARestartKeepsIt) {

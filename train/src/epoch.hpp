@@ -18,6 +18,7 @@
 #include "pcdino/train/device.hpp"
 #include "pcdino/train/dino.hpp"
 #include "pcdino/train/fusion.hpp"
+#include "pcdino/train/kernel_profile.hpp"
 #include "pcdino/train/multi_tensor.hpp"
 #include "pcdino/train/phase_clock.hpp"
 #include "pcdino/train/schedules.hpp"
@@ -96,7 +97,8 @@ struct EpochStats {
   double seconds = 0;                   // the epoch's wall time
   // Set when all ranks stopped on request (a signal, stop_after_iterations): the epoch's iterations done.
   std::optional<std::size_t> stopped_after;
-  std::vector<double> window_step_seconds;  // each full 10-iteration window's seconds per step
+  std::vector<double> window_step_seconds;     // each full 10-iteration window's seconds per step
+  std::optional<KernelTotals> kernel_profile;  // --profile-kernels: what the epoch's kernels took
 };
 
 /// The iterations epoch `epoch` runs: all of them, or up to the run's last step in the last epoch of a cut.

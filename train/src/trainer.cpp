@@ -27,6 +27,7 @@
 #include "pcdino/train/comm.hpp"
 #include "pcdino/train/device.hpp"
 #include "pcdino/train/fusion.hpp"
+#include "pcdino/train/kernel_profile.hpp"
 #include "pcdino/train/multi_tensor.hpp"
 #include "pcdino/train/online_knn.hpp"
 #include "pcdino/train/phase_clock.hpp"
@@ -355,11 +356,18 @@ void Training::set_up_threads() const {
   }
 }
 
-// The device and its precision, and --cuda-graph's conditions, before anything is written.
+// The device and its precision, and --cuda-graph's and --profile-kernels' conditions, before anything is
+// written.
 void Training::set_up_device() {
   device_ = select_device(device_option(rt_.device, c_.slurm.accelerator),
                           world_ ? world_->local_rank() : rt_.local_rank);
   amp_ = h_.use_fp16 ? autocast_dtype(device_, rt_.amp_dtype) : std::nullopt;
+  if (rt_.profile_kernels && !device_.is_cuda()) {
+    throw ConfigError(
+        "--profile-kernels: times a GPU's kernels (CUPTI, through the PyTorch profiler); this run "
+        "trains on " +
+        device_.str());
+  }
   if (!rt_.cuda_graph) return;
   if (amp_ == torch::kHalf) {
     throw ConfigError(
@@ -757,7 +765,25 @@ void Training::log_epoch(int epoch, const EpochStats& stats, double entropy_epoc
     record.images_per_second = images_per_second, record.eta_seconds = eta;
     record.seconds_per_step = {phases[0], phases[1], phases[2], phases[3]};
     record.phase_clock = phase_clock_->source();
+    if (stats.kernel_profile && stats.kernel_profile->kernels > 0)
+      record.kernel_seconds_per_step =
+          stats.kernel_profile->device_seconds / static_cast<double>(stats.loss_count);
     append_line(metrics_file_, format_metrics_record(record));
+  }
+  if (stats.kernel_profile) {
+    const double steps = static_cast<double>(std::max<std::size_t>(stats.loss_count, 1));
+    if (stats.kernel_profile->kernels == 0) {
+      spdlog::warn(
+          "epoch {}/{}: --profile-kernels: the profiler recorded no kernel (is CUPTI, libcupti.so, "
+          "where LibTorch looks for it?)",
+          epoch + 1, epochs);
+    } else {
+      spdlog::info(
+          "epoch {}/{}: kernel time per step {:.4f} s ({:.0f} kernels a step, CUPTI): the step's floor; the "
+          "profiled step took {:.4f} s",
+          epoch + 1, epochs, stats.kernel_profile->device_seconds / steps,
+          static_cast<double>(stats.kernel_profile->kernels) / steps, stats.seconds / steps);
+    }
   }
   spdlog::info(
       "epoch {}/{}: seconds per step ({}): data wait {:.3f}, forward {:.3f}, backward {:.3f}, update "
@@ -799,7 +825,11 @@ TrainReport Training::run() {
     const auto epoch_started = Clock::now();
     const std::size_t first_iter = epoch == state_.epoch ? static_cast<std::size_t>(state_.iteration) : 0;
     Prefetcher<Batch> loader(niter_ - first_iter, batches(epoch, first_iter), loader_threads, 4);
+    // --profile-kernels: the run's last epoch (a benchmark's warm one) under the profiler.
+    std::optional<KernelProfile> profile;
+    if (rt_.profile_kernels && epoch + 1 == ctx_->epochs) profile.emplace(true);
     EpochStats stats = train_one_epoch(*ctx_, loader, epoch, first_iter);
+    if (profile) stats.kernel_profile = profile->stop();
     if (stats.stopped_after) return stop(epoch, *stats.stopped_after);
     end_epoch(epoch, stats, epoch_started, first_iter);
   }

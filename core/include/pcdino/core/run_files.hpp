@@ -121,6 +121,9 @@ struct MetricsRecord {
   } seconds_per_step;
   /// What timed them: "cuda_events" (the device's timeline) or "host_clock" (also files without the key).
   std::string phase_clock = "host_clock";
+  /// `pcdino train --profile-kernels`' epoch: its kernels' GPU time per step (seconds, CUPTI), the step's
+  /// kernel-time floor.
+  std::optional<double> kernel_seconds_per_step;
 };
 
 /// The record as JSON (no newline).

@@ -37,6 +37,11 @@ struct TrainRuntime {
   /// loss scaling decides on the host whether to skip a step); with several ranks the NCCL allreduces are
   /// captured with the step (NCCL >= 2.9.6, CUDA >= 11.3). Refused (ConfigError) otherwise.
   bool cuda_graph = false;
+  /// Benchmarks: the run's last epoch under the PyTorch profiler (KernelProfile): its kernels' GPU time per
+  /// step, the step's kernel-time floor, goes into that epoch's metrics.jsonl record
+  /// (kernel_seconds_per_step) and the log. A CUDA device; refused (ConfigError) otherwise. The profiler
+  /// slows the host's side of that epoch, so its images/s are not the run's.
+  bool profile_kernels = false;
   /// Tests: --cuda-graph's step (static crops, the schedules read from device scalars) run eagerly on any
   /// device, without a graph, to compare it with the ordinary step.
   bool graph_step_without_graph = false;
