@@ -21,10 +21,18 @@ std::string neuron_tool(const std::string& name) {
   return std::filesystem::exists(installed) ? installed : name;
 }
 
-// nccom-test across the NeuronCores neuron-ls showed, where judge_neuron() found the devices healthy.
+// nccom-test across the NeuronCores neuron-ls showed, where judge_neuron() found the devices healthy. A
+// neuron-ls before 2.22 (no JSON; judge_neuron() then counts the device files) does not say how many
+// cores there are to test.
 std::optional<Check> nccom_on(const VendorNode& node, double seconds) {
   int cores = 0;
-  for (const auto& d : parse_neuron_ls(node.tool_output)) cores += d.cores;
+  try {
+    for (const auto& d : parse_neuron_ls(node.tool_output)) cores += d.cores;
+  } catch (const DataError&) {
+    return Check{"nccom", true,
+                 "not run: neuron-ls gave no JSON (--json-output is documented from Neuron 2.22), so the "
+                 "NeuronCores to test are not known"};
+  }
   return check_nccom(cores, seconds);
 }
 

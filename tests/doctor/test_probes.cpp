@@ -17,6 +17,7 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/mpi_world.hpp"
 #include "pcdino/core/version.hpp"
+#include "pcdino/doctor/accelerators.hpp"
 #include "pcdino/doctor/doctor.hpp"
 #include "pcdino/doctor/habana.hpp"
 #include "pcdino/doctor/neuron.hpp"
@@ -591,6 +592,16 @@ TEST(DoctorAccelerators, NotPresentIsHealthyAndEachFaultIsNamed) {
       judge_neuron(installed(table, 16), "trn1.32xlarge").detail,
       "16 Neuron device file(s) (neuron-ls gave no JSON: --json-output is documented from Neuron 2.22)");
   EXPECT_FALSE(judge_neuron(installed(table, 15), "trn1.32xlarge").ok);
+  // --nccl on such a node: nccom-test is not run (its core count is unknown), and says so.
+  const auto& kinds = vendor_probes();
+  const auto neuron = std::find_if(kinds.begin(), kinds.end(),
+                                   [](const VendorProbe& v) { return std::string(v.check) == "neuron"; });
+  ASSERT_NE(neuron, kinds.end());
+  ASSERT_NE(neuron->collectives, nullptr);
+  const auto nccom = neuron->collectives(installed(table, 16), 5);
+  ASSERT_TRUE(nccom.has_value());
+  EXPECT_EQ(nccom->name, "nccom");
+  EXPECT_NE(nccom->detail.find("not run: neuron-ls gave no JSON"), std::string::npos) << nccom->detail;
   VendorNode failing = installed("", 16);
   failing.tool_exit = 1;
   failing.tool_error = "neuron-ls: failed to open /dev/neuron0\n";
