@@ -423,20 +423,30 @@ void read_prometheus(Scope& scope, const At& at, SiteSpec& s) {
   }
 }
 
+// `row` with a default computed where the table is made (a member's default is blank).
+Row computed_default(Row row, std::string value) {
+  row.info.default_value = std::move(value);
+  return row;
+}
+
 // The spec's own keys, its head node, image and queues.
 Table cluster_rows() {
   const std::string newest = parallelcluster::newest_release().release;
   return {
       // A release of the table whose cluster schema pcdino restates (first_checked_release() on, with the
       // keys changed since); the newest by default.
-      text("parallelcluster_version", PCDINO_SITE(parallelcluster_version), "[0-9]+\\.[0-9]+\\.[0-9]+",
-           "a release like " + newest, never,
-           "the ParallelCluster release the configuration is for; commands.sh checks `pcluster version`",
-           [newest](Scope& scope, const At& at, SiteSpec& s) {
-             if (s.parallelcluster_version.empty()) s.parallelcluster_version = newest;
-             if (const std::string why = release_problem(s.parallelcluster_version); !why.empty())
-               scope.reader.fail(at.value(), at.path, why);
-           }),
+      computed_default(
+          text(
+              "parallelcluster_version", PCDINO_SITE(parallelcluster_version), "[0-9]+\\.[0-9]+\\.[0-9]+",
+              "a release like " + newest, never,
+              "the ParallelCluster release the configuration is for (default: the newest in pcdino's release "
+              "table); commands.sh checks `pcluster version`",
+              [newest](Scope& scope, const At& at, SiteSpec& s) {
+                if (s.parallelcluster_version.empty()) s.parallelcluster_version = newest;
+                if (const std::string why = release_problem(s.parallelcluster_version); !why.empty())
+                  scope.reader.fail(at.value(), at.path, why);
+              }),
+          newest),
       // ParallelCluster's cluster name: letters, digits, hyphens, starting with a letter, at most 60.
       text("name", PCDINO_SITE(name), R"([A-Za-z][A-Za-z0-9-]{0,59})",
            "a cluster name (letters, digits, '-')", always, "the cluster's name"),

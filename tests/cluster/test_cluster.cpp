@@ -1052,6 +1052,8 @@ TEST(ClusterSite, KeyTableListsEveryKeyOnce) {
   EXPECT_EQ(keys.at("storage.fsx.throughput_per_tib").default_value, "125");
   EXPECT_EQ(keys.at("parallelcluster_version").accepts,
             std::string("a release like ") + parallelcluster::newest_release().release);
+  // A default computed from the release table is listed as the parser applies it.
+  EXPECT_EQ(keys.at("parallelcluster_version").default_value, parallelcluster::newest_release().release);
   EXPECT_TRUE(keys.at("head_node.ssh_allowed_cidr").required);
   EXPECT_FALSE(keys.at("queues[].capacity_reservation_id").required) << "only with CAPACITY_BLOCK";
   EXPECT_EQ(keys.count("monitoring.prometheus.retention"), 1u);
