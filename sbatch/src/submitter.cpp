@@ -170,7 +170,7 @@ std::vector<StageRestart> restart_log(const RunLayout& files, const Stage& stage
 
 StageStatus query_job(const RunLayout& files, const Stage& stage, const std::string& job_id,
                       const std::set<Stage>& complete) {
-  StageStatus st{stage, job_id, "", "", "", "", "", 0, ""};
+  StageStatus st{stage, job_id, "", "", "", "", "", 0, "", {}};
   const ProcessResult r = run_process({"scontrol", "show", "job", "-o", job_id}, kSlurmHint);
   if (r.exit_code == 0 && !r.out.empty()) {
     auto f = parse_scontrol(r.out);
@@ -363,7 +363,7 @@ std::vector<StageStatus> pipeline_status(const PipelineConfig& config) {
     if (!jobs.contains(stage)) {
       if (!enabled) continue;  // not in this pipeline
       result.push_back(
-          {stage, "", complete.count(stage) != 0 ? "COMPLETE" : "NOT_SUBMITTED", "", "", "", "", 0, ""});
+          {stage, "", complete.count(stage) != 0 ? "COMPLETE" : "NOT_SUBMITTED", "", "", "", "", 0, "", {}});
       continue;
     }
     // State files before the `after` record: the stage's dependencies as the table has them.
