@@ -14,7 +14,9 @@
 #
 # usage: bench/train_gpu.sh [BUILD_DIR]    environment: STEPS (40), BATCH (256), LOADER_THREADS (14),
 #                                          PYTHON (the interpreter with the GPU PyTorch: tests/lib/python.sh),
-#                                          FMNIST_SOURCE (the IDX files, default Debian's)
+#                                          FMNIST_SOURCE (the IDX files, default Debian's),
+#                                          AMPS ("none bfloat16 float16": autocast types, none = float32),
+#                                          CASES ("real synthetic graph"), FLOOR (1: the kernel-time table)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -22,6 +24,7 @@ BUILD="${1:-$ROOT/build}"
 PCDINO="$BUILD/cli/pcdino"
 W="$BUILD/bench-work/train-gpu"
 STEPS=${STEPS:-40} BATCH=${BATCH:-256} LOADER_THREADS=${LOADER_THREADS:-14} PYTHON=${PYTHON:-$(torch_python)}
+AMPS=${AMPS:-none bfloat16 float16} CASES=${CASES:-real synthetic graph} FLOOR=${FLOOR:-1}
 export PCDINO_LOG_LEVEL=warn
 mkdir -p "$W"
 
@@ -40,13 +43,13 @@ row() {  # row CASE AMP SECONDS_PER_STEP [baseline]
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "# bench/train_gpu.sh on $gpu, $(date -u +%F), $("$PCDINO" --version | head -1), torch $("$PYTHON" -c 'import torch; print(torch.__version__)'), batch $BATCH"
 printf '%-22s %-9s %8s %9s %8s\n' case autocast s/step images/s "vs base"
-for amp in none bfloat16 float16; do
+for amp in $AMPS; do
   s=$("$PYTHON" "$ROOT/bench/baseline_dino_step.py" --device cuda --amp "$amp" --batch "$BATCH" \
       --steps "$STEPS" --warmup 5 --threads 8 2>/dev/null)
   if [ "$amp" = none ]; then row "python step (baseline)" float32 "$s" baseline; else row "python step" "$amp" "$s"; fi
 done
-for amp in none bfloat16 float16; do
-  for data in real synthetic graph; do
+for amp in $AMPS; do
+  for data in $CASES; do
     [ "$data" = graph ] && [ "$amp" = float16 ] && continue  # --cuda-graph refuses float16's loss scaling
     model="$W/model-$amp"
     rm -rf "$model"
@@ -84,10 +87,11 @@ kernel_floor() {
   tail -n 1 "$model/metrics.jsonl" | "$PYTHON" -c 'import json,sys; m = json.load(sys.stdin); print("%.4f" % m["kernel_seconds_per_step"] if "kernel_seconds_per_step" in m else "-")'
 }
 
+[ "$FLOOR" = 1 ] || exit 0
 echo
 echo "# kernel-time floor (the PyTorch profiler's CUDA activities, CUPTI): GPU seconds of the kernels per step"
 printf '%-22s %-9s %13s\n' case autocast "kernel s/step"
-for amp in none bfloat16 float16; do
+for amp in $AMPS; do
   floor=$("$PYTHON" "$ROOT/bench/baseline_dino_step.py" --device cuda --amp "$amp" --batch "$BATCH" --steps "$STEPS" \
     --warmup 5 --threads 8 --kernel-floor 2>/dev/null || echo -)
   printf '%-22s %-9s %13s\n' "python step" "${amp/none/float32}" "$floor"
