@@ -21,7 +21,7 @@ using torch::profiler::impl::ProfilerState;
 // libkineto::ActivityType (pytorch/kineto, libkineto/include/ActivityType.h; the same numbers from
 // LibTorch 1.13 to 2.11): what KinetoEvent::activityType() returns. Its header is not installed with
 // LibTorch.
-constexpr std::uint8_t kGpuMemcpy = 3, kGpuMemset = 4, kConcurrentKernel = 5;
+constexpr std::uint8_t kCpuOp = 0, kGpuMemcpy = 3, kGpuMemset = 4, kConcurrentKernel = 5;
 
 std::set<ActivityType> activities(bool cuda) {
   std::set<ActivityType> a{ActivityType::CPU};
@@ -43,8 +43,9 @@ KernelProfile::KernelProfile(bool cuda) : cuda_(cuda) {
   if (torch::profiler::impl::profilerEnabled())
     throw Error(ExitCode::kSoftware, "kernel profile: the PyTorch profiler already runs in this process");
   const ProfilerConfig config(ProfilerState::KINETO);
-  profiler::prepareProfiler(config, activities(cuda));
-  profiler::enableProfiler(config, activities(cuda));
+  const std::set<ActivityType> recorded = activities(cuda);
+  profiler::prepareProfiler(config, recorded);
+  profiler::enableProfiler(config, recorded);
 }
 
 KernelProfile::~KernelProfile() {
@@ -60,7 +61,7 @@ KernelTotals KernelProfile::stop() {
   for (const auto& e : result->events()) {
     const std::uint8_t type = e.activityType();
     if (e.deviceType() == c10::DeviceType::CPU) {
-      totals.host_operators += type == 0 ? 1 : 0;  // CPU_OP; the host's CUDA runtime calls are not operators
+      totals.host_operators += type == kCpuOp ? 1 : 0;  // the host's CUDA runtime calls are not operators
     } else if (type == kConcurrentKernel || type == kGpuMemcpy || type == kGpuMemset) {
       totals.device_seconds += duration_seconds(e);
       totals.kernels += type == kConcurrentKernel ? 1 : 0;

@@ -751,8 +751,12 @@ void Training::log_epoch(int epoch, const EpochStats& stats, double entropy_epoc
   const double images_per_second =
       static_cast<double>(stats.loss_count * global_batch_) / std::max(stats.seconds, 1e-9);
   const double eta = (epochs - epoch - 1) * stats.seconds;
+  const double steps = static_cast<double>(std::max<std::size_t>(stats.loss_count, 1));
   PhaseSeconds phases = stats.phases;
-  for (double& seconds : phases) seconds /= static_cast<double>(std::max<std::size_t>(stats.loss_count, 1));
+  for (double& seconds : phases) seconds /= steps;
+  std::optional<double> kernel_seconds_per_step;  // --profile-kernels, where the profiler saw kernels
+  if (stats.kernel_profile && stats.kernel_profile->kernels > 0)
+    kernel_seconds_per_step = stats.kernel_profile->device_seconds / steps;
   if (writer_) {
     append_line(ModelFiles{output_dir_}.training_log(),
                 format_training_log_line(
@@ -765,25 +769,20 @@ void Training::log_epoch(int epoch, const EpochStats& stats, double entropy_epoc
     record.images_per_second = images_per_second, record.eta_seconds = eta;
     record.seconds_per_step = {phases[0], phases[1], phases[2], phases[3]};
     record.phase_clock = phase_clock_->source();
-    if (stats.kernel_profile && stats.kernel_profile->kernels > 0)
-      record.kernel_seconds_per_step =
-          stats.kernel_profile->device_seconds / static_cast<double>(stats.loss_count);
+    record.kernel_seconds_per_step = kernel_seconds_per_step;
     append_line(metrics_file_, format_metrics_record(record));
   }
-  if (stats.kernel_profile) {
-    const double steps = static_cast<double>(std::max<std::size_t>(stats.loss_count, 1));
-    if (stats.kernel_profile->kernels == 0) {
-      spdlog::warn(
-          "epoch {}/{}: --profile-kernels: the profiler recorded no kernel (is CUPTI, libcupti.so, "
-          "where LibTorch looks for it?)",
-          epoch + 1, epochs);
-    } else {
-      spdlog::info(
-          "epoch {}/{}: kernel time per step {:.4f} s ({:.0f} kernels a step, CUPTI): the step's floor; the "
-          "profiled step took {:.4f} s",
-          epoch + 1, epochs, stats.kernel_profile->device_seconds / steps,
-          static_cast<double>(stats.kernel_profile->kernels) / steps, stats.seconds / steps);
-    }
+  if (kernel_seconds_per_step) {
+    spdlog::info(
+        "epoch {}/{}: kernel time per step {:.4f} s ({:.0f} kernels a step, CUPTI): the step's floor; the "
+        "profiled step took {:.4f} s",
+        epoch + 1, epochs, *kernel_seconds_per_step,
+        static_cast<double>(stats.kernel_profile->kernels) / steps, stats.seconds / steps);
+  } else if (stats.kernel_profile) {
+    spdlog::warn(
+        "epoch {}/{}: --profile-kernels: the profiler recorded no kernel (is CUPTI, libcupti.so, where "
+        "LibTorch looks for it?)",
+        epoch + 1, epochs);
   }
   spdlog::info(
       "epoch {}/{}: seconds per step ({}): data wait {:.3f}, forward {:.3f}, backward {:.3f}, update "

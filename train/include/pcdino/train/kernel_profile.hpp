@@ -5,8 +5,6 @@
 // which remove the launches) can win.
 #pragma once
 
-#include <memory>
-
 namespace pcdino::train {
 
 /// What the profiler recorded between KernelProfile's start and stop().
