@@ -15,6 +15,7 @@
 #                  pixels' top1 (best k); then, for a run the time budget cut, the precision choice, the cut
 #                  and the schedules' values at the last step beside their ends
 set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
 PCDINO="$BUILD/cli/pcdino"
@@ -57,16 +58,8 @@ stop_loads
 loads=()
 "${pin[@]}" "$PCDINO" extract -c "$config" --threads "$THREADS" --no-csv >/dev/null
 "${pin[@]}" "$PCDINO" knn -c "$config" >/dev/null
-# The same network untrained (the --set arguments may change its architecture; the others are train's).
-sets=()
-while [ $# -gt 0 ]; do
-  [ "$1" = --set ] && [ $# -gt 1 ] && sets+=(--set "$2") && shift
-  shift
-done
-"$PCDINO" extract -c "$config" "${sets[@]}" --random-init --threads "$THREADS" --no-csv --output "$rundir/untrained.h5" >/dev/null
-"$PCDINO" knn -c "$config" "${sets[@]}" --features "$rundir/untrained.h5" --name-of-run "$run-untrained" >/dev/null
-"$PCDINO" extract -c "$config" --raw-pixels --threads "$THREADS" --no-csv --output "$rundir/raw_pixels.h5" >/dev/null
-"$PCDINO" knn -c "$config" --features "$rundir/raw_pixels.h5" --name-of-run "$run-raw-pixels" >/dev/null
+bench_sets "$@"
+bench_knn_baselines "$PCDINO" "$config" "$rundir" "$run" --threads "$THREADS"
 /usr/bin/python3 - "$NAME" "$SEED" "$seconds" "$rundir" "$W/out/$run-untrained/kNN/knn.json" \
   "$W/out/$run-raw-pixels/kNN/knn.json" "$rundir.train.log" <<'PY'
 import glob, json, re, sys

@@ -12,6 +12,7 @@
 #              float16; 0: never), LOADER_THREADS (the cores), FMNIST_SOURCE (the IDX files, default
 #              Debian's), PYTHON (a python3), WORK (BUILD_DIR/bench-work/fashion-mnist-gpu)
 set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="$ROOT/build"
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
@@ -48,23 +49,14 @@ PCDINO_LOG_LEVEL=info "$PCDINO" train -c "$config" --no-resume --loader-threads 
   --set "train_scDINO.time_budget_minutes=$MINUTES" --set "train_scDINO.hyperparameters.online_knn_every=$KNN_EVERY" \
   --set "train_scDINO.hyperparameters.online_knn_images=$ONLINE_KNN_IMAGES" "$@" >"$run.train.log" 2>&1 || { tail -20 "$run.train.log"; exit 1; }
 seconds=$((SECONDS - start))
-changes="$*"
-# The same network untrained (the --set arguments may change its architecture; the others are train's).
-sets=()
-while [ $# -gt 0 ]; do
-  [ "$1" = --set ] && [ $# -gt 1 ] && sets+=(--set "$2") && shift
-  shift
-done
-"$PCDINO" extract -c "$config" "${sets[@]}" --no-csv >/dev/null
-"$PCDINO" knn -c "$config" "${sets[@]}" >/dev/null
-"$PCDINO" extract -c "$config" "${sets[@]}" --random-init --no-csv --output "$run/untrained.h5" >/dev/null
-"$PCDINO" knn -c "$config" "${sets[@]}" --features "$run/untrained.h5" --name-of-run fashion-mnist-gpu-untrained >/dev/null
-"$PCDINO" extract -c "$config" --raw-pixels --no-csv --output "$run/raw_pixels.h5" >/dev/null
-"$PCDINO" knn -c "$config" --features "$run/raw_pixels.h5" --name-of-run fashion-mnist-gpu-raw-pixels >/dev/null
+bench_sets "$@"
+"$PCDINO" extract -c "$config" "${BENCH_SETS[@]}" --no-csv >/dev/null
+"$PCDINO" knn -c "$config" "${BENCH_SETS[@]}" >/dev/null
+bench_knn_baselines "$PCDINO" "$config" "$run" fashion-mnist-gpu
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
 echo "# bench/fashion_mnist_gpu.sh on ${gpu:-$(nproc) CPU cores}, $(date -u +%F), $("$PCDINO" --version | head -1)," \
-  "MINUTES=$MINUTES ${graph[*]} $changes"
+  "MINUTES=$MINUTES ${graph[*]} $*"
 "$PYTHON" - "$run" "$seconds" "$W/out" <<'PY'
 import glob, json, re, sys
 from datetime import datetime

@@ -89,3 +89,26 @@ bench_step_seconds() {
 m = json.load(sys.stdin)
 print("%.*f" % (int(sys.argv[1]), sum(m["seconds_per_step"].values())))' "${2:-3}"
 }
+
+# bench_sets ARGUMENT ...: BENCH_SETS, the --set KEY=VALUE pairs among `pcdino train`'s ARGUMENTs (they may
+# change the architecture, which the stages after training must then share; the other options are
+# training's alone).
+bench_sets() {
+  BENCH_SETS=()
+  while [ $# -gt 0 ]; do
+    [ "$1" = --set ] && [ $# -gt 1 ] && BENCH_SETS+=(--set "$2") && shift
+    shift
+  done
+}
+
+# bench_knn_baselines PCDINO CONFIG RUN_DIR RUN [EXTRACT_OPTION ...]: the kNN stage on the same network
+# untrained (with BENCH_SETS; RUN_DIR/untrained.h5, run RUN-untrained) and on the raw pixels
+# (RUN_DIR/raw_pixels.h5, run RUN-raw-pixels), the yardsticks of a trained teacher on the same split.
+bench_knn_baselines() {
+  local pcdino=$1 config=$2 rundir=$3 run=$4
+  shift 4
+  "$pcdino" extract -c "$config" "${BENCH_SETS[@]}" --random-init "$@" --no-csv --output "$rundir/untrained.h5" >/dev/null
+  "$pcdino" knn -c "$config" "${BENCH_SETS[@]}" --features "$rundir/untrained.h5" --name-of-run "$run-untrained" >/dev/null
+  "$pcdino" extract -c "$config" --raw-pixels "$@" --no-csv --output "$rundir/raw_pixels.h5" >/dev/null
+  "$pcdino" knn -c "$config" --features "$rundir/raw_pixels.h5" --name-of-run "$run-raw-pixels" >/dev/null
+}

@@ -48,17 +48,25 @@ for amp in $AMPS; do
       --steps "$STEPS" --warmup 5 --threads 8 2>/dev/null)
   if [ "$amp" = none ]; then row "python step (baseline)" float32 "$s" baseline; else row "python step" "$amp" "$s"; fi
 done
+# train_case AMP MODEL FLAGS...: `pcdino train` of the pipeline, 2 epochs of STEPS, autocast AMP (none:
+# float32), into the folder MODEL (emptied first).
+train_case() {
+  local amp=$1 model=$2 fp16=true
+  shift 2
+  [ "$amp" = none ] && fp16=false
+  rm -rf "$model"
+  "$PCDINO" train -c "$W/pipeline.yaml" --set "train_scDINO.hyperparameters.use_fp16=$fp16" \
+    --amp-dtype "${amp/none/auto}" --loader-threads "$LOADER_THREADS" --limit-images $((STEPS * BATCH)) \
+    --model-dir "$model" --no-resume "$@"
+}
+
 for amp in $AMPS; do
   for data in $CASES; do
     [ "$data" = graph ] && [ "$amp" = float16 ] && continue  # --cuda-graph refuses float16's loss scaling
     model="$W/model-$amp"
-    rm -rf "$model"
-    fp16=true; [ "$amp" = none ] && fp16=false
     synthetic=(); [ "$data" = synthetic ] && synthetic=(--synthetic-crops)
     [ "$data" = graph ] && synthetic=(--synthetic-crops --cuda-graph)
-    "$PCDINO" train -c "$W/pipeline.yaml" --set "train_scDINO.hyperparameters.use_fp16=$fp16" \
-      --amp-dtype "${amp/none/auto}" --loader-threads "$LOADER_THREADS" --limit-images $((STEPS * BATCH)) \
-      --model-dir "$model" --no-resume "${synthetic[@]}"
+    train_case "$amp" "$model" "${synthetic[@]}"
     s=$(tail -n 1 "$model/metrics.jsonl" | "$PYTHON" -c 'import json,sys; print("%.4f" % ('"$BATCH"' / json.load(sys.stdin)["images_per_second"]))')
     case $data in
       real) row "pcdino train" "${amp/none/float32}" "$s" ;;
@@ -78,12 +86,9 @@ done
 
 # kernel_floor AMP FLAGS...: pcdino's kernel seconds per step over its second epoch (--profile-kernels).
 kernel_floor() {
-  local amp=$1 fp16=true model="$W/model-profile"
+  local amp=$1 model="$W/model-profile"
   shift
-  [ "$amp" = none ] && fp16=false
-  rm -rf "$model"
-  "$PCDINO" train -c "$W/pipeline.yaml" --set "train_scDINO.hyperparameters.use_fp16=$fp16" --amp-dtype "${amp/none/auto}" \
-    --limit-images $((STEPS * BATCH)) --model-dir "$model" --no-resume --profile-kernels "$@" >/dev/null 2>&1 || { echo -; return; }
+  train_case "$amp" "$model" --profile-kernels "$@" >/dev/null 2>&1 || { echo -; return; }
   tail -n 1 "$model/metrics.jsonl" | "$PYTHON" -c 'import json,sys; m = json.load(sys.stdin); print("%.4f" % m["kernel_seconds_per_step"] if "kernel_seconds_per_step" in m else "-")'
 }
 
