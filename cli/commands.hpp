@@ -20,6 +20,9 @@ void add_meanstd_command(CLI::App& app);
 /// `pcdino doctor` (cli/doctor.cpp).
 void add_doctor_command(CLI::App& app);
 
+/// `pcdino node-check` (cli/node_check.cpp).
+void add_node_check_command(CLI::App& app);
+
 /// `pcdino ami check|generate` (cli/ami.cpp).
 void add_ami_commands(CLI::App& app);
 

@@ -11,6 +11,7 @@
 #include "pcdino/cluster/prometheus.hpp"
 #include "pcdino/core/accelerator.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/node_check_site.hpp"
 #include "pcdino/core/text_template.hpp"
 
 namespace pcdino::cluster {
@@ -65,13 +66,45 @@ std::pair<std::string, std::string> s3_split(const std::string& url) {
   return {rest.substr(0, slash), slash == std::string::npos ? "" : rest.substr(slash + 1)};
 }
 
+// Where commands.sh uploads head-node.sh: the sections' s3_prefix, equal where several are on (site.cpp).
 std::string head_node_script_url(const SiteSpec& s) {
-  return (s.spank.enabled ? s.spank.s3_prefix : s.prometheus.s3_prefix) + "/head-node.sh";
+  return (s.spank.enabled        ? s.spank.s3_prefix
+          : s.prometheus.enabled ? s.prometheus.s3_prefix
+                                 : s.node_check.s3_prefix) +
+         "/head-node.sh";
 }
 
-// Whether the head node has an OnNodeConfigured action (head-node.sh): the SPANK plugin, Prometheus.
+// Whether the head node has an OnNodeConfigured action (head-node.sh): the SPANK plugin, Prometheus, the
+// node check.
 bool has_head_node_script(const SiteSpec& s) {
-  return s.spank.enabled || s.prometheus.enabled;
+  return s.spank.enabled || s.prometheus.enabled || s.node_check.enabled;
+}
+
+// The node check's slurm.conf lines (issue #60), none of them on ParallelCluster's deny list (Prolog is:
+// head-node.sh puts the wrapper in prolog.d). The prolog runs at allocation, on every node, and the batch
+// script starts only once all passed (PrologFlags=Alloc,DeferBatch: slurm.conf(5)); ParallelCluster already
+// sets SchedulerParameters=nohold_on_prolog_fail, so a job whose prolog failed is requeued unheld. The
+// health check runs on idle nodes, drained ones included (IDLE), so that it returns what pcdino drained.
+std::vector<SlurmLine> node_check_settings(const SiteSpec& s) {
+  return {{{"PrologFlags", "Alloc,DeferBatch"}},
+          {{"HealthCheckProgram", kImageNodeCheckWrapper}},
+          {{"HealthCheckInterval", std::to_string(s.node_check.interval_seconds)}},
+          {{"HealthCheckNodeState", "IDLE"}}};
+}
+
+// The node check's site file: the spec's shared storage as ParallelCluster mounts it, the queues' local
+// scratch.
+NodeCheckSite node_check_site(const SiteSpec& s) {
+  NodeCheckSite site;
+  if (s.fsx.enabled) site.shared_storage.push_back({s.fsx.mount_dir, "FsxLustre"});
+  if (s.apps_ebs_gib > 0) site.shared_storage.push_back({"/apps", "Ebs"});
+  for (const auto& q : s.queues)
+    if (!q.local_scratch.empty() && std::find(site.local_scratch.begin(), site.local_scratch.end(),
+                                              q.local_scratch) == site.local_scratch.end())
+      site.local_scratch.push_back(q.local_scratch);
+  site.min_scratch_gib = s.node_check.min_scratch_gib;
+  site.probe_seconds = s.node_check.probe_seconds;
+  return site;
 }
 
 // A node's IAM: the site's policies and the buckets the pipeline reads or writes.
@@ -146,6 +179,9 @@ std::string cluster_config(const SiteSpec& s) {
   scheduling["Scheduler"] = "slurm";
   for (const auto& line : s.slurm_settings)
     scheduling["SlurmSettings"]["CustomSlurmSettings"].push_back(slurm_line(line));
+  if (s.node_check.enabled)
+    for (const auto& line : node_check_settings(s))
+      scheduling["SlurmSettings"]["CustomSlurmSettings"].push_back(slurm_line(line));
   for (const auto& q : s.queues) {
     YAML::Node queue;
     queue["Name"] = q.name;
@@ -448,19 +484,54 @@ fi
 echo "head-node.sh: $etc/plugstack.conf loads spank_pcdino.so (default profile $DEFAULT_PROFILE)"
 )SH";
 
+const char* const kNodeCheckWhat =
+    R"SH(# Installs pcdino's node check: its site file in /opt/slurm/etc/pcdino and the pcdino image's wrapper in
+# ParallelCluster's prolog.d; slurm.conf (CustomSlurmSettings) runs the same wrapper as HealthCheckProgram.
+)SH";
+const char* const kNodeCheckVars = R"SH(SLURM_PREFIX=${SLURM_PREFIX:-/opt/slurm}
+PCDINO_PREFIX=${PCDINO_PREFIX:-/opt/pcdino}
+etc=$SLURM_PREFIX/etc
+)SH";
+
+// prolog.d's scripts run in reverse alphabetical order and stop at the first that fails (slurm.conf(5),
+// Prolog): 95_ runs before ParallelCluster's 90_pcluster_health_check_manager, so that a sick node fails in
+// seconds, before a DCGM level 2 diagnostic of minutes. The wrapper is the image's, on every node's own
+// disk; the site file and the link live in /opt/slurm, which every node mounts from the head node.
+const char* const kNodeCheckSection = R"SH(
+wrapper=$PCDINO_PREFIX/libexec/pcdino/node-check  # slurm.conf's HealthCheckProgram: @WRAPPER@
+[ -x "$wrapper" ] || fail "no $wrapper: the head node must run the pcdino image (image.custom_ami)"
+[ -d "$etc/scripts/prolog.d" ] || fail "no $etc/scripts/prolog.d: ParallelCluster 3.6 or later makes it"
+mkdir -p "$etc/pcdino"
+put_text "$(cat <<'SITE'
+@SITE@SITE
+)" "$etc/pcdino/node-check.yaml"
+if [ "$(readlink "$etc/scripts/prolog.d/95_pcdino_node_check" 2>/dev/null)" != "$wrapper" ]; then
+  ln -sfn "$wrapper" "$etc/scripts/prolog.d/95_pcdino_node_check"
+  echo "head-node.sh: wrote $etc/scripts/prolog.d/95_pcdino_node_check -> $wrapper"
+fi
+echo "head-node.sh: the node check runs as prolog (prolog.d) and HealthCheckProgram ($wrapper)"
+)SH";
+
 std::string head_node_script(const SiteSpec& s) {
   if (!has_head_node_script(s)) return "";
   const std::map<std::string, std::string> v = {
       {"SPEC", std::filesystem::path(s.source).filename().string()},
       {"PROFILE", default_profile(s)},
       {"PYXIS", s.spank.pyxis ? "true" : "false"},
-      {"WHAT",
-       std::string(s.spank.enabled ? kSpankWhat : "") + (s.prometheus.enabled ? kPrometheusWhat : "")},
-      {"VARS", s.spank.enabled ? fill_template(kSpankVars, {{"PROFILE", default_profile(s)},
-                                                            {"PYXIS", s.spank.pyxis ? "true" : "false"}})
-                               : "PCDINO_PREFIX=${PCDINO_PREFIX:-/opt/pcdino}\n"}};
+      {"WRAPPER", kImageNodeCheckWrapper},
+      {"SITE",
+       write_node_check_site(node_check_site(s), "`pcdino cluster generate` from " +
+                                                     std::filesystem::path(s.source).filename().string())},
+      {"WHAT", std::string(s.spank.enabled ? kSpankWhat : "") +
+                   (s.prometheus.enabled ? kPrometheusWhat : "") +
+                   (s.node_check.enabled ? kNodeCheckWhat : "")},
+      {"VARS", s.spank.enabled        ? fill_template(kSpankVars, {{"PROFILE", default_profile(s)},
+                                                                   {"PYXIS", s.spank.pyxis ? "true" : "false"}})
+               : s.node_check.enabled ? kNodeCheckVars
+                                      : "PCDINO_PREFIX=${PCDINO_PREFIX:-/opt/pcdino}\n"}};
   std::string script = fill_template(kHeadNodeHead, v);
   if (s.spank.enabled) script += fill_template(kSpankSection, v);
+  if (s.node_check.enabled) script += fill_template(kNodeCheckSection, v);
   return script + prometheus_head_node_section(s);
 }
 
@@ -500,10 +571,13 @@ std::string commands(const SiteSpec& s) {
     out += "cp cluster-config.yaml cluster-config.rendered.yaml\n";
   }
   if (has_head_node_script(s)) {
-    out += std::string("# The head node's OnNodeConfigured action (") +
-           (s.spank.enabled ? "installs pcdino's SPANK plugin into /opt/slurm" : "") +
-           (s.spank.enabled && s.prometheus.enabled ? "; " : "") +
-           (s.prometheus.enabled ? "installs Prometheus" : "") +
+    std::vector<std::string> what;
+    if (s.spank.enabled) what.emplace_back("installs pcdino's SPANK plugin into /opt/slurm");
+    if (s.node_check.enabled) what.emplace_back("installs pcdino's node check");
+    if (s.prometheus.enabled) what.emplace_back("installs Prometheus");
+    std::string joined;
+    for (const auto& w : what) joined += (joined.empty() ? "" : "; ") + w;
+    out += "# The head node's OnNodeConfigured action (" + joined +
            ").\n"
            "aws s3 cp --region \"$REGION\" head-node.sh " +
            head_node_script_url(s) + "\n";

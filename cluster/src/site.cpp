@@ -319,6 +319,64 @@ const Table& prometheus_table() {
   return rows;
 }
 
+const Table& node_check_table() {
+  static const Table rows = {
+      integer("interval_seconds", PCDINO_SITE(node_check.interval_seconds), 10, 86400,
+              "HealthCheckInterval: how often slurmd runs it on an idle node (s)"),
+      integer("probe_seconds", PCDINO_SITE(node_check.probe_seconds), 1, 60,
+              "each probe's time limit, a hung mount's included (s)"),
+      integer("min_scratch_gib", PCDINO_SITE(node_check.min_scratch_gib), 0, 1 << 20,
+              "free space each queue's local_scratch needs (GiB)"),
+      text("s3_prefix", PCDINO_SITE(node_check.s3_prefix), kS3Prefix, "an s3://bucket/prefix", never,
+           "where commands.sh uploads head-node.sh; unset: spank's or monitoring.prometheus's",
+           trim_slashes(PCDINO_SITE(node_check.s3_prefix))),
+  };
+  return rows;
+}
+
+// The slurm.conf keys the node check sets itself (CustomSlurmSettings).
+const char* const kNodeCheckKeys[] = {"PrologFlags", "HealthCheckProgram", "HealthCheckInterval",
+                                      "HealthCheckNodeState"};
+
+// The checks of node_check against the image, the other head-node.sh sections and slurm.settings.
+void check_node_check(Scope& scope, SiteSpec& s) {
+  if (!s.node_check.enabled) return;
+  const YAML::Node at = scope.at("")["node_check"];
+  if (s.custom_ami.empty())
+    scope.fail(
+        at, "node_check",
+        "needs image.custom_ami, the pcdino image (`pcdino ami`) that holds pcdino and the node check's "
+        "wrapper");
+  const std::string other = s.spank.enabled        ? s.spank.s3_prefix
+                            : s.prometheus.enabled ? s.prometheus.s3_prefix
+                                                   : "";
+  if (s.node_check.s3_prefix.empty()) s.node_check.s3_prefix = other;
+  if (s.node_check.s3_prefix.empty())
+    scope.fail(at, "node_check.s3_prefix",
+               "missing: where commands.sh uploads head-node.sh (s3://bucket/prefix; spank.s3_prefix serves "
+               "both when given)");
+  if (!other.empty() && s.node_check.s3_prefix != other)
+    scope.fail(at["s3_prefix"], "node_check.s3_prefix",
+               "'" + s.node_check.s3_prefix + "' is not '" + other +
+                   "', spank's or monitoring.prometheus's: " + "head-node.sh is one script, uploaded once");
+  for (const auto& line : s.slurm_settings) {
+    for (const auto& [key, value] : line) {
+      const std::string lower = ascii_lower(key);
+      for (const char* own : kNodeCheckKeys)
+        if (lower == ascii_lower(own))
+          scope.fail(at, "node_check",
+                     "slurm.settings sets " + key + ", which the node check sets (" + own +
+                         "); leave it out, or turn the node check off (node_check: false)");
+      // ParallelCluster's slurm.conf has SchedulerParameters=nohold_on_prolog_fail; a site's replaces it.
+      if (lower == "schedulerparameters" && value.find("nohold_on_prolog_fail") == std::string::npos)
+        scope.fail(
+            at, "node_check",
+            "slurm.settings' SchedulerParameters replaces ParallelCluster's nohold_on_prolog_fail: add it, "
+            "or a job whose prolog found a sick node is requeued held instead of running elsewhere");
+    }
+  }
+}
+
 // The checks of monitoring.prometheus against the image and spank (after both are read).
 void check_prometheus(Scope& scope, SiteSpec& s) {
   if (!s.prometheus.enabled) return;
@@ -420,6 +478,18 @@ void read_prometheus(Scope& scope, const At& at, SiteSpec& s) {
     read_table(form, s);
   } else {
     s.prometheus.enabled = scope.reader.boolean(at.parent, at.key, at.path, false);
+  }
+}
+
+// node_check: true, or a mapping read with node_check_table() (its presence turns it on).
+void read_node_check(Scope& scope, const At& at, SiteSpec& s) {
+  const YAML::Node node = at.value();
+  if (node.IsDefined() && node.IsMap()) {
+    Scope form(scope.reader, node, at.path, node_check_table());
+    s.node_check.enabled = true;
+    read_table(form, s);
+  } else {
+    s.node_check.enabled = scope.reader.boolean(at.parent, at.key, at.path, false);
   }
 }
 
@@ -569,6 +639,11 @@ Table service_rows() {
                          "needs image.custom_ami, the pcdino image (`pcdino ami`) that holds the plugin");
           }),
           rule(check_prometheus),
+          other({"node_check", "bool or mapping",
+                 "true, false or {interval_seconds, probe_seconds, min_scratch_gib, s3_prefix}", "false",
+                 false, "pcdino's node check as Slurm's prolog and health check (needs image.custom_ami)"},
+                read_node_check, &node_check_table()),
+          rule(check_node_check),
 
           section("network", Need::optional, "an existing network; unset: the generated VPC stack's"),
           text("network.head_subnet_id", PCDINO_SITE(head_subnet_id), kSubnet, "a subnet id", never,

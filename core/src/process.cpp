@@ -2,12 +2,16 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "pcdino/core/error.hpp"
 
@@ -15,7 +19,8 @@ extern char** environ;
 
 namespace pcdino {
 
-ProcessResult run_process(const std::vector<std::string>& argv, const std::string& hint) {
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& hint,
+                          double timeout_seconds) {
   int out_pipe[2], err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0)
     throw Error(ExitCode::kSoftware, "pipe: " + std::string(std::strerror(errno)));
@@ -47,8 +52,23 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   std::string* sinks[2] = {&result.out, &result.err};
   int open_pipes = 2;
   char buffer[4096];
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(timeout_seconds, 0.0));
   while (open_pipes > 0) {
-    if (::poll(fds, 2, -1) < 0) {
+    int wait_ms = -1;
+    if (timeout_seconds > 0) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        // Its children may hold the pipes open after it dies: stop reading, the result is what came.
+        result.timed_out = true;
+        ::kill(pid, SIGKILL);
+        break;
+      }
+      wait_ms = static_cast<int>(left.count());
+    }
+    const int ready = ::poll(fds, 2, wait_ms);
+    if (ready < 0) {
       if (errno == EINTR) continue;
       break;
     }
@@ -68,6 +88,14 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
     if (f.fd >= 0) ::close(f.fd);
   }
   int status = 0;
+  if (result.timed_out) {
+    // A program stuck in the kernel (a hung device or filesystem) dies only when it leaves it: wait a
+    // second for it, then leave it behind rather than hang with it.
+    for (int i = 0; i < 100 && ::waitpid(pid, &status, WNOHANG) == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    result.exit_code = 128 + SIGKILL;
+    return result;
+  }
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

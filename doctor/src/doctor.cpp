@@ -21,6 +21,7 @@
 #include "pcdino/core/mpi_world.hpp"
 #include "pcdino/core/process.hpp"
 #include "pcdino/doctor/accelerators.hpp"
+#include "pcdino/doctor/node_check.hpp"
 #include "pcdino/doctor/probes.hpp"
 #include "vendor_tools.hpp"
 
@@ -34,66 +35,6 @@ constexpr int kReportTag = 2101, kDecisionTag = 2102;
 
 std::string timed_out(double seconds) {
   return fmt::format("did not finish within {:g} s", seconds);
-}
-
-void check_filesystem(const DoctorOptions& o, NodeReport& r) {
-  const auto fs = within<FilesystemProbe>(
-      o.probe_seconds, [dir = o.shared_dir, bytes = o.probe_bytes] { return probe_filesystem(dir, bytes); });
-  if (!fs) {
-    r.checks.push_back({"shared_fs", false, o.shared_dir + ": " + timed_out(o.probe_seconds)});
-    return;
-  }
-  if (!fs->writable) {
-    r.checks.push_back({"shared_fs", false, fs->error});
-    return;
-  }
-  r.fs_write_mb_s = fs->write_mb_s, r.fs_read_mb_s = fs->read_mb_s;
-  const bool fast = fs->write_mb_s >= o.min_write_mb_s && fs->read_mb_s >= o.min_read_mb_s;
-  r.checks.push_back(
-      {"shared_fs", fast,
-       fmt::format("{}: write {:.0f} MB/s, read {:.0f} MB/s{}", o.shared_dir, fs->write_mb_s, fs->read_mb_s,
-                   fast ? "" : fmt::format(" (floors {:g}/{:g} MB/s)", o.min_write_mb_s, o.min_read_mb_s))});
-}
-
-void check_scratch(const DoctorOptions& o, NodeReport& r) {
-  const auto free = free_bytes(o.scratch_dir);
-  if (!free) {
-    r.checks.push_back({"scratch", false, o.scratch_dir + ": cannot be examined"});
-    return;
-  }
-  const double gib = static_cast<double>(*free) / (1024.0 * 1024.0 * 1024.0);
-  r.checks.push_back(
-      {"scratch", gib >= o.min_scratch_gib,
-       fmt::format("{}: {:.1f} GiB free (needs {:g})", o.scratch_dir, gib, o.min_scratch_gib)});
-}
-
-void check_slurm_view(const DoctorOptions& o, NodeReport& r) {
-  const HostResources host = host_resources();
-  // Probes own copies of what they read: one that times out runs on after this function returns.
-  const auto shown = within<ProcessResult>(o.probe_seconds, [node = r.node] {
-    return run_process({"scontrol", "show", "node", "-o", node}, "Slurm's client commands");
-  });
-  if (!shown || shown->exit_code != 0) {
-    r.checks.push_back(
-        {"slurm_view", false,
-         "scontrol show node " + r.node + ": " +
-             (shown ? shown->err.substr(0, shown->err.find('\n')) : timed_out(o.probe_seconds))});
-    return;
-  }
-  const SlurmNodeView slurm = parse_scontrol_node(shown->out);
-  r.instance_type = instance_type_feature(slurm.features);
-  std::vector<std::string> wrong;
-  if (slurm.cpus > host.cpus)
-    wrong.push_back(fmt::format("Slurm has {} CPUs, the node {}", slurm.cpus, host.cpus));
-  if (slurm.real_memory_mib > host.memory_mib)
-    wrong.push_back(fmt::format("Slurm has {} MiB, the node {}", slurm.real_memory_mib, host.memory_mib));
-  if (slurm.gpus != host.gpus)
-    wrong.push_back(fmt::format("Slurm's gres has {} GPUs, the node shows {}", slurm.gpus, host.gpus));
-  r.checks.push_back({"slurm_view", wrong.empty(),
-                      wrong.empty()
-                          ? fmt::format("{} CPUs, {} MiB, {} GPUs{}", host.cpus, host.memory_mib, host.gpus,
-                                        r.instance_type.empty() ? "" : ", " + r.instance_type)
-                          : join(wrong, "; ")});
 }
 
 // On a node with NVIDIA devices: the CUDA runtime and NCCL load and the runtime shows the task its GPUs.
@@ -114,45 +55,6 @@ void check_variables(const DoctorOptions& o, NodeReport& r) {
                       missing.empty() ? join(o.expect_variables) : "missing " + join(missing)});
 }
 
-void check_providers(const DoctorOptions& o, NodeReport& r) {
-  const auto providers = within<std::vector<std::string>>(o.probe_seconds, [] { return fabric_providers(); });
-  if (!providers) {
-    r.checks.push_back({"libfabric", false, "fi_getinfo " + timed_out(o.probe_seconds)});
-    return;
-  }
-  std::vector<std::string> missing;
-  for (const auto& p : o.expect_providers) {
-    if (std::find(providers->begin(), providers->end(), p) == providers->end()) missing.push_back(p);
-  }
-  r.checks.push_back({"libfabric", missing.empty(),
-                      (missing.empty() ? "" : "no " + join(missing) + " among ") + join(*providers)});
-}
-
-// The image's versions on this node against its manifest; a node without a manifest is not a pcdino image
-// and is not judged (a node whose manifest differs from the others' shows up as mismatches).
-void check_image(const DoctorOptions& o, NodeReport& r) {
-  std::error_code error;
-  if (!std::filesystem::exists(o.manifest, error)) {
-    r.checks.push_back({"image", true, "no " + o.manifest + ": versions not checked"});
-    return;
-  }
-  const auto compared = within<ManifestComparison>(o.probe_seconds, [path = o.manifest] {
-    // A node without NVIDIA devices is not judged on the GPU stack (Slurm's gres check finds missing GPUs).
-    return compare_manifest(read_file(path, "image manifest"), path, image_versions(),
-                            host_resources().gpus > 0);
-  });
-  if (!compared) {
-    r.checks.push_back({"image", false, "reading the versions " + timed_out(o.probe_seconds)});
-    return;
-  }
-  const std::string image = compared->image.empty() ? o.manifest : compared->image;
-  if (!compared->mismatched.empty()) {
-    r.checks.push_back({"image", false, image + ": " + join(compared->mismatched, "; ")});
-  } else {
-    r.checks.push_back({"image", true, image + ": " + join(compared->matched)});
-  }
-}
-
 // The other vendors' accelerators (vendor_probes()): kNotPresent on a node without them; judged against the
 // instance type Slurm's features name (check_slurm_view) and the image manifest. Where the collectives are
 // checked (o.nccl), a kind's own test in place of NCCL's on a node where its check found healthy devices.
@@ -168,7 +70,9 @@ void check_vendor_accelerators(const DoctorOptions& o, NodeReport& r) {
 
 json to_json(const NodeReport& r) {
   json checks = json::array();
-  for (const auto& c : r.checks) checks.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
+  for (const auto& c : r.checks)
+    checks.push_back(
+        {{"name", c.name}, {"ok", c.ok}, {"severity", severity_name(c.severity)}, {"detail", c.detail}});
   return {{"node", r.node},
           {"rank", r.rank},
           {"answered", r.answered},
@@ -188,8 +92,9 @@ NodeReport from_json(const json& j) {
   r.instance_type = j.at("instance_type").get<std::string>();
   r.cuda_gpus = j.at("cuda_gpus").get<int>();
   for (const auto& c : j.at("checks"))
-    r.checks.push_back(
-        {c.at("name").get<std::string>(), c.at("ok").get<bool>(), c.at("detail").get<std::string>()});
+    r.checks.push_back({c.at("name").get<std::string>(), c.at("ok").get<bool>(),
+                        c.at("detail").get<std::string>(),
+                        c.value("severity", "drain") == "warn" ? Severity::kWarn : Severity::kDrain});
   return r;
 }
 
@@ -299,7 +204,7 @@ Check check_spank_plugin(const std::vector<std::string>& plugstack) {
   }
   // plugstack.conf(5): "required|optional PATH [ARGS]" lines and "include GLOB" lines.
   std::vector<std::string> files{conf};
-  std::string plugin;
+  std::string plugin, listed_as;
   for (std::size_t i = 0; i < files.size() && plugin.empty() && !conf.empty(); ++i) {
     std::ifstream in(files[i]);
     for (std::string line; std::getline(in, line) && plugin.empty();) {
@@ -308,6 +213,7 @@ Check check_spank_plugin(const std::vector<std::string>& plugstack) {
       words >> kind >> path;
       if ((kind == "required" || kind == "optional") && path.find("spank_pcdino.so") != std::string::npos) {
         plugin = path;
+        listed_as = kind;
       } else if (kind == "include") {
         const std::filesystem::path pattern(path);
         for (const auto& entry : std::filesystem::directory_iterator(pattern.parent_path(), error)) {
@@ -320,11 +226,15 @@ Check check_spank_plugin(const std::vector<std::string>& plugstack) {
     return {"spank_plugin", true,
             conf.empty() ? "no plugstack.conf: spank_pcdino.so not checked" : "not listed in " + conf};
   }
+  // Slurm fails every job launch on a required plugin it cannot load, and skips an optional one.
+  const Severity severity = listed_as == "required" ? Severity::kDrain : Severity::kWarn;
   try {
     const spank::SlurmVersion built = spank::plugin_slurm_version(plugin);
-    return judge_spank_plugin(plugin, built, running_slurm_version());
+    Check check = judge_spank_plugin(plugin, built, running_slurm_version());
+    check.severity = severity;
+    return check;
   } catch (const std::exception& e) {
-    return {"spank_plugin", false, e.what()};
+    return {"spank_plugin", false, e.what(), severity};
   }
 }
 
@@ -352,15 +262,20 @@ Check judge_gpu_stack(const GpuStack& stack, std::optional<bool> job_has_gpus) {
   return {"gpu_stack", false, stack.error.empty() ? "the CUDA runtime shows no GPU" : stack.error};
 }
 
+const char* severity_name(Severity severity) {
+  return severity == Severity::kWarn ? "warn" : "drain";
+}
+
 bool NodeReport::healthy() const {
-  return answered && std::all_of(checks.begin(), checks.end(), [](const Check& c) { return c.ok; });
+  return answered && std::all_of(checks.begin(), checks.end(),
+                                 [](const Check& c) { return c.ok || c.severity == Severity::kWarn; });
 }
 
 std::string NodeReport::reason() const {
   if (!answered) return "did not answer (stopped, hung or dead)";
   std::vector<std::string> failed;
   for (const auto& c : checks)
-    if (!c.ok) failed.push_back(c.name + ": " + c.detail);
+    if (!c.ok && c.severity == Severity::kDrain) failed.push_back(c.name + ": " + c.detail);
   return join(failed, "; ");
 }
 
@@ -383,21 +298,36 @@ NodeReport probe_this_node(const DoctorOptions& options, const std::string& node
   NodeReport r;
   r.node = node;
   r.answered = true;
-  if (!options.shared_dir.empty()) check_filesystem(options, r);
-  if (!options.scratch_dir.empty()) check_scratch(options, r);
-  if (options.check_slurm_view) check_slurm_view(options, r);
+  const double limit = options.probe_seconds;
+  if (!options.shared_dir.empty()) {
+    std::pair<double, double> rates{0, 0};
+    r.checks.push_back(check_shared_dir(options.shared_dir, options.probe_bytes, options.min_write_mb_s,
+                                        options.min_read_mb_s, limit, &rates));
+    r.fs_write_mb_s = rates.first, r.fs_read_mb_s = rates.second;
+  }
+  if (!options.scratch_dir.empty())
+    r.checks.push_back(check_scratch(options.scratch_dir, options.min_scratch_gib));
+  std::optional<SlurmNodeView> slurm;
+  if (options.check_slurm_view) {
+    SlurmNodeView view;
+    r.checks.push_back(check_slurm_view(r.node, limit, &view));
+    r.instance_type = instance_type_feature(view.features);
+    if (!view.name.empty()) slurm = view;
+  }
+  // The node check's GPU health (Xid errors, ECC, remapping, NVLink) where the node has NVIDIA GPUs; DCGM's
+  // diagnostic is the node check's alone (NCCL's sweep stands for it here).
+  NodeCheckSite gpu_site;
+  gpu_site.probe_seconds = static_cast<int>(std::max(1.0, limit));
+  gpu_site.dcgm = false;
+  for (auto& c : nvidia_health_checks(gpu_site, node_facts(r.node, slurm))) r.checks.push_back(std::move(c));
   if (!options.expect_variables.empty()) check_variables(options, r);
-  check_providers(options, r);
+  r.checks.push_back(check_providers(options.expect_providers, limit));
   check_vendor_accelerators(options, r);
   if (options.nccl && host_resources().gpus > 0) check_gpu_stack(options, r);
   if (host_resources().gpus > 0) r.checks.push_back(judge_trainer(build_facts(), host_resources().gpus));
   if (!options.manifest.empty()) {
     r.checks.push_back(check_spank_plugin(default_plugstack_files()));
-    try {
-      check_image(options, r);
-    } catch (const std::exception& e) {  // an unreadable or malformed manifest
-      r.checks.push_back({"image", false, e.what()});
-    }
+    r.checks.push_back(check_image(options.manifest, limit));
   }
   const auto rate =
       within<double>(options.probe_seconds, [] { return memory_bandwidth_gb_s(128u << 20, 4); });
@@ -606,7 +536,10 @@ std::string format_table(const DoctorReport& report) {
     for (const auto& col : columns) {
       const auto c =
           std::find_if(n.checks.begin(), n.checks.end(), [&](const Check& k) { return k.name == col; });
-      out += fmt::format(" {:<11}", c == n.checks.end() ? "-" : c->ok ? "ok" : "FAIL");
+      out += fmt::format(" {:<11}", c == n.checks.end()              ? "-"
+                                    : c->ok                          ? "ok"
+                                    : c->severity == Severity::kWarn ? "WARN"
+                                                                     : "FAIL");
     }
     out += "\n";
     for (const auto& c : n.checks) out += fmt::format("  {:<11} {}\n", c.name, c.detail);

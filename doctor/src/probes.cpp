@@ -150,6 +150,8 @@ SlurmNodeView parse_scontrol_node(const std::string& line) {
         for (auto it = std::sregex_iterator(value.begin(), value.end(), entry); it != std::sregex_iterator();
              ++it)
           v.gpus += std::stoi((*it)[1]);
+      } else if (key == "State") {
+        v.state = value;
       } else if (key == "AvailableFeatures" && value != "(null)") {
         std::istringstream list(value);
         for (std::string feature; std::getline(list, feature, ',');)
@@ -160,7 +162,34 @@ SlurmNodeView parse_scontrol_node(const std::string& line) {
     }
   }
   if (v.name.empty() || !cpus) throw DataError("scontrol show node: no NodeName or CPUTot in '" + line + "'");
+  // The Reason holds spaces and ends with who set it and when: "Reason=pcdino: ...
+  // [root@2026-11-28T03:00:00]".
+  static const std::regex reason(R"((?:^| )Reason=(.*?) \[[^\]@]*@[^\]]*\])");
+  if (std::smatch m; std::regex_search(line, m, reason)) v.reason = m[1].str();
   return v;
+}
+
+bool drained(const SlurmNodeView& node) {
+  return ("+" + node.state + "+").find("+DRAIN") != std::string::npos;
+}
+
+std::vector<std::string> efa_devices() {
+  fi_info* hints = fi_allocinfo();
+  hints->fabric_attr->prov_name = strdup("efa");
+  hints->ep_attr->type = FI_EP_RDM;
+  fi_info* info = nullptr;
+  const int rc = fi_getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &info);
+  fi_freeinfo(hints);  // frees prov_name too
+  if (rc == -FI_ENODATA) return {};
+  if (rc != 0) return {std::string("error: fi_getinfo: ") + fi_strerror(-rc)};
+  std::vector<std::string> domains;
+  for (const fi_info* i = info; i != nullptr; i = i->next) {
+    const std::string name = i->domain_attr && i->domain_attr->name ? i->domain_attr->name : "";
+    if (!name.empty() && std::find(domains.begin(), domains.end(), name) == domains.end())
+      domains.push_back(name);
+  }
+  fi_freeinfo(info);
+  return domains;
 }
 
 std::vector<std::string> fabric_providers() {

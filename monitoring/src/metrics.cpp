@@ -131,7 +131,9 @@ MetricsFile::MetricsFile(const MetricsFileOptions& options, const JobLabels& lab
   if (!options.dir.empty() && !fs::is_directory(options.dir, error)) {
     spdlog::info("metrics: no directory {} on this node (monitoring.textfile_dir): no metrics", options.dir);
   } else if (!options.dir.empty()) {
-    const std::string name = "pcdino_" + labels.slurm_job_id + "_" + std::to_string(labels.rank) + ".prom";
+    const std::string name = !options.file_name.empty() ? options.file_name
+                                                        : "pcdino_" + labels.slurm_job_id + "_" +
+                                                              std::to_string(labels.rank) + ".prom";
     m.path = (fs::path(options.dir) / name).string();
     // A hidden name the collector skips (it reads *.prom), in the same folder so that rename is atomic.
     m.temporary = (fs::path(options.dir) / ("." + name + "." + std::to_string(::getpid()))).string();

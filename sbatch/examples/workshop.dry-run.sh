@@ -82,11 +82,41 @@ case "$rc" in
   14) why='Open MPI ended a rank when the runtime reported a peer lost (a node lost or its process killed)' fault=true ;;
   129|1[3-9][0-9]|2[0-5][0-9]) why='a task ended by a signal (its node lost, the OOM killer or a kill)' fault=true ;;
 esac
+# The node whose task failed first, unless it only lost a peer (74, 14): kept out of the next start.
+bad=""
+if [ "$fault" = true ]; then
+  err_file=/fsx/output/workshop/logs/train_err_%j.err
+  bad=$(awk -v start="(start $((restart + 1)))" 'index($0, start) { n = NR } { line[NR] = $0 }
+    END { for (i = n + 1; i <= NR; i++) print line[i] }' "${err_file//%j/$SLURM_JOB_ID}" 2>/dev/null |
+    sed -n -e 's/^srun: error: \([^: ]*\): task [0-9]*: \(.*\)$/\1 \2/p' \
+      -e 's/.*process rank [0-9]* with PID [0-9]* on node \([^ ]*\) \(exited.*\)$/\1 \2/p' |
+    head -n 1 | grep -v -e 'exit code 74$' -e 'exit code 14$' -e 'exit status 74' -e 'exit status 14' |
+    cut -d ' ' -f 1)
+  if [ -n "$bad" ]; then
+    total=$(sinfo -h -p "${SLURM_JOB_PARTITION:-}" -o %D 2>/dev/null | awk '{ n += $1 } END { print n + 0 }')
+    excluded=$(scontrol show job -o "$SLURM_JOB_ID" | sed -n 's/.* ExcNodeList=\([^ ]*\).*/\1/p')
+    [ "$excluded" != "(null)" ] || excluded=""
+    kept_off=$(scontrol show hostnames "${excluded:+$excluded,}$bad" 2>/dev/null | sort -u | wc -l)
+    if [ "$((total - kept_off))" -lt "${SLURM_JOB_NUM_NODES:-1}" ]; then
+      echo "pcdino: $bad failed this start, but the partition has too few other nodes to leave it out" >&2
+      bad=""
+    fi
+  fi
+fi
 if [ -n "$why" ] && { [ "$fault" = false ] || [ "$faults" -lt 3 ]; }; then
-  printf '{"job_id": "%s", "start": %d, "time": "%s", "nodes": "%s", "exit_code": %d, "fault": %s, "why": "%s"}\n' \
-    "${SLURM_JOB_ID}" "$((restart + 1))" "$(date -Is)" "${SLURM_JOB_NODELIST}" "$rc" "$fault" "$why" >>"$restarts"
-  echo "pcdino: exit $rc ($why); requeueing job ${SLURM_JOB_ID}" >&2
-  scontrol requeue "${SLURM_JOB_ID}"
+  printf '{"job_id": "%s", "start": %d, "time": "%s", "nodes": "%s", "exit_code": %d, "fault": %s, "excluded": "%s", "why": "%s"}\n' \
+    "${SLURM_JOB_ID}" "$((restart + 1))" "$(date -Is)" "${SLURM_JOB_NODELIST}" "$rc" "$fault" "$bad" "$why" >>"$restarts"
+  if [ -n "$bad" ]; then
+    echo "pcdino: exit $rc ($why); requeueing job ${SLURM_JOB_ID} without $bad, where it failed" >&2
+    # The requeue's SIGTERM would end this script: KillWait (slurm.conf) is its time to finish.
+    trap '' TERM
+    scontrol requeuehold "${SLURM_JOB_ID}"
+    scontrol update JobId="${SLURM_JOB_ID}" ExcNodeList="${excluded:+$excluded,}$bad"
+    scontrol release "${SLURM_JOB_ID}"
+  else
+    echo "pcdino: exit $rc ($why); requeueing job ${SLURM_JOB_ID}" >&2
+    scontrol requeue "${SLURM_JOB_ID}"
+  fi
   exit "$rc"
 fi
 if [ -n "$why" ]; then

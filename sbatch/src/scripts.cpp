@@ -116,9 +116,49 @@ std::string launch_command(const PipelineConfig& config, const Stage& stage, con
   return command;
 }
 
+// After a fault: the node whose task failed first for a reason of its own, from this start's lines of the
+// job's stderr file ("srun: error: node2: task 1: Killed"; mpirun's "... on node node2 exited on signal
+// 9"). A first failure of 74 (the watchdog: a peer went silent) or 14 (Open MPI: a peer was lost) blames
+// the silent peer, which the line does not name: no node then. The script keeps that node out of its next
+// start (the job's ExcNodeList, which Slurm lets the job's owner set only while it is pending: requeuehold,
+// update, release, within KillWait of the requeue's SIGTERM), unless the partition would then have too few
+// nodes; the node check (prolog and health check) drains the node when one of its probes names the fault.
+void write_exclusion(std::ostream& o, const Stage& stage, const RunLayout& files) {
+  o << "# The node whose task failed first, unless it only lost a peer (74, 14): kept out of the next "
+       "start.\n"
+       "bad=\"\"\n"
+       "if [ \"$fault\" = true ]; then\n"
+       "  err_file="
+    << shell_quote(files.stage_output(stage, "%j", true))
+    << "\n"
+       "  bad=$(awk -v start=\"(start $((restart + 1)))\" 'index($0, start) { n = NR } { line[NR] = $0 }\n"
+       "    END { for (i = n + 1; i <= NR; i++) print line[i] }' \"${err_file//%j/$SLURM_JOB_ID}\" "
+       "2>/dev/null |\n"
+       "    sed -n -e 's/^srun: error: \\([^: ]*\\): task [0-9]*: \\(.*\\)$/\\1 \\2/p' \\\n"
+       "      -e 's/.*process rank [0-9]* with PID [0-9]* on node \\([^ ]*\\) \\(exited.*\\)$/\\1 \\2/p' |\n"
+       "    head -n 1 | grep -v -e 'exit code 74$' -e 'exit code 14$' -e 'exit status 74' -e 'exit status "
+       "14' |\n"
+       "    cut -d ' ' -f 1)\n"
+       "  if [ -n \"$bad\" ]; then\n"
+       "    total=$(sinfo -h -p \"${SLURM_JOB_PARTITION:-}\" -o %D 2>/dev/null | awk '{ n += $1 } END { "
+       "print n + 0 }')\n"
+       "    excluded=$(scontrol show job -o \"$SLURM_JOB_ID\" | sed -n 's/.* ExcNodeList=\\([^ "
+       "]*\\).*/\\1/p')\n"
+       "    [ \"$excluded\" != \"(null)\" ] || excluded=\"\"\n"
+       "    kept_off=$(scontrol show hostnames \"${excluded:+$excluded,}$bad\" 2>/dev/null | sort -u | wc "
+       "-l)\n"
+       "    if [ \"$((total - kept_off))\" -lt \"${SLURM_JOB_NUM_NODES:-1}\" ]; then\n"
+       "      echo \"pcdino: $bad failed this start, but the partition has too few other nodes to leave it "
+       "out\" >&2\n"
+       "      bad=\"\"\n"
+       "    fi\n"
+       "  fi\n"
+       "fi\n";
+}
+
 // Requeues the job after a checkpoint (restart_exits()' agreed exits) or a fault within the budget, and
 // records why in the restarts file.
-void write_requeue(std::ostream& o, const SlurmConfig& s) {
+void write_requeue(std::ostream& o, const SlurmConfig& s, const Stage& stage, const RunLayout& files) {
   o << "# The trainer checkpointed on SIGUSR1 (time limit) or SIGTERM (preemption): back into the queue. "
        "A\n"
        "# fault (a rank lost or silent) within the budget: back too. Either start resumes from "
@@ -128,18 +168,28 @@ void write_requeue(std::ostream& o, const SlurmConfig& s) {
   for (const auto& f : restart_exits())
     o << "  " << f.pattern << ") why=" << shell_quote(f.why) << " fault=" << (f.fault ? "true" : "false")
       << " ;;\n";
-  o << "esac\n"
-       "if [ -n \"$why\" ] && { [ \"$fault\" = false ] || [ \"$faults\" -lt "
-    << s.max_restarts
+  o << "esac\n";
+  write_exclusion(o, stage, files);
+  o << "if [ -n \"$why\" ] && { [ \"$fault\" = false ] || [ \"$faults\" -lt " << s.max_restarts
     << " ]; }; then\n"
        "  printf '{\"job_id\": \"%s\", \"start\": %d, \"time\": \"%s\", \"nodes\": \"%s\", "
-       "\"exit_code\": %d, \"fault\": %s, \"why\": \"%s\"}\\n' \\\n"
+       "\"exit_code\": %d, \"fault\": %s, \"excluded\": \"%s\", \"why\": \"%s\"}\\n' \\\n"
        "    \"${SLURM_JOB_ID}\" \"$((restart + 1))\" \"$(date -Is)\" \"${SLURM_JOB_NODELIST}\" \"$rc\" "
-       "\"$fault\" "
+       "\"$fault\" \"$bad\" "
        "\"$why\" "
        ">>\"$restarts\"\n"
-       "  echo \"pcdino: exit $rc ($why); requeueing job ${SLURM_JOB_ID}\" >&2\n"
-       "  scontrol requeue \"${SLURM_JOB_ID}\"\n"
+       "  if [ -n \"$bad\" ]; then\n"
+       "    echo \"pcdino: exit $rc ($why); requeueing job ${SLURM_JOB_ID} without $bad, where it failed\" "
+       ">&2\n"
+       "    # The requeue's SIGTERM would end this script: KillWait (slurm.conf) is its time to finish.\n"
+       "    trap '' TERM\n"
+       "    scontrol requeuehold \"${SLURM_JOB_ID}\"\n"
+       "    scontrol update JobId=\"${SLURM_JOB_ID}\" ExcNodeList=\"${excluded:+$excluded,}$bad\"\n"
+       "    scontrol release \"${SLURM_JOB_ID}\"\n"
+       "  else\n"
+       "    echo \"pcdino: exit $rc ($why); requeueing job ${SLURM_JOB_ID}\" >&2\n"
+       "    scontrol requeue \"${SLURM_JOB_ID}\"\n"
+       "  fi\n"
        "  exit \"$rc\"\n"
        "fi\n"
        "if [ -n \"$why\" ]; then\n"
@@ -265,7 +315,7 @@ std::string render_script(const PipelineConfig& config, const Stage& stage, cons
 
   o << "\n" << launch_command(config, stage, spec, files, options) << "\n";
   o << "rc=$?\n";
-  if (requeue) write_requeue(o, s);
+  if (requeue) write_requeue(o, s, stage, files);
   write_completion(o, stage, marker, config_hash);
   return o.str();
 }

@@ -142,8 +142,10 @@ std::vector<StageRestart> restart_log(const RunLayout& files, const Stage& stage
   for (std::string line; std::getline(records, line);) {
     const json r = json::parse(line, nullptr, false);
     if (!r.is_object() || r.value("job_id", "") != job_id) continue;
-    why[r.value("start", 0)] =
-        fmt::format("exit {} on {}: {}", r.value("exit_code", 0), r.value("nodes", "?"), r.value("why", "?"));
+    const std::string excluded = r.value("excluded", "");
+    why[r.value("start", 0)] = fmt::format(
+        "exit {} on {}: {}{}", r.value("exit_code", 0), r.value("nodes", "?"), r.value("why", "?"),
+        excluded.empty() ? "" : "; kept off " + excluded + ", where it failed");
   }
   std::vector<StageRestart> log;
   std::ifstream err(files.stage_output(stage, job_id, true));

@@ -17,6 +17,7 @@
 #include "pcdino/cluster/site.hpp"
 #include "pcdino/cluster/validate.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/node_check_site.hpp"
 #include "pcdino/core/parallelcluster.hpp"
 
 namespace pcdino::cluster {
@@ -319,6 +320,7 @@ TEST(ClusterGenerate, SpankSectionGivesTheHeadNodeItsAction) {
   // Without the section there is no script and no head-node action.
   SiteSpec plain = site;
   plain.spank = {};
+  plain.node_check = {};
   EXPECT_EQ(generate_cluster(plain).head_node_script, "");
   EXPECT_FALSE(YAML::Load(generate_cluster(plain).cluster_config)["HeadNode"]["CustomActions"].IsDefined());
 }
@@ -444,6 +446,78 @@ TEST(ClusterSite, PrometheusKeyRefusals) {
   EXPECT_NE(e.find("'s3://bkt/q' is not spank.s3_prefix 's3://bkt/p': head-node.sh is one script"),
             std::string::npos)
       << e;
+}
+
+// node_check (issue #60): the image's wrapper becomes ParallelCluster's prolog (prolog.d, by head-node.sh)
+// and the HealthCheckProgram (CustomSlurmSettings, at allocation); its site file names the spec's shared
+// storage and local scratch. Refused without the pcdino image, with another head-node.sh prefix, or with
+// slurm.settings that would undo it.
+TEST(ClusterSite, NodeCheckWiresThePrologAndTheHealthCheck) {
+  const std::string base =
+      "name: c\nregion: us-east-1\navailability_zone: us-east-1a\nhead_node: {ssh_allowed_cidr: "
+      "203.0.113.0/24, key_name: k}\nqueues: [{name: q, instance_type: p4d.24xlarge, efa: true, "
+      "placement_group: "
+      "true, local_scratch: /scratch}]\nstorage: {fsx: {capacity_gib: 1200}}\n";
+  const std::string image = "image: {os: ubuntu2204, custom_ami: ami-0123456789abcdef0}\n";
+  const auto error = [](const std::string& yaml) {
+    try {
+      parse_site_spec(yaml, "s.yaml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  const SiteSpec site = parse_site_spec(
+      base + image + "node_check: {s3_prefix: s3://bkt/p, interval_seconds: 120}\n", "s.yaml");
+  ASSERT_TRUE(site.node_check.enabled);
+  const ClusterFiles files = generate_cluster(site);
+  const YAML::Node settings =
+      YAML::Load(files.cluster_config)["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"];
+  std::map<std::string, std::string> lines;
+  for (const auto& line : settings)
+    for (const auto& kv : line) lines[kv.first.as<std::string>()] = kv.second.as<std::string>();
+  EXPECT_EQ(lines["PrologFlags"], "Alloc,DeferBatch");
+  EXPECT_EQ(lines["HealthCheckProgram"], "/opt/pcdino/libexec/pcdino/node-check");
+  EXPECT_EQ(lines["HealthCheckInterval"], "120");
+  EXPECT_EQ(lines["HealthCheckNodeState"], "IDLE");
+  EXPECT_EQ(lines.count("Prolog"), 0u) << "Prolog is on ParallelCluster's deny list: prolog.d instead";
+  const YAML::Node head = YAML::Load(files.cluster_config)["HeadNode"];
+  EXPECT_EQ(head["CustomActions"]["OnNodeConfigured"]["Script"].as<std::string>(), "s3://bkt/p/head-node.sh");
+  const std::string& sh = files.head_node_script;
+  EXPECT_NE(sh.find(R"(ln -sfn "$wrapper" "$etc/scripts/prolog.d/95_pcdino_node_check")"), std::string::npos)
+      << sh;
+  // The site file in head-node.sh is what the node check reads back.
+  const auto from = sh.find("<<'SITE'\n") + 8, to = sh.find("SITE\n)\"", from);
+  const NodeCheckSite read = parse_node_check_site(sh.substr(from, to - from), "head-node.sh");
+  ASSERT_EQ(read.shared_storage.size(), 1u);
+  EXPECT_EQ(read.shared_storage[0].mount_dir, "/fsx");
+  EXPECT_EQ(read.shared_storage[0].storage_type, "FsxLustre");
+  EXPECT_EQ(read.local_scratch, std::vector<std::string>{"/scratch"});
+  EXPECT_EQ(findings(files.cluster_config, {false, true, ""}), "")
+      << "ParallelCluster's schema and deny list accept it";
+
+  std::string e = error(base + "image: {os: ubuntu2204}\nnode_check: {s3_prefix: s3://bkt/p}\n");
+  EXPECT_NE(e.find("node_check: needs image.custom_ami"), std::string::npos) << e;
+  e = error(base + image + "node_check: true\n");
+  EXPECT_NE(e.find("node_check.s3_prefix: missing"), std::string::npos) << e;
+  e = error(base + image + "spank: {s3_prefix: s3://bkt/p}\nnode_check: {s3_prefix: s3://bkt/q}\n");
+  EXPECT_NE(e.find("'s3://bkt/q' is not 's3://bkt/p'"), std::string::npos) << e;
+  EXPECT_TRUE(parse_site_spec(base + image + "spank: {s3_prefix: s3://bkt/p}\nnode_check: true\n", "s.yaml")
+                  .node_check.s3_prefix == "s3://bkt/p")
+      << "spank's prefix serves both";
+  e = error(base + image +
+            "node_check: {s3_prefix: s3://bkt/p}\nslurm: {settings: [{HealthCheckInterval: 60}]}\n");
+  EXPECT_NE(e.find("slurm.settings sets HealthCheckInterval, which the node check sets"), std::string::npos)
+      << e;
+  e = error(base + image +
+            "node_check: {s3_prefix: s3://bkt/p}\nslurm: {settings: [{SchedulerParameters: bf_continue}]}\n");
+  EXPECT_NE(e.find("replaces ParallelCluster's nohold_on_prolog_fail"), std::string::npos) << e;
+  EXPECT_EQ(error(base + image +
+                  "node_check: {s3_prefix: s3://bkt/p}\n"
+                  "slurm: {settings: [{SchedulerParameters: 'nohold_on_prolog_fail,bf_continue'}]}\n"),
+            "(accepted)");
+  e = error(base + image + "node_check: {s3_prefix: s3://bkt/p, interval_seconds: 5}\n");
+  EXPECT_NE(e.find("node_check.interval_seconds"), std::string::npos) << e;
 }
 
 // The plugin comes from the pcdino image: no custom AMI, no spank section; the image's release and OS

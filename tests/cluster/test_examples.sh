@@ -121,7 +121,7 @@ assert_rc 0 "yamllint (strict) on its cluster-config.yaml"
 # Prometheus alone, run for real as far as this machine allows (Debian's prometheus and promtool are here;
 # no systemd unit is touched and no ParallelCluster IMDS script exists): a pcdino prefix holding the
 # repository's rules, /etc/prometheus and /etc/default/prometheus under the test folder.
-grep -v '^spank:\|^  s3_prefix\|^  pyxis' "$W/p5-prometheus.yaml" |
+grep -v '^spank:\|^  s3_prefix\|^  pyxis\|^node_check:\|^  interval_seconds\|^  min_scratch_gib' "$W/p5-prometheus.yaml" |
   sed 's|^    retention: 30d|    retention: 30d\n    s3_prefix: s3://research-bucket/monitoring|' >"$W/prometheus-alone.yaml"
 run "$PCDINO_BIN" cluster generate "$W/prometheus-alone.yaml" --out "$W/alone" --strict
 assert_rc 0 "Prometheus without spank: generate"

@@ -5,7 +5,8 @@
 # under a test prefix, Pyxis's example configuration in /opt/parallelcluster/examples), makes Slurm load
 # spank_pcdino.so from that package: after the daemons restart, `sbatch --accel-profile` works and a job
 # sees the profile's variables; a second run rewrites nothing and Pyxis's line stays; a Pyxis line already
-# there (3.11.0's) is kept; verify.sh sees the plugin loaded, and fails when it is listed but not loadable.
+# there (3.11.0's) is kept; verify.sh sees the plugin loaded, and fails when it is listed but not loadable;
+# the node check's site file and its prolog.d link to the image's wrapper are there, written once.
 source "$(dirname "$0")/../lib/assert.sh"
 source "$(dirname "$0")/../lib/cluster.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
@@ -39,6 +40,11 @@ mkdir -p "$EXAMPLES/pyxis"
 pyxis_line="optional /usr/local/lib/slurm/spank_pyxis.so runtime_path=/run/pyxis"
 echo "$pyxis_line" >"$EXAMPLES/pyxis/pyxis.conf"
 cluster_up "$SLURM_PREFIX" "${TEST_CLUSTER_PORT:-18417}"
+# The image's node-check wrapper, as its 85-pcdino.sh writes it (ami/examples/current), and ParallelCluster's
+# prolog.d (3.6+).
+mkdir -p "$W/prefix/libexec/pcdino" "$SLURM_PREFIX/etc/scripts/prolog.d"
+"$W/prefix/bin/pcdino" node-check --wrapper --site /opt/slurm/etc/pcdino/node-check.yaml --pcdino "$W/prefix/bin/pcdino" \
+  >"$W/prefix/libexec/pcdino/node-check" && chmod 0755 "$W/prefix/libexec/pcdino/node-check"
 head_node() {
   run env SLURM_PREFIX="$SLURM_PREFIX" PCDINO_PREFIX="$W/prefix" PARALLELCLUSTER_EXAMPLES="$EXAMPLES" \
     bash "$EX/head-node.sh"
@@ -46,6 +52,10 @@ head_node() {
 head_node
 assert_rc 0 "head-node.sh runs"
 assert_contains "$OUT" "plugstack.conf loads spank_pcdino.so" "and says what it did"
+assert_eq "$(readlink "$SLURM_PREFIX/etc/scripts/prolog.d/95_pcdino_node_check")" "$W/prefix/libexec/pcdino/node-check" \
+  "the image's node-check wrapper is a prolog of prolog.d (issue #60)"
+assert_contains "$(cat "$SLURM_PREFIX/etc/pcdino/node-check.yaml")" $'  - MountDir: /fsx\n    StorageType: FsxLustre' \
+  "its site file names the cluster's FSx"
 run "$LC" down
 run "$LC" up
 assert_rc 0 "the daemons restart"
@@ -104,7 +114,7 @@ cluster_down
 
 # 5. ParallelCluster 3.11.0's shape: plugstack.conf with its include line and a Pyxis link already there.
 T="$W/pc-3.11.0/opt/slurm"
-mkdir -p "$T/etc/plugstack.conf.d"
+mkdir -p "$T/etc/plugstack.conf.d" "$T/etc/scripts/prolog.d"
 echo "include $T/etc/plugstack.conf.d/*" >"$T/etc/plugstack.conf"
 echo "required /usr/local/lib/slurm/spank_pyxis.so runtime_path=/run/pyxis" >"$W/pc-3.11.0/pyxis.conf"
 ln -s "$W/pc-3.11.0/pyxis.conf" "$T/etc/plugstack.conf.d/pyxis.conf"

@@ -16,6 +16,9 @@ W="$PCDINO_BUILD_DIR/test-work/doctor"
 rm -rf "$W" && mkdir -p "$W/shared" "$W/jobs"
 P="$PCDINO_BIN"
 
+# This test is the doctor's: the node check (the cluster's prolog) would drain node2 for the same faults
+# before the doctor ran there, and node2's slurmd restarts in namespaces of this test's own.
+export LOCAL_CLUSTER_NODE_CHECK=off
 cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-18817}"
 # The profile's variable comes from a task prolog, as a SPANK profile sets it in every task. For the fault,
 # node2's prolog unsets it: srun passes the batch step's environment (node1's) to every task, so a node

@@ -2,10 +2,14 @@
 # The local Slurm cluster for integration tests (sourced after assert.sh): each test gets its own state
 # directory and ports, and the cluster goes down when the test exits, whatever happened.
 
-# cluster_up DIR PORT: starts the cluster, exports SLURM_CONF and friends, fails the test if it cannot.
+# cluster_up DIR PORT: starts the cluster, exports SLURM_CONF and friends, fails the test if it cannot. Its
+# nodes run pcdino's node check (this build's) as Prolog and HealthCheckProgram, and mount DIR's parent, the
+# test's work folder, as their shared filesystem (LOCAL_CLUSTER_SHARED sets another).
 cluster_up() {
   LC="$PCDINO_SOURCE_DIR/sbatch/local-cluster"
   export LOCAL_CLUSTER_DIR="$1" LOCAL_CLUSTER_PORT="$2"
+  export LOCAL_CLUSTER_SHARED="${LOCAL_CLUSTER_SHARED:-$(dirname "$1")}" LOCAL_CLUSTER_PCDINO="${PCDINO_BIN:-}"
+  mkdir -p "$LOCAL_CLUSTER_SHARED"
   trap '"$LC" down >/dev/null 2>&1' EXIT
   run "$LC" up
   assert_rc 0 "local cluster up"
@@ -47,4 +51,44 @@ node_pids() {
       tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$SLURM_CONF" && echo "$pid"
   done
   return 0
+}
+
+# --- a sick node (issue #60) ----------------------------------------------------------------------------
+# Each node of the local cluster is a mount namespace of its own (its slurmd's): these make one node sick
+# there alone, as a real node's GPU or filesystem fails while it still answers Slurm.
+
+# in_node NODE COMMAND...: runs COMMAND in NODE's mount namespace.
+in_node() {
+  local pid
+  pid=$(<"$LOCAL_CLUSTER_DIR/run/slurmd-$1.pid") || return 1
+  shift
+  nsenter -t "$pid" -m -- "$@"
+}
+
+# sicken NODE FAULT: readonly (its shared filesystem remounted read-only), hung (its shared filesystem
+# served by a FUSE daemon that is then stopped: every access blocks, as on a hung FSx or NFS server), xid79
+# (a GPU fallen off the bus: its kernel log holds the driver's Xid 79 and its nvidia-smi, first on the node
+# check's PATH, cannot reach that GPU; tests/doctor/fixtures/nvidia). `local-cluster replace NODE` heals it.
+sicken() {
+  local node=$1 fault=$2 shared=$LOCAL_CLUSTER_SHARED fixtures="$PCDINO_SOURCE_DIR/tests/doctor/fixtures/nvidia"
+  case "$fault" in
+    readonly) in_node "$node" mount -o remount,bind,ro "$shared" ;;
+    hung)
+      in_node "$node" bindfs "$shared" "$shared" || return 1
+      local p ns
+      ns=$(readlink "/proc/$(<"$LOCAL_CLUSTER_DIR/run/slurmd-$node.pid")/ns/mnt")
+      for p in $(pgrep -x bindfs); do
+        [ "$(readlink "/proc/$p/ns/mnt")" = "$ns" ] && kill -STOP "$p"
+      done
+      ;;
+    xid79)
+      local bin="$LOCAL_CLUSTER_DIR/sick-$node/bin"
+      mkdir -p "$bin"
+      sed "s#@FIXTURES@#$fixtures#" "$fixtures/nvidia-smi-xid79.in" >"$bin/nvidia-smi"
+      chmod 0755 "$bin/nvidia-smi"
+      in_node "$node" mount --bind "$bin" "$LOCAL_CLUSTER_DIR/node/bin" &&
+        in_node "$node" mount --bind "$fixtures/kmsg-xid79.txt" /dev/kmsg
+      ;;
+    *) fatal "sicken: no fault '$fault' (readonly, hung, xid79)" ;;
+  esac
 }

@@ -156,6 +156,25 @@ TEST(Metrics, TheDoctorsVerdictStaysAndReplacesTheNodesEarlierOne) {
   EXPECT_EQ(dir.files(), (std::vector<std::string>{"pcdino_41_1.prom", "pcdino_50_0.prom"}));
 }
 
+// The node check's verdict (issue #60) is the doctor's, in a file named for its node: written from a job's
+// prolog, it does not take the name of that job's own rank-0 file, and it replaces the node's earlier
+// verdict.
+TEST(Metrics, TheNodeChecksVerdictHasItsNodesFile) {
+  if (!PCDINO_HAVE_PROMETHEUS_CPP) GTEST_SKIP() << "built without prometheus-cpp: no files";
+  Folder dir("node-check");
+  {
+    MetricsFile m({dir.path.string(), 60, true}, job("doctor", 0, "node1"));
+    m.set("pcdino_doctor_node_healthy", 1);
+  }
+  {
+    MetricsFile m({dir.path.string(), 60, true, "pcdino_node_check_node1.prom"}, job("doctor", 0, "node1"));
+    m.set("pcdino_doctor_check_ok", 0, "gpu_xid");
+    m.set("pcdino_doctor_node_healthy", 0);
+  }
+  EXPECT_EQ(dir.files(), (std::vector<std::string>{"pcdino_node_check_node1.prom"}));
+  EXPECT_EQ(value_of(slurp(dir.path / "pcdino_node_check_node1.prom"), "pcdino_doctor_node_healthy{"), 0);
+}
+
 TEST(Metrics, NoFolderNoMetricsNoError) {
   MetricsFile absent({"/nonexistent/pcdino-textfile", 60}, job("train", 0));
   EXPECT_FALSE(absent.enabled());

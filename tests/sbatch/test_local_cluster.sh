@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Integration: the local Slurm cluster runs real jobs. Brings it up, checks two idle nodes, runs a
 # three-job --dependency=afterok chain and a two-node srun job, checks from the jobs' own output files that
-# they ran in order and on both nodes, then brings it down and checks that no daemon it started is left.
+# they ran in order and on both nodes, then brings it down and checks that no daemon it started is left. The
+# node check is its prolog and health check; `replace` brings back only a drained node.
 source "$(dirname "$0")/../lib/assert.sh"
 : "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 
@@ -27,6 +28,24 @@ assert_contains "$ERR" "already up" "a second 'up' starts nothing"
 run "$LC" --port $((LOCAL_CLUSTER_PORT + 100)) up
 assert_rc 64 "'up' with another port while running is refused"
 assert_contains "$ERR" "is running with port=$LOCAL_CLUSTER_PORT nodes=2" "the message says how it runs"
+
+# pcdino's node check is the cluster's Prolog and HealthCheckProgram (issue #60), slurmd ran it at start.
+if [ -n "${PCDINO_BIN:-}" ]; then
+  run scontrol show config
+  assert_contains "$OUT" "HealthCheckProgram      = $DIR/etc/node-check" "the node check is the HealthCheckProgram"
+  assert_contains "$(grep -E '^(Prolog|PrologFlags) ' <<<"$OUT")" "Alloc,DeferBatch" "and the prolog, at allocation"
+  assert_contains "$(cat "$DIR/log/node-check-node2.json" 2>/dev/null)" '"verdict": "ok"' "node2's first check passed"
+fi
+# replace plays ParallelCluster's clustermgtd, which replaces only a drained or down node.
+run "$LC" replace node2
+assert_rc 76 "replace refuses a node in service"
+assert_contains "$ERR" "node2 is IDLE: clustermgtd replaces only a drained or down node" "saying why"
+run "$LC" replace node9
+assert_rc 64 "replace refuses a node the cluster does not have"
+scontrol update NodeName=node2 State=DRAIN Reason="a test"
+run "$LC" replace node2
+assert_rc 0 "a drained node is replaced: $ERR"
+assert_eq "$(sinfo -h -n node2 -o %T)" "idle" "and back in service"
 
 pids_before=$(cat "$DIR"/run/*.pid | sort)
 assert_eq "$(echo "$pids_before" | wc -l)" 4 "four daemons recorded (munged, slurmctld, 2 slurmd)"

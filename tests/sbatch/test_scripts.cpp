@@ -196,7 +196,7 @@ TEST(Script, TrainingAsksForNodesGpusAndRequeue) {
         "#SBATCH --error=/fsx/out/run1/logs/train_err_%j.err",
         "srun --mpi=pmix --kill-on-bad-exit=1 /opt/pcdino/bin/pcdino train --config "
         "/fsx/out/run1/logs/submitted_pipeline.yaml --threads 12",
-        "  scontrol requeue \"${SLURM_JOB_ID}\""}) {
+        "    scontrol requeue \"${SLURM_JOB_ID}\""}) {
     EXPECT_TRUE(has_line(s, line)) << "missing: " << line << "\n" << s;
   }
   EXPECT_NE(s.find("0123456789abcdef"), std::string::npos) << "the marker records the configuration hash";
@@ -216,7 +216,12 @@ TEST(Script, TrainingRestartsWithinItsBudget) {
         "  74) why='a rank heard nothing from its peers for --comm-timeout (a node hung or lost)' fault=true "
         ";;",
         "if [ -n \"$why\" ] && { [ \"$fault\" = false ] || [ \"$faults\" -lt 2 ]; }; then",
-        "  scontrol requeue \"${SLURM_JOB_ID}\""}) {
+        "    scontrol requeue \"${SLURM_JOB_ID}\"",
+        // Issue #60: after a fault, the node that failed first is kept out of the next start.
+        "  err_file=/fsx/out/run1/logs/train_err_%j.err", "    trap '' TERM",
+        "    scontrol requeuehold \"${SLURM_JOB_ID}\"",
+        "    scontrol update JobId=\"${SLURM_JOB_ID}\" ExcNodeList=\"${excluded:+$excluded,}$bad\"",
+        "    scontrol release \"${SLURM_JOB_ID}\""}) {
     EXPECT_TRUE(has_line(s, line)) << "missing: " << line << "\n" << s;
   }
   EXPECT_NE(s.find("129|1[3-9][0-9]|2[0-5][0-9]) why="), std::string::npos) << "a signal's exit codes";

@@ -143,9 +143,10 @@ same_as_uninterrupted "$RUN"
 assert_rc 0 "after the node failure, the weights equal the uninterrupted run's tensor for tensor ($OUT)"
 assert_contains "$OUT" "identical $restarts " "the last checkpoint was written by the last start"
 
-# node2 comes back (ParallelCluster would replace the instance): its slurmd again, DOWN to idle.
-setsid slurmd -D -N node2 -f "$SLURM_CONF" </dev/null >>"$LOCAL_CLUSTER_DIR/log/slurmd-node2.stdout" 2>&1 &
-echo $! >"$LOCAL_CLUSTER_DIR/run/slurmd-node2.pid"
+# node2 comes back as ParallelCluster's clustermgtd brings back a DOWN static node: a new instance of it.
+wait_for 120 sh -c "sinfo -h -n node2 -o %T | grep -q '^down'" || fail "node2 is not DOWN: $(sinfo -N)"
+run "$LC" replace node2
+assert_rc 0 "node2 replaced: $ERR"
 wait_for 120 sh -c "sinfo -h -n node2 -o %T | grep -qx idle" || fail "node2 did not return: $(sinfo -N)"
 fi
 

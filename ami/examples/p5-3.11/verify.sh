@@ -56,6 +56,8 @@ resolved=$(ldd "$PCDINO_PREFIX"/bin/* "$plugin" 2>/dev/null | awk '$2 == "=>" &&
 missing=$(sed -n 's/^needs=//p' "$PCDINO_PREFIX/share/pcdino/package.txt" 2>/dev/null | grep -vxF "$resolved" | tr '\n' ' ')
 needs=$(grep -c '^needs=' "$PCDINO_PREFIX/share/pcdino/package.txt" 2>/dev/null)
 check "pcdino libraries" "${needs:-?} of package.txt found" "${missing:+missing $missing}${missing:-${needs:-?} of package.txt found}"
+# The node check's wrapper (Slurm's prolog and HealthCheckProgram once head-node.sh wires them) runs this pcdino.
+check "node-check wrapper" "$PCDINO_PREFIX/bin/pcdino" "$(sed -n 's/^exec \([^ ]*\) node-check .*/\1/p' "$PCDINO_PREFIX/libexec/pcdino/node-check" 2>/dev/null || true)"
 # What Slurm loads, not file names: srun reads plugstack.conf at every launch and lists the options of
 # every plugin it loaded; a required plugin that does not load makes srun fail.
 listed=$(grep -ls spank_pcdino.so "$SLURM_PREFIX/etc/plugstack.conf" "$SLURM_PREFIX"/etc/plugstack.conf.d/* 2>/dev/null | head -n 1)

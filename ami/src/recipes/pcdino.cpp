@@ -2,6 +2,8 @@
 // The package's layout and package.txt: cmake/PcdinoPackage.cmake. Nothing goes under /opt/slurm here: the
 // nodes mount it from the head node, whose OnNodeConfigured action installs the plugin from here.
 #include "accelerator_image.hpp"
+#include "pcdino/core/node_check_site.hpp"
+#include "pcdino/core/text_template.hpp"
 #include "recipes/recipe.hpp"
 
 namespace pcdino::ami {
@@ -87,19 +89,33 @@ install -m 0755 "$plugin" /usr/local/lib/slurm/spank_pcdino.so.new
 mv -f /usr/local/lib/slurm/spank_pcdino.so.new /usr/local/lib/slurm/spank_pcdino.so
 )SH";
 
+// pcdino's node check as Slurm runs it (issue #60): the wrapper for ParallelCluster's paths (site file in
+// /opt/slurm/etc/pcdino, which head-node.sh writes), that head-node.sh links into prolog.d and slurm.conf
+// names HealthCheckProgram; the node's own disk keeps it, so a node with a pcdino image runs its own.
+const char* const kNodeCheckInstall = R"SH(mkdir -p "$PREFIX/libexec/pcdino" /var/log/pcdino
+"$PREFIX/bin/pcdino" node-check --wrapper --site @SITE@ --pcdino "$PREFIX/bin/pcdino" \
+  >"$PREFIX/libexec/pcdino/node-check.new" || fail "pcdino node-check --wrapper failed"
+chmod 0755 "$PREFIX/libexec/pcdino/node-check.new"
+mv -f "$PREFIX/libexec/pcdino/node-check.new" "$PREFIX/libexec/pcdino/node-check"
+)SH";
+
 const char* const kMetricsCheck =
     R"SH(# The node exporter reads pcdino's metrics only from a build that writes them.
 "$PREFIX/bin/pcdino" --version | grep -q "^  metrics   prometheus-cpp" || fail "pcdino is built without metrics"
 )SH";
 
+std::string node_check_install() {
+  return fill_template(kNodeCheckInstall, {{"SITE", NodeCheckPaths{}.site}});
+}
+
 }  // namespace
 
 std::string pcdino_package_recipe(const RecipeContext&) {
-  return std::string(kPackage) + kInstallChecks + "done_ok\n";
+  return std::string(kPackage) + kInstallChecks + node_check_install() + "done_ok\n";
 }
 
 std::string pcdino_source_recipe(const RecipeContext& c) {
-  return std::string(kSourceBuild) + kInstallChecks + kPluginInstall + kMetricsCheck +
+  return std::string(kSourceBuild) + kInstallChecks + kPluginInstall + node_check_install() + kMetricsCheck +
          (c.kind != nullptr ? c.kind->pcdino_check : "") + "done_ok\n";
 }
 

@@ -24,6 +24,8 @@ export PUBLIC_SUBNET_ID PRIVATE_SUBNET_ID EFA_SECURITY_GROUP_ID
 # Only these three: the single quotes keep envsubst's variable list literal.
 # shellcheck disable=SC2016
 envsubst '$PUBLIC_SUBNET_ID $PRIVATE_SUBNET_ID $EFA_SECURITY_GROUP_ID' <cluster-config.yaml >cluster-config.rendered.yaml
+# The head node's OnNodeConfigured action (installs pcdino's node check).
+aws s3 cp --region "$REGION" head-node.sh s3://dino-workshop-bucket/pcluster/head-node.sh
 create() { pcluster create-cluster --region "$REGION" --cluster-name dino-workshop --cluster-configuration cluster-config.rendered.yaml "$@"; }
 create --dryrun true
 create

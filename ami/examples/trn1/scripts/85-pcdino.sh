@@ -88,6 +88,11 @@ missing=$(ldd "$PREFIX"/bin/* "$plugin" | awk '/not found/ {print $1}' | sort -u
 mkdir -p /usr/local/lib/slurm
 install -m 0755 "$plugin" /usr/local/lib/slurm/spank_pcdino.so.new
 mv -f /usr/local/lib/slurm/spank_pcdino.so.new /usr/local/lib/slurm/spank_pcdino.so
+mkdir -p "$PREFIX/libexec/pcdino" /var/log/pcdino
+"$PREFIX/bin/pcdino" node-check --wrapper --site /opt/slurm/etc/pcdino/node-check.yaml --pcdino "$PREFIX/bin/pcdino" \
+  >"$PREFIX/libexec/pcdino/node-check.new" || fail "pcdino node-check --wrapper failed"
+chmod 0755 "$PREFIX/libexec/pcdino/node-check.new"
+mv -f "$PREFIX/libexec/pcdino/node-check.new" "$PREFIX/libexec/pcdino/node-check"
 # The node exporter reads pcdino's metrics only from a build that writes them.
 "$PREFIX/bin/pcdino" --version | grep -q "^  metrics   prometheus-cpp" || fail "pcdino is built without metrics"
 done_ok

@@ -24,4 +24,9 @@ plugin=$PREFIX/lib/slurm/spank_pcdino.so
 missing=$(ldd "$PREFIX"/bin/* "$plugin" | awk '/not found/ {print $1}' | sort -u)
 [ -z "$missing" ] || fail "libraries pcdino needs are missing: $missing"
 "$PREFIX/bin/pcdino" --version | grep -q "pcdino $VERSION" || fail "pcdino --version is not $VERSION"
+mkdir -p "$PREFIX/libexec/pcdino" /var/log/pcdino
+"$PREFIX/bin/pcdino" node-check --wrapper --site /opt/slurm/etc/pcdino/node-check.yaml --pcdino "$PREFIX/bin/pcdino" \
+  >"$PREFIX/libexec/pcdino/node-check.new" || fail "pcdino node-check --wrapper failed"
+chmod 0755 "$PREFIX/libexec/pcdino/node-check.new"
+mv -f "$PREFIX/libexec/pcdino/node-check.new" "$PREFIX/libexec/pcdino/node-check"
 done_ok

@@ -72,6 +72,20 @@ struct PrometheusSpec {
   std::string s3_prefix;
 };
 
+/// pcdino's node check on every compute node (node_check: true, or {interval_seconds, probe_seconds,
+/// min_scratch_gib, s3_prefix}; issue #60): head-node.sh writes its site file (the SharedStorage mount
+/// directories, the queues' local scratch) into /opt/slurm/etc/pcdino and links the image's wrapper into
+/// ParallelCluster's prolog.d; CustomSlurmSettings make the same wrapper the HealthCheckProgram and run the
+/// prolog at allocation. Needs image.custom_ami (the wrapper and pcdino are the image's).
+struct NodeCheckSpec {
+  bool enabled = false;
+  int interval_seconds = 300;  ///< HealthCheckInterval (s)
+  int probe_seconds = 10;      ///< each probe's time limit (s)
+  int min_scratch_gib = 10;    ///< free space each local scratch needs (GiB)
+  /// s3://bucket/prefix that commands.sh uploads head-node.sh to: spank's or Prometheus's where given.
+  std::string s3_prefix;
+};
+
 struct SiteSpec {
   std::string name;
   std::string region;
@@ -102,6 +116,7 @@ struct SiteSpec {
   std::string on_node_configured;  ///< s3:// or https:// script of the compute nodes
   SpankSpec spank;
   PrometheusSpec prometheus;
+  NodeCheckSpec node_check;
   // Existing network (else the generated VPC stack's outputs are used).
   std::string head_subnet_id, compute_subnet_id;
   std::string source;

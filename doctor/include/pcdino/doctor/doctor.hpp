@@ -56,11 +56,21 @@ struct DoctorOptions {
   std::string textfile_dir = MonitoringConfig{}.textfile_dir;
 };
 
+/// What a failed check means for its node (issue #60).
+enum class Severity {
+  kDrain,  ///< no job may start there: the node check drains it, and the doctor calls it unhealthy
+  kWarn,   ///< logged and exported as a metric; jobs still start there
+};
+
+/// "drain" or "warn", as the reports write it.
+const char* severity_name(Severity severity);
+
 /// One check of one node: its name (a column of the table), verdict and what was seen.
 struct Check {
   std::string name;
   bool ok = true;
   std::string detail;
+  Severity severity = Severity::kDrain;  ///< what it means when not ok
 };
 
 /// One node's checks, as its rank reported them.
@@ -75,9 +85,10 @@ struct NodeReport {
   double fs_read_mb_s = 0;
   std::vector<Check> checks;
 
-  /// Answered and every check ok.
+  /// Answered and every check ok or only a warning (Severity::kWarn).
   bool healthy() const;
-  /// The failed checks' details joined ("did not answer within N s" when it did not answer).
+  /// The failed checks' details joined, warnings left out ("did not answer within N s" when it did not
+  /// answer).
   std::string reason() const;
 };
 
@@ -150,7 +161,8 @@ spank::SlurmVersion running_slurm_version();
 
 /// The spank_plugin check of this node: the spank_pcdino.so that the plugstack.conf files `plugstack`
 /// (the first that exists, and the files its `include` lines name) list, against `scontrol --version`. Not
-/// judged (ok, said so) when no plugstack.conf lists the plugin.
+/// judged (ok, said so) when no plugstack.conf lists the plugin; a failure is Severity::kDrain for a
+/// `required` line (Slurm fails every launch) and kWarn for an `optional` one (Slurm skips it).
 Check check_spank_plugin(const std::vector<std::string>& plugstack);
 
 /// The plugstack.conf files Slurm may read: PlugStackConfig's default beside $SLURM_CONF, then

@@ -51,7 +51,12 @@ struct SlurmNodeView {
   std::uint64_t real_memory_mib = 0;  ///< RealMemory (MiB)
   int gpus = 0;                       ///< the counts of every gpu entry of Gres (gpu:4, gpu:a100:8(S:0-1))
   std::vector<std::string> features;  ///< AvailableFeatures, in order (none for "(null)")
+  std::string state;                  ///< State: "IDLE", "IDLE+DRAIN", "MIXED+DRAIN", "DOWN+NOT_RESPONDING"
+  std::string reason;                 ///< Reason without Slurm's " [user@time]" ("" = none)
 };
+
+/// Whether a node's State names the DRAIN flag (drained, or draining while its jobs end).
+bool drained(const SlurmNodeView& node);
 
 /// Parses one line of `scontrol show node -o`. Throws DataError naming the line when NodeName or CPUTot
 /// is missing.
@@ -62,6 +67,12 @@ SlurmNodeView parse_scontrol_node(const std::string& line);
 /// resource's name and efa and gpu where they apply (aws-parallelcluster-cookbook, slurm templates,
 /// slurm_parallelcluster_utils.conf, feature_property); only the instance type has a dot.
 std::string instance_type_feature(const std::vector<std::string>& features);
+
+/// The EFA devices libfabric shows on this node: the distinct domains of its efa provider's RDM endpoints
+/// ("rdmap0s6-rdm"; libfabric lists each device's RDM and DGRAM endpoints, from 2.0 also efa-direct's,
+/// prov/efa/src/efa_prov.c), or the error fi_getinfo gave as the only element prefixed "error: " (none: no
+/// element).
+std::vector<std::string> efa_devices();
 
 /// The libfabric providers fi_getinfo reports on this node (each named once, in libfabric's order), or
 /// the error fi_getinfo gave as its only element prefixed "error: ".

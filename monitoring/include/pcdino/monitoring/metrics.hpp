@@ -52,6 +52,10 @@ struct MetricsFileOptions {
   /// whose last verdict per node is what counts. Otherwise only ended files are replaced, never a file of
   /// another process that may still run there.
   bool replaces_unfinished = false;
+  /// The file's name in `dir`; "" = pcdino_{slurm_job_id}_{rank}.prom. The node check's verdict, written
+  /// from a job's prolog beside that job's own rank 0, has a name of its node
+  /// (pcdino_node_check_{node}.prom).
+  std::string file_name = "";
 };
 
 /// This process's metrics file. Every series gets the JobLabels; the file also carries pcdino_build_info,

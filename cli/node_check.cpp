@@ -1,0 +1,152 @@
+// pcdino node-check: this node's health for Slurm's Prolog and HealthCheckProgram (issue #60).
+#include "pcdino/doctor/node_check.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "commands.hpp"
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
+#include "pcdino/core/node_check_site.hpp"
+#include "pcdino/core/process.hpp"
+#include "pcdino/monitoring/metrics.hpp"
+
+namespace pcdino::cli {
+
+namespace {
+
+struct NodeCheckArgs {
+  std::string site;
+  std::vector<std::string> shared_dirs;
+  std::string node;
+  std::string json;
+  bool slurm = false;
+  bool wrapper = false;
+  bool list = false;
+  NodeCheckPaths paths;
+  std::vector<std::string> path_dirs;
+};
+
+std::string this_node() {
+  if (const char* n = std::getenv("SLURMD_NODENAME"); n != nullptr && *n != '\0') return n;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::string name = host;
+  return name.substr(0, name.find('.'));
+}
+
+// Slurm's side: drain (and, in the prolog, fail so that the job is requeued elsewhere), or return to service
+// a node that pcdino drained. The lines go to stderr, which slurmd logs (the prolog's only on failure).
+int act_for_slurm(const doctor::NodeCheckReport& report) {
+  const bool prolog = std::getenv("SLURM_JOB_ID") != nullptr;
+  const auto context = prolog ? doctor::SlurmContext::kProlog : doctor::SlurmContext::kHealthCheck;
+  std::optional<doctor::SlurmNodeView> view;
+  const ProcessResult shown = run_process({"scontrol", "show", "node", "-o", report.node}, "", 10);
+  if (shown.exit_code == 0) view = doctor::parse_scontrol_node(shown.out);
+  for (const auto& command : doctor::slurm_actions(report, view ? &*view : nullptr, context)) {
+    const ProcessResult r = run_process(command, "Slurm's client commands", 10);
+    std::cerr << "pcdino node-check ("
+              << (prolog ? "prolog, job " + std::string(std::getenv("SLURM_JOB_ID")) : "health check")
+              << "): " << (r.exit_code == 0 ? "" : "could not run (" + r.err + "): ")
+              << shell_command(command) << "\n";
+  }
+  if (report.drain()) std::cerr << report.reason() << "\n";
+  // A failed prolog makes Slurm requeue the job (the drain above keeps its reason); slurmd only logs the
+  // health check's exit status.
+  return prolog && report.drain() ? to_int(ExitCode::kFailure) : 0;
+}
+
+// The verdict as the doctor's metrics (pcdino_doctor_check_ok per check, pcdino_doctor_node_healthy), so
+// that the doctor's alert rule reads both; a file of the node's own, which replaces its earlier verdicts.
+void record_metrics(const doctor::NodeCheckReport& report, const std::string& dir) {
+  if (dir.empty()) return;
+  monitoring::JobLabels labels = monitoring::labels_from_environment("doctor", 0);
+  labels.node = report.node;
+  monitoring::MetricsFile metrics({dir, 60, true, "pcdino_node_check_" + report.node + ".prom"}, labels);
+  std::map<std::string, bool> ok;  // a check named twice (two shared filesystems) is ok when both are
+  for (const auto& c : report.checks)
+    ok[c.check.name] = ok.count(c.check.name) ? ok[c.check.name] && c.check.ok : c.check.ok;
+  for (const auto& [name, passed] : ok) metrics.set("pcdino_doctor_check_ok", passed ? 1 : 0, name);
+  metrics.set("pcdino_doctor_node_healthy", report.drain() ? 0 : 1);
+}
+
+}  // namespace
+
+void add_node_check_command(CLI::App& app) {
+  auto a = std::make_shared<NodeCheckArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "node-check",
+      "This node's health for Slurm's Prolog and HealthCheckProgram: shared filesystems, scratch, GPUs (Xid, "
+      "ECC, row remapping, NVLink, DCGM level 1), EFA, the SPANK plugin and the image; no MPI, every probe "
+      "under a time limit. Exit 0 healthy or warnings only, 1 a finding that drains the node");
+  sub->footer(
+      "Severities: drain (no job may start here: with --slurm the node is drained with the reason "
+      "\"pcdino: ...\", and in a prolog the job is requeued elsewhere) and warn (printed and exported). With "
+      "--slurm in the health check, a node that pcdino drained returns to service once every check passes; a "
+      "node drained by anyone else is left alone. See why a node was drained with `sinfo -R`.");
+  sub->add_option("--site", a->site,
+                  "The site file: SharedStorage, LocalScratch, MinScratchGiB, Manifest, ProbeSeconds, Dcgm "
+                  "(written by pcdino cluster generate or sbatch/local-cluster)");
+  sub->add_option("--shared-dir", a->shared_dirs,
+                  "A shared filesystem's mount directory (besides the site's)");
+  sub->add_option("--node", a->node,
+                  "Slurm's name of this node (default: $SLURMD_NODENAME, else the host name)");
+  sub->add_option("--json", a->json,
+                  "Also write the report as JSON to this file (%n: the node's name; --wrapper's default "
+                  "/var/log/pcdino/node-check.json)");
+  sub->add_flag(
+      "--slurm", a->slurm,
+      "Act for Slurm: drain the node on a drain finding (in a prolog, $SLURM_JOB_ID set, also exit 1 "
+      "so that Slurm requeues the job), and in the health check resume a node pcdino drained once "
+      "it passes");
+  sub->add_flag("--list", a->list, "List the probes and exit");
+  sub->add_flag("--wrapper", a->wrapper,
+                "Print the script Slurm runs as Prolog and HealthCheckProgram (for --site, --slurm-conf, "
+                "--path, --pcdino) and exit");
+  sub->add_option("--slurm-conf", a->paths.slurm_conf, "--wrapper: slurm.conf when slurmd gives none")
+      ->capture_default_str();
+  sub->add_option("--path", a->path_dirs, "--wrapper: the PATH's directories (default: ParallelCluster's)");
+  sub->add_option("--pcdino", a->paths.pcdino, "--wrapper: the pcdino program (default: this one)");
+  sub->callback([a, sub] {
+    if (a->list) {
+      for (const auto& p : doctor::node_probes()) std::cout << p.name << "\t" << p.what << "\n";
+      return;
+    }
+    if (a->wrapper) {
+      if (a->site.empty())
+        throw Error(ExitCode::kUsage, "--wrapper needs --site FILE (where the site file will be)");
+      a->paths.site = a->site;
+      if (sub->get_option("--json")->count() > 0) a->paths.json = a->json;
+      if (sub->get_option("--pcdino")->count() == 0) a->paths.pcdino = own_program();
+      if (!a->path_dirs.empty()) a->paths.path = a->path_dirs;
+      std::cout << node_check_wrapper(a->paths);
+      return;
+    }
+    NodeCheckSite site = a->site.empty() ? NodeCheckSite{} : read_node_check_site(a->site);
+    for (const auto& d : a->shared_dirs) site.shared_storage.push_back({d, ""});
+    const std::string node = a->node.empty() ? this_node() : a->node;
+    const doctor::NodeCheckReport report = doctor::run_node_check(site, node);
+    std::cout << doctor::format_node_check(report) << std::flush;
+    if (!a->json.empty()) {
+      std::string path = a->json;
+      if (const auto at = path.find("%n"); at != std::string::npos) path.replace(at, 2, node);
+      std::error_code error;
+      std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
+      write_file_atomic(path, doctor::node_check_json(report));
+    }
+    record_metrics(report, site.textfile_dir);
+    int code = report.drain() ? to_int(ExitCode::kFailure) : 0;
+    if (a->slurm) code = act_for_slurm(report);
+    std::cerr.flush();
+    // A probe stuck on a hung filesystem or device may still hold a thread: end without waiting for it.
+    std::_Exit(code);
+  });
+}
+
+}  // namespace pcdino::cli

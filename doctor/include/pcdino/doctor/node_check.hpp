@@ -1,0 +1,138 @@
+// `pcdino node-check` (issue #60): this node's health as Slurm's Prolog and HealthCheckProgram can afford to
+// check it, with no MPI and no other node: the shared filesystems mounted, readable and writable, local
+// scratch, Slurm's view of the node, the NVIDIA GPUs (Xid errors, ECC, retired pages, row remapping, NVLink,
+// DCGM level 1), EFA devices against the instance type, the SPANK plugin and the image manifest. Every probe
+// runs under its own time limit (a hung FSx ends its probe with "did not finish within N s"), and every
+// failed check is `drain` (no job may start here) or `warn` (logged and exported). The doctor's per-node
+// checks are these probes (probe_this_node()): one home for each.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pcdino/core/node_check_site.hpp"
+#include "pcdino/doctor/doctor.hpp"
+#include "pcdino/doctor/probes.hpp"
+
+namespace pcdino::doctor {
+
+// --- the probes (the doctor's and the node check's) --------------------------------------------------------
+
+/// The shared_fs check of `dir`: a file of `bytes` created, written, synced, read back and removed within
+/// `seconds`; its write and read rates in MB/s set in `rates` ({write, read}) and judged against the floors
+/// (0 = not judged). A read-only or full filesystem fails with the system's error and the path.
+Check check_shared_dir(const std::string& dir, std::size_t bytes, double min_write_mb_s, double min_read_mb_s,
+                       double seconds, std::pair<double, double>* rates = nullptr);
+
+/// Whether `storage.mount_dir` is a mount point of this node (in `mountinfo`, /proc/self/mountinfo's format)
+/// of a filesystem its StorageType mounts as (storage_filesystems()): a missing mount leaves an empty
+/// directory of the root disk that jobs would fill. Reads no file of the mount, so a hung one cannot stop it.
+Check check_mount(const SharedStorage& storage, const std::string& mountinfo = "/proc/self/mountinfo");
+
+/// The scratch check: free space of `dir` (for users: statvfs f_bavail) against `min_gib` (GiB).
+Check check_scratch(const std::string& dir, double min_gib);
+
+/// The slurm_view check: `scontrol show node -o NODE` (within `seconds`) against this host's CPUs, memory
+/// and NVIDIA device files; Slurm's view of the node in `view` when it answered.
+Check check_slurm_view(const std::string& node, double seconds, SlurmNodeView* view = nullptr);
+
+/// The libfabric check: the providers fi_getinfo reports (within `seconds`) include `expected`.
+Check check_providers(const std::vector<std::string>& expected, double seconds);
+
+/// The efa check: the EFA devices libfabric shows (efa_devices(), within `seconds`) against `expected`, the
+/// EFA interfaces of the node's instance type (the cluster catalogue); not judged (ok) when 0.
+Check check_efa(int expected, double seconds);
+
+/// The image check: the versions of this node against the manifest at `manifest` (compare_manifest(); the
+/// GPU stack only on a node with NVIDIA device files); ok, said so, when there is no manifest there.
+Check check_image(const std::string& manifest, double seconds);
+
+/// The EFA interfaces a node of `instance_type` has when its Slurm features include "efa" (ParallelCluster's
+/// feature of a compute resource with Efa/Enabled), from the cluster catalogue; 0 otherwise or unknown.
+int expected_efa_devices(const std::string& instance_type, const std::vector<std::string>& features);
+
+/// The NVIDIA GPUs a node should have: Slurm's gres (SlurmNodeView::gpus), else, on a node whose features
+/// say "gpu" (ParallelCluster's), its instance type's in the cluster catalogue; 0 otherwise.
+int expected_gpus(const SlurmNodeView& view);
+
+// --- the node check ----------------------------------------------------------------------------------------
+
+/// One probe of the node check: what it checks, and whether it runs on a node (facts gathered first).
+struct NodeFacts {
+  std::string node;                    ///< Slurm's node name
+  std::optional<SlurmNodeView> slurm;  ///< Slurm's view of it (nullopt: scontrol did not answer)
+  int nvidia_device_files = 0;         ///< /dev/nvidia<N>
+  bool nvidia_smi = false;             ///< nvidia-smi is on PATH
+  bool dcgmi = false;                  ///< dcgmi is on PATH
+};
+
+/// A row of the node check's table: its checks' name, what it looks at, and its run (under the site's
+/// probe_seconds; nullopt where it does not apply to the node).
+struct NodeProbe {
+  const char* name;
+  const char* what;
+  std::vector<Check> (*run)(const NodeCheckSite& site, const NodeFacts& facts);
+};
+
+/// The NVIDIA rows of node_probes() (gpu_xid, gpus, nvlink, dcgm where site.dcgm) on a node that has NVIDIA
+/// device files, nvidia-smi or GPUs in Slurm's gres; none elsewhere. The doctor's per-node check runs them
+/// too.
+std::vector<Check> nvidia_health_checks(const NodeCheckSite& site, const NodeFacts& facts);
+
+/// This node's facts for the probes: Slurm's view when given, its NVIDIA device files, nvidia-smi and dcgmi
+/// on PATH.
+NodeFacts node_facts(const std::string& node, const std::optional<SlurmNodeView>& slurm);
+
+/// The probes, in the order of the report. The GPU rows apply where the node has NVIDIA device files,
+/// nvidia-smi, or GPUs in Slurm's gres.
+const std::vector<NodeProbe>& node_probes();
+
+/// One check with the seconds its probe took.
+struct TimedCheck {
+  Check check;
+  std::string probe;  ///< the node_probes() row it came from
+  double seconds = 0;
+};
+
+/// The node check's result.
+struct NodeCheckReport {
+  std::string node;
+  std::vector<TimedCheck> checks;
+  double seconds = 0;  ///< wall time of the whole check (the probes run side by side)
+
+  /// Some check failed with Severity::kDrain.
+  bool drain() const;
+  /// "ok", "warn" or "drain": the worst failed check's.
+  std::string verdict() const;
+  /// The line for Slurm's Reason field: "pcdino: " and the drain checks ("gpu_xid: gpu 0000:3b:00 Xid 79
+  /// (...); shared_fs: ..."), at most 250 characters; "" when nothing drains the node.
+  std::string reason() const;
+};
+
+/// Runs every probe of node_probes() that applies on this node, each on a thread of its own under
+/// site.probe_seconds (the slurm_view probe first: the others read its facts), and waits for all within
+/// probe_seconds more: a probe still running then is a failed check, "did not finish within N s".
+NodeCheckReport run_node_check(const NodeCheckSite& site, const std::string& node);
+
+/// The human report: one line per check (NAME, ok/WARN/DRAIN, seconds, detail), then the verdict.
+std::string format_node_check(const NodeCheckReport& report);
+
+/// node-check.json: {"node", "verdict", "reason", "seconds", "checks": [{"name", "probe", "ok", "severity",
+/// "seconds", "detail"}]}.
+std::string node_check_json(const NodeCheckReport& report);
+
+/// What Slurm's side of the check does, from the report and Slurm's view of the node.
+enum class SlurmContext {
+  kProlog,       ///< slurmd's Prolog (SLURM_JOB_ID set): drain and fail, so that the job is requeued
+  kHealthCheck,  ///< slurmd's HealthCheckProgram: drain, or return to service what pcdino drained
+};
+
+/// The scontrol command lines the node check runs for Slurm: on a drain finding `scontrol update
+/// NodeName=N State=DRAIN Reason="pcdino: ..."` (unless the node is already drained with that reason, or
+/// drained by someone else); in the health check on a clean report, `State=RESUME` for a node drained with a
+/// reason that pcdino wrote ("pcdino..."), never for one an admin or Slurm drained.
+std::vector<std::vector<std::string>> slurm_actions(const NodeCheckReport& report, const SlurmNodeView* view,
+                                                    SlurmContext context);
+
+}  // namespace pcdino::doctor

@@ -1,0 +1,332 @@
+// The node check (issue #60): NVIDIA's tools read from captures of their documented output
+// (tests/doctor/fixtures/nvidia, SOURCES.md), the site file, the mount check against /proc/self/mountinfo's
+// format, the report's Slurm reason and what it asks Slurm to do; the check on this machine's own
+// filesystems. The local cluster runs it as Prolog and HealthCheckProgram (tests/train/test_sick_node.sh).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "../lib/temp_dir.hpp"
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
+#include "pcdino/core/node_check_site.hpp"
+#include "pcdino/core/process.hpp"
+#include "pcdino/doctor/gpu_health.hpp"
+#include "pcdino/doctor/node_check.hpp"
+
+namespace pcdino::doctor {
+namespace {
+
+std::string fixture(const std::string& name) {
+  return read_file(std::string(PCDINO_SOURCE_DIR) + "/tests/doctor/fixtures/nvidia/" + name, "fixture");
+}
+
+TEST(GpuXid, AFallenGpuInTheKernelLogDrainsForAReboot) {
+  // /dev/kmsg records of driver 560: the UUID line, the Xid and osinit.c's own line of the same fault.
+  const auto events = parse_xids(fixture("kmsg-xid79.txt"));
+  ASSERT_EQ(events.size(), 1u) << "the Xid 79 line and the driver's 'fallen off the bus' line are one fault";
+  EXPECT_EQ(events[0].gpu, "0000:3b:00");
+  EXPECT_EQ(events[0].xid, 79);
+  EXPECT_EQ(events[0].message, "GPU has fallen off the bus.");
+  const Check c = judge_xids(events);
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.severity, Severity::kDrain);
+  EXPECT_EQ(c.detail, "gpu 0000:3b:00 Xid 79 GPU has fallen off the bus (reboot the node)");
+  // The same file read the way /dev/kmsg is read.
+  EXPECT_EQ(parse_xids(read_kernel_log(std::string(PCDINO_SOURCE_DIR) +
+                                       "/tests/doctor/fixtures/nvidia/kmsg-xid79.txt"))
+                .size(),
+            1u);
+  EXPECT_THROW(read_kernel_log("/nonexistent/kmsg"), Error);
+}
+
+TEST(GpuXid, ApplicationErrorsWarnAndAreCounted) {
+  // Driver 570's form (no pid or name when unknown, MIG's GPU-I): application errors leave the GPU in
+  // service.
+  const auto events = parse_xids(fixture("kmsg-xids-570.txt"));
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[3].gpu, "0000:2a:00");
+  EXPECT_EQ(events[3].xid, 94);
+  const Check c = judge_xids(events);
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.severity, Severity::kWarn);
+  EXPECT_NE(c.detail.find("gpu 0000:18:00 Xid 13 x2 Graphics SM Warp Exception"), std::string::npos)
+      << c.detail;
+  EXPECT_NE(c.detail.find("(application error)"), std::string::npos) << c.detail;
+  EXPECT_TRUE(judge_xids({}).ok);
+}
+
+TEST(GpuXid, ResetAndTheDriversOwnVerdictDrainTheMostSevereFirst) {
+  // dmesg lines: an ECC double-bit error (48) and NVLink (74) need a reset; Xid 154 says the driver's
+  // verdict.
+  const auto events = parse_xids(fixture("dmesg-xid48-74.txt"));
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[1].gpu, "0003:00:00") << "the PCI domain is not always 0000";
+  const Check c = judge_xids(events);
+  EXPECT_EQ(c.severity, Severity::kDrain);
+  EXPECT_EQ(c.detail.rfind("gpu 0019:01:00 Xid 154", 0), 0u) << "the reboot first: " << c.detail;
+  EXPECT_NE(c.detail.find("Xid 48 An uncorrectable double bit error"), std::string::npos) << c.detail;
+  EXPECT_NE(c.detail.find("(reset the GPU)"), std::string::npos) << c.detail;
+  // osapi.c's three-line message, one kmsg record with its newlines escaped, is the GPU's Xid 79.
+  const auto fallen = parse_xids(fixture("kmsg-fallen-off-no-xid.txt"));
+  ASSERT_EQ(fallen.size(), 1u);
+  EXPECT_EQ(fallen[0].xid, 79);
+  EXPECT_EQ(fallen[0].gpu, "0000:b3:00.0");
+  // The table's actions: application errors and monitor-only codes warn, the rest drain.
+  EXPECT_EQ(xid_severity(xid_rule(13).action), Severity::kWarn);
+  EXPECT_EQ(xid_severity(xid_rule(63).action), Severity::kWarn);
+  EXPECT_EQ(xid_severity(xid_rule(9999).action), Severity::kWarn) << "an unknown code is monitored";
+  for (int xid : {46, 48, 54, 62, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 143, 151})
+    EXPECT_EQ(xid_severity(xid_rule(xid).action), Severity::kDrain) << xid;
+}
+
+TEST(GpuQuery, HealthyH100sPass) {
+  const auto gpus = parse_gpu_query(fixture("query-h100-healthy.csv"));
+  ASSERT_EQ(gpus.size(), 8u);
+  EXPECT_EQ(gpus[2].bus_id, "00000000:3A:00.0");
+  EXPECT_EQ(gpus[0].uncorrected_ecc, 0);
+  EXPECT_FALSE(gpus[0].retired_pending.has_value()) << "[N/A]: Hopper retires no pages";
+  EXPECT_EQ(gpus[0].remap_pending, false);
+  const Check c = judge_gpus(gpus, {}, 0, 8);
+  EXPECT_TRUE(c.ok) << c.detail;
+  const Check missing = judge_gpus({gpus.begin(), gpus.begin() + 7}, {}, 0, 8);
+  EXPECT_FALSE(missing.ok);
+  EXPECT_EQ(missing.detail, "nvidia-smi shows 7 of the 8 GPUs the node should have");
+}
+
+TEST(GpuQuery, EccRemappingAndALostGpuDrain) {
+  const auto gpus = parse_gpu_query(fixture("query-a100-remap.csv"));
+  ASSERT_EQ(gpus.size(), 4u);
+  EXPECT_FALSE(gpus[3].uncorrected_ecc.has_value()) << "[N/A] with MIG on";
+  const Check c = judge_gpus(gpus, {}, 0, 4);
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.severity, Severity::kDrain);
+  EXPECT_NE(c.detail.find("gpu 0 (00000000:07:00.0): 2 uncorrectable ECC errors"), std::string::npos)
+      << c.detail;
+  EXPECT_NE(c.detail.find("gpu 0 (00000000:07:00.0): rows pending remapping: reset the GPU"),
+            std::string::npos);
+  EXPECT_NE(c.detail.find("gpu 1 (00000000:0F:00.0): a row remapping failed"), std::string::npos);
+  EXPECT_EQ(c.detail.find("gpu 3"), std::string::npos) << c.detail;
+  // The GPU nvidia-smi cannot reach is named, with its exit status's meaning.
+  const auto lost = unreachable_gpus(fixture("query-lost.err"));
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0], "0000:3B:00.0: GPU is lost");
+  EXPECT_EQ(unreachable_gpus("Unable to determine the device handle for GPU0: 0000:01:00.0: Unknown Error\n"),
+            std::vector<std::string>{"0000:01:00.0: Unknown Error"});
+  const Check gone = judge_gpus(parse_gpu_query(fixture("query-lost.csv")), lost, 15, 0);
+  EXPECT_EQ(gone.detail, "gpu 0000:3B:00.0: GPU is lost");
+  EXPECT_EQ(judge_gpus({}, {}, 9, 0).detail, "nvidia-smi: exit 9: the NVIDIA driver is not loaded");
+  EXPECT_EQ(nvidia_smi_status(15), "exit 15: a GPU has fallen off the bus or become inaccessible");
+  EXPECT_THROW(parse_gpu_query("0, 00000000:07:00.0, GPU-x, 2\n"), DataError);
+  EXPECT_THROW(parse_gpu_query("0, 00000000:07:00.0, GPU-x, two, No, No, No\n"), DataError);
+  // Drivers before R510 know no remapped_rows fields.
+  EXPECT_EQ(parse_gpu_query("0, 00000000:07:00.0, GPU-x, 0, Yes\n", false)[0].retired_pending, true);
+}
+
+TEST(GpuNvlink, AnInactiveLinkDrains) {
+  const auto v100 = parse_nvlink_status(fixture("nvlink-v100-inactive.txt"));
+  ASSERT_EQ(v100.size(), 2u);
+  EXPECT_EQ(v100[1].gpu, "GPU 3");
+  EXPECT_EQ(v100[1].inactive, (std::vector<int>{3, 5}));
+  const Check down = judge_nvlink(v100, "");
+  EXPECT_FALSE(down.ok);
+  EXPECT_EQ(down.detail, "GPU 3 link 3,5 inactive");
+  const Check h100 = judge_nvlink(parse_nvlink_status(fixture("nvlink-h100.txt")), "");
+  EXPECT_TRUE(h100.ok);
+  EXPECT_EQ(h100.detail, "18 links active on 1 GPU(s)");
+  EXPECT_TRUE(judge_nvlink({}, "").ok) << "no NVLink (a g5): not judged";
+  EXPECT_FALSE(judge_nvlink({}, "NVML: Unable to retrieve Nvlink information as all links are inActive").ok);
+}
+
+TEST(GpuDcgm, AFailedLevelOneTestIsNamed) {
+  const Check c = judge_dcgm(226, fixture("dcgmi-diag-r1-fail.txt"));
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.detail, "dcgmi diag -r 1 exit 226: failed Persistence Mode");
+  EXPECT_NE(judge_dcgm(205, "x\n").detail.find("(isolate the GPU)"), std::string::npos);
+  EXPECT_TRUE(judge_dcgm(0, "").ok);
+}
+
+TEST(NodeCheckMount, TheSharedFilesystemMustBeMountedAsItsType) {
+  test::TempDir dir;
+  const std::string info = dir / "mountinfo";
+  test::write_text(info,
+                   "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+                   "40 22 0:50 / /fsx rw,relatime shared:20 - lustre 172.31.0.5@tcp:/fsx rw,flock\n"
+                   "41 22 0:51 / /home/my\\040data rw,relatime shared:21 - nfs4 fs-1.efs:/ rw\n");
+  EXPECT_TRUE(check_mount({"/fsx", "FsxLustre"}, info).ok);
+  EXPECT_TRUE(check_mount({"/fsx", ""}, info).ok) << "no StorageType: any filesystem";
+  EXPECT_TRUE(check_mount({"/home/my data", "Efs"}, info).ok) << "mountinfo's octal escapes";
+  const Check wrong = check_mount({"/fsx", "Efs"}, info);
+  EXPECT_FALSE(wrong.ok);
+  EXPECT_EQ(wrong.detail, "/fsx: mounted as lustre, not as Efs (nfs4 or nfs)");
+  const Check bare = check_mount({"/shared", "Ebs"}, info);
+  EXPECT_FALSE(bare.ok);
+  EXPECT_EQ(bare.detail,
+            "/shared: not mounted (a directory of the ext4 filesystem at /: jobs would write to the node's "
+            "own disk)");
+  // A later mount of the same point is the one on top.
+  test::write_text(info, "40 22 0:50 / /fsx rw - lustre x rw\n90 40 0:99 / /fsx rw - fuse.sshfs y rw\n");
+  EXPECT_FALSE(check_mount({"/fsx", "FsxLustre"}, info).ok);
+  EXPECT_FALSE(check_mount({"/fsx", ""}, dir / "missing").ok);
+}
+
+TEST(NodeCheckSiteFile, ReadsBackWhatItWritesAndNamesBadKeys) {
+  NodeCheckSite site;
+  site.shared_storage = {{"/fsx", "FsxLustre"}, {"/apps", "Ebs"}, {"/data", ""}};
+  site.local_scratch = {"/scratch"};
+  site.min_scratch_gib = 50;
+  site.probe_seconds = 7;
+  site.dcgm = false;
+  const NodeCheckSite back = parse_node_check_site(write_node_check_site(site, "a test"), "s.yaml");
+  ASSERT_EQ(back.shared_storage.size(), 3u);
+  EXPECT_EQ(back.shared_storage[0].storage_type, "FsxLustre");
+  EXPECT_EQ(back.shared_storage[2].storage_type, "");
+  EXPECT_EQ(back.local_scratch, site.local_scratch);
+  EXPECT_EQ(back.min_scratch_gib, 50);
+  EXPECT_EQ(back.probe_seconds, 7);
+  EXPECT_FALSE(back.dcgm);
+  EXPECT_EQ(back.manifest, "/opt/pcdino/manifest.json");
+  const auto error = [](const std::string& yaml) {
+    try {
+      parse_node_check_site(yaml, "s.yaml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(error("SharedStorage:\n  - MountDir: /fsx\n    StorageType: Lustre\n")
+                .find("s.yaml:3:18: SharedStorage[0].StorageType: expected one of FsxLustre|"),
+            std::string::npos)
+      << error("SharedStorage:\n  - MountDir: /fsx\n    StorageType: Lustre\n");
+  EXPECT_NE(
+      error("SharedStorage: [{MountDir: fsx}]\n").find("SharedStorage[0].MountDir: expected an absolute"),
+      std::string::npos);
+  EXPECT_NE(error("ProbeSecond: 3\n").find("ProbeSecond"), std::string::npos);
+  EXPECT_NE(error("ProbeSeconds: 0\n").find("ProbeSeconds"), std::string::npos);
+  EXPECT_EQ(parse_node_check_site("", "s.yaml").probe_seconds, 10) << "an empty file: the defaults";
+}
+
+TEST(NodeCheckWrapper, SetsWhatSlurmdLeavesOut) {
+  NodeCheckPaths paths;
+  paths.json = "/var/log/pcdino/node-check-%n.json";
+  const std::string w = node_check_wrapper(paths);
+  EXPECT_EQ(w.rfind("#!/bin/sh\n", 0), 0u);
+  EXPECT_NE(w.find("\nPATH=/opt/slurm/bin:/usr/sbin:/usr/bin:/sbin:/bin\nexport PATH\n"), std::string::npos)
+      << w;
+  EXPECT_NE(w.find("\nSLURM_CONF=${SLURM_CONF:-/opt/slurm/etc/slurm.conf}\n"), std::string::npos) << w;
+  EXPECT_NE(
+      w.find("\nexec /opt/pcdino/bin/pcdino node-check --slurm --site /opt/slurm/etc/pcdino/node-check.yaml "
+             "--json /var/log/pcdino/node-check-%n.json\n"),
+      std::string::npos)
+      << w;
+  // It is a script sh runs: it execs what it names.
+  test::TempDir dir;
+  paths.pcdino = "/bin/echo";
+  paths.json = "";
+  write_file_atomic(dir / "w", node_check_wrapper(paths));
+  const ProcessResult r = run_process({"sh", dir / "w"});
+  EXPECT_EQ(r.out, "node-check --slurm --site /opt/slurm/etc/pcdino/node-check.yaml\n");
+}
+
+NodeCheckReport report_of(std::vector<Check> checks) {
+  NodeCheckReport r;
+  r.node = "node2";
+  for (auto& c : checks) r.checks.push_back({c, c.name, 0.1});
+  return r;
+}
+
+TEST(NodeCheckReportTest, ReasonVerdictAndWhatSlurmIsAskedToDo) {
+  const NodeCheckReport sick =
+      report_of({{"slurm_view", true, "2 CPUs"},
+                 {"gpu_xid", false, "gpu 0000:3b:00 Xid 79 GPU has fallen off the bus"},
+                 {"dcgm", false, "dcgmi slow", Severity::kWarn}});
+  EXPECT_EQ(sick.verdict(), "drain");
+  EXPECT_EQ(sick.reason(), "pcdino: gpu_xid: gpu 0000:3b:00 Xid 79 GPU has fallen off the bus")
+      << "warnings stay out of the reason";
+  const NodeCheckReport warned = report_of({{"dcgm", false, "dcgmi slow", Severity::kWarn}});
+  EXPECT_EQ(warned.verdict(), "warn");
+  EXPECT_EQ(warned.reason(), "");
+  EXPECT_FALSE(warned.drain());
+  EXPECT_EQ(report_of({{"x", false, std::string(400, 'a')}}).reason().size(), 250u);
+
+  SlurmNodeView idle;
+  idle.state = "IDLE";
+  const auto drain = slurm_actions(sick, &idle, SlurmContext::kProlog);
+  ASSERT_EQ(drain.size(), 1u);
+  EXPECT_EQ(drain[0], (std::vector<std::string>{"scontrol", "update", "NodeName=node2", "State=DRAIN",
+                                                "Reason=" + sick.reason()}));
+  SlurmNodeView ours = idle;
+  ours.state = "IDLE+DRAIN";
+  ours.reason = sick.reason();
+  EXPECT_TRUE(slurm_actions(sick, &ours, SlurmContext::kHealthCheck).empty()) << "drained for this already";
+  SlurmNodeView admin = ours;
+  admin.reason = "maintenance: new cables";
+  EXPECT_TRUE(slurm_actions(sick, &admin, SlurmContext::kProlog).empty()) << "an admin's reason is kept";
+  const NodeCheckReport healthy = report_of({{"shared_fs", true, "/fsx: mounted"}});
+  EXPECT_EQ(slurm_actions(healthy, &ours, SlurmContext::kHealthCheck),
+            (std::vector<std::vector<std::string>>{{"scontrol", "update", "NodeName=node2", "State=RESUME"}}))
+      << "what pcdino drained returns once healthy";
+  EXPECT_TRUE(slurm_actions(healthy, &ours, SlurmContext::kProlog).empty())
+      << "only the health check resumes";
+  EXPECT_TRUE(slurm_actions(healthy, &admin, SlurmContext::kHealthCheck).empty()) << "never an admin's drain";
+  EXPECT_TRUE(drained(parse_scontrol_node("NodeName=n CPUTot=2 State=MIXED+DRAIN Reason=x [root@t]")));
+  EXPECT_EQ(
+      parse_scontrol_node("NodeName=n CPUTot=2 State=IDLE+DRAIN ExtSensorsTemp=n/s Reason=pcdino: a b; c "
+                          "[root@2026-11-28T03:36:19]")
+          .reason,
+      "pcdino: a b; c");
+}
+
+// What a node should have, from Slurm's view as ParallelCluster configures it: its gres, else its instance
+// type where its features say gpu; EFA devices where they say efa.
+TEST(NodeCheckExpected, GpusAndEfaFromSlursView) {
+  SlurmNodeView v;
+  v.features = {"static", "p4d.24xlarge", "cr1", "efa", "gpu"};
+  EXPECT_EQ(expected_gpus(v), 8) << "the catalogue's p4d.24xlarge";
+  v.gpus = 4;
+  EXPECT_EQ(expected_gpus(v), 4) << "Slurm's gres first";
+  v.gpus = 0;
+  v.features = {"static", "p4d.24xlarge", "cr1"};
+  EXPECT_EQ(expected_gpus(v), 0) << "no gpu feature: not judged";
+  v.features = {"static", "trn1.32xlarge", "gpu"};
+  EXPECT_EQ(expected_gpus(v), 0) << "Trainium is not an NVIDIA GPU";
+  EXPECT_EQ(expected_efa_devices("p4d.24xlarge", {"static", "p4d.24xlarge", "efa"}), 4);
+  EXPECT_EQ(expected_efa_devices("p5.48xlarge", {"p5.48xlarge", "efa"}), 32);
+  EXPECT_EQ(expected_efa_devices("p5.48xlarge", {"p5.48xlarge"}), 0) << "EFA off for the compute resource";
+  const Check none = check_efa(4, 5);
+  EXPECT_FALSE(none.ok) << "no EFA device on this machine: " << none.detail;
+  EXPECT_TRUE(check_efa(0, 5).ok);
+}
+
+// On this machine: a directory of the root filesystem declared shared is not a mount, and drains; the check
+// ends within its time limit and says which probes ran.
+TEST(NodeCheckRun, ADirectoryThatIsNoMountDrains) {
+  test::TempDir dir;
+  NodeCheckSite site;
+  site.shared_storage = {{dir.path().string(), ""}};
+  site.local_scratch = {dir.path().string(), "/nonexistent/scratch"};
+  site.min_scratch_gib = 0;
+  site.manifest = "";
+  site.probe_seconds = 3;
+  const auto start = std::chrono::steady_clock::now();
+  const NodeCheckReport r = run_node_check(site, "no-such-node");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3 * 2 + 2.0);
+  EXPECT_TRUE(r.drain());
+  EXPECT_NE(r.reason().find("shared_fs: " + dir.path().string() + ": not mounted"), std::string::npos)
+      << r.reason();
+  int scratch = 0;
+  for (const auto& c : r.checks) {
+    if (c.check.name == "slurm_view") {
+      EXPECT_EQ(c.check.severity, Severity::kWarn) << "no controller: warn";
+    }
+    if (c.check.name == "scratch") ++scratch;
+  }
+  EXPECT_EQ(scratch, 1) << "a scratch directory the node has not is not judged";
+  const std::string json = node_check_json(r);
+  EXPECT_NE(json.find("\"verdict\": \"drain\""), std::string::npos) << json;
+  EXPECT_NE(format_node_check(r).find("no-such-node: drain in "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pcdino::doctor
