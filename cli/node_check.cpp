@@ -15,6 +15,7 @@
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/node_check_site.hpp"
 #include "pcdino/core/process.hpp"
+#include "pcdino/doctor/probes.hpp"
 #include "pcdino/monitoring/metrics.hpp"
 
 namespace pcdino::cli {
@@ -31,6 +32,8 @@ struct NodeCheckArgs {
   bool list = false;
   NodeCheckPaths paths;
   std::vector<std::string> path_dirs;
+  std::string probe_filesystem;
+  std::size_t probe_bytes = 1u << 20;
 };
 
 std::string this_node() {
@@ -47,10 +50,19 @@ int act_for_slurm(const doctor::NodeCheckReport& report) {
   const bool prolog = std::getenv("SLURM_JOB_ID") != nullptr;
   const auto context = prolog ? doctor::SlurmContext::kProlog : doctor::SlurmContext::kHealthCheck;
   std::optional<doctor::SlurmNodeView> view;
-  const ProcessResult shown = run_process({"scontrol", "show", "node", "-o", report.node}, "", 10);
-  if (shown.exit_code == 0) view = doctor::parse_scontrol_node(shown.out);
+  try {
+    const ProcessResult shown = run_process({"scontrol", "show", "node", "-o", report.node}, "", 5);
+    if (shown.exit_code == 0) view = doctor::parse_scontrol_node(shown.out);
+  } catch (const std::exception& e) {  // no scontrol, or a line it cannot read: drain anyway, resume nothing
+    std::cerr << "pcdino node-check: Slurm's view of " << report.node << ": " << e.what() << "\n";
+  }
   for (const auto& command : doctor::slurm_actions(report, view ? &*view : nullptr, context)) {
-    const ProcessResult r = run_process(command, "Slurm's client commands", 10);
+    ProcessResult r;
+    try {
+      r = run_process(command, "Slurm's client commands", 5);
+    } catch (const std::exception& e) {
+      r.exit_code = 69, r.err = e.what();
+    }
     std::cerr << "pcdino node-check ("
               << (prolog ? "prolog, job " + std::string(std::getenv("SLURM_JOB_ID")) : "health check")
               << "): " << (r.exit_code == 0 ? "" : "could not run (" + r.err + "): ")
@@ -106,6 +118,9 @@ void add_node_check_command(CLI::App& app) {
       "so that Slurm requeues the job), and in the health check resume a node pcdino drained once "
       "it passes");
   sub->add_flag("--list", a->list, "List the probes and exit");
+  // The shared_fs probe's child process (run_node_check's `prober`): not for users.
+  sub->add_option("--probe-filesystem", a->probe_filesystem)->group("");
+  sub->add_option("--probe-bytes", a->probe_bytes)->group("");
   sub->add_flag("--wrapper", a->wrapper,
                 "Print the script Slurm runs as Prolog and HealthCheckProgram (for --site, --slurm-conf, "
                 "--path, --pcdino) and exit");
@@ -128,23 +143,44 @@ void add_node_check_command(CLI::App& app) {
       std::cout << node_check_wrapper(a->paths);
       return;
     }
-    NodeCheckSite site = a->site.empty() ? NodeCheckSite{} : read_node_check_site(a->site);
-    for (const auto& d : a->shared_dirs) site.shared_storage.push_back({d, ""});
-    const std::string node = a->node.empty() ? this_node() : a->node;
-    const doctor::NodeCheckReport report = doctor::run_node_check(site, node);
-    std::cout << doctor::format_node_check(report) << std::flush;
-    if (!a->json.empty()) {
-      std::string path = a->json;
-      if (const auto at = path.find("%n"); at != std::string::npos) path.replace(at, 2, node);
-      std::error_code error;
-      std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
-      write_file_atomic(path, doctor::node_check_json(report));
+    if (!a->probe_filesystem.empty()) {  // the child process of the shared_fs probe
+      std::cout << doctor::filesystem_probe_json(
+                       doctor::probe_filesystem(a->probe_filesystem, a->probe_bytes))
+                << std::endl;
+      std::_Exit(0);
     }
-    record_metrics(report, site.textfile_dir);
-    int code = report.drain() ? to_int(ExitCode::kFailure) : 0;
-    if (a->slurm) code = act_for_slurm(report);
+    // From here on the probes' threads may outlive a return (a hung mount): every way out is _Exit.
+    int code = 0;
+    try {
+      NodeCheckSite site = a->site.empty() ? NodeCheckSite{} : read_node_check_site(a->site);
+      for (const auto& d : a->shared_dirs) site.shared_storage.push_back({d, ""});
+      const std::string node = a->node.empty() ? this_node() : a->node;
+      const doctor::NodeCheckReport report = doctor::run_node_check(site, node, own_program());
+      std::cout << doctor::format_node_check(report) << std::flush;
+      try {
+        if (!a->json.empty()) {
+          std::string path = a->json;
+          if (const auto at = path.find("%n"); at != std::string::npos) path.replace(at, 2, node);
+          std::error_code error;
+          std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
+          write_file_atomic(path, doctor::node_check_json(report));
+        }
+        record_metrics(report, site.textfile_dir);
+      } catch (const std::exception& e) {  // the report's copies are not worth a wrong verdict
+        std::cerr << "pcdino node-check: " << e.what() << "\n";
+      }
+      code = a->slurm ? act_for_slurm(report) : report.drain() ? to_int(ExitCode::kFailure) : 0;
+    } catch (const Error& e) {
+      // The check itself failed (a bad site file): no finding about the node. For Slurm a prolog passes (a
+      // failed one would drain every node for the site's mistake) and a health check's status is logged.
+      std::cerr << "error: pcdino node-check: " << e.what() << std::endl;
+      code = a->slurm ? (std::getenv("SLURM_JOB_ID") != nullptr ? 0 : to_int(e.code())) : to_int(e.code());
+    } catch (const std::exception& e) {
+      std::cerr << "error: pcdino node-check: " << e.what() << std::endl;
+      code = a->slurm && std::getenv("SLURM_JOB_ID") != nullptr ? 0 : to_int(ExitCode::kSoftware);
+    }
+    std::cout.flush();
     std::cerr.flush();
-    // A probe stuck on a hung filesystem or device may still hold a thread: end without waiting for it.
     std::_Exit(code);
   });
 }

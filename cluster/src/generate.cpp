@@ -12,6 +12,7 @@
 #include "pcdino/core/accelerator.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/node_check_site.hpp"
+#include "pcdino/core/parallelcluster.hpp"
 #include "pcdino/core/text_template.hpp"
 
 namespace pcdino::cluster {
@@ -80,13 +81,25 @@ bool has_head_node_script(const SiteSpec& s) {
   return s.spank.enabled || s.prometheus.enabled || s.node_check.enabled;
 }
 
+// A failed prolog requeues a job submitted with --no-requeue too (pcdino's stages but training are) only with
+// ForceRequeueOnFail, which Slurm knows from 23.02 (slurm.conf(5); 22.05 refuses the flag): the release's
+// Slurm decides (core/parallelcluster.hpp).
+std::string prolog_flags(const SiteSpec& s) {
+  const parallelcluster::Release* release = parallelcluster::find_release(s.parallelcluster_version);
+  const std::string slurm = release != nullptr ? release->slurm : "";
+  const bool force = !slurm.empty() && std::stoi(slurm.substr(0, slurm.find('.'))) * 100 +
+                                               std::stoi(slurm.substr(slurm.find('.') + 1)) >=
+                                           2302;
+  return force ? "Alloc,DeferBatch,ForceRequeueOnFail" : "Alloc,DeferBatch";
+}
+
 // The node check's slurm.conf lines (issue #60), none of them on ParallelCluster's deny list (Prolog is:
 // head-node.sh puts the wrapper in prolog.d). The prolog runs at allocation, on every node, and the batch
 // script starts only once all passed (PrologFlags=Alloc,DeferBatch: slurm.conf(5)); ParallelCluster already
 // sets SchedulerParameters=nohold_on_prolog_fail, so a job whose prolog failed is requeued unheld. The
 // health check runs on idle nodes, drained ones included (IDLE), so that it returns what pcdino drained.
 std::vector<SlurmLine> node_check_settings(const SiteSpec& s) {
-  return {{{"PrologFlags", "Alloc,DeferBatch"}},
+  return {{{"PrologFlags", prolog_flags(s)}},
           {{"HealthCheckProgram", kImageNodeCheckWrapper}},
           {{"HealthCheckInterval", std::to_string(s.node_check.interval_seconds)}},
           {{"HealthCheckNodeState", "IDLE"}}};

@@ -10,6 +10,7 @@
 #include "pcdino/cluster/validate.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
+#include "pcdino/core/node_check_site.hpp"
 #include "pcdino/core/parallelcluster.hpp"
 #include "pcdino/core/yaml_reader.hpp"
 
@@ -323,7 +324,7 @@ const Table& node_check_table() {
   static const Table rows = {
       integer("interval_seconds", PCDINO_SITE(node_check.interval_seconds), 10, 86400,
               "HealthCheckInterval: how often slurmd runs it on an idle node (s)"),
-      integer("probe_seconds", PCDINO_SITE(node_check.probe_seconds), 1, 60,
+      integer("probe_seconds", PCDINO_SITE(node_check.probe_seconds), 1, kMaxProbeSeconds,
               "each probe's time limit, a hung mount's included (s)"),
       integer("min_scratch_gib", PCDINO_SITE(node_check.min_scratch_gib), 0, 1 << 20,
               "free space each queue's local_scratch needs (GiB)"),

@@ -25,7 +25,9 @@ const std::vector<NodeCheckSiteKey>& node_check_site_keys() {
       {"LocalScratch", "local scratch directories, judged where they exist"},
       {"MinScratchGiB", "free space each scratch directory needs (GiB)"},
       {"Manifest", "the image manifest the node's versions are compared with (\"\": none)"},
-      {"ProbeSeconds", "each probe's time limit (s)"},
+      {"ProbeSeconds",
+       "each probe's time limit (s), 1 to 20: the check stays under the 60 s Slurm gives a "
+       "HealthCheckProgram"},
       {"Dcgm", "run dcgmi diag -r 1 where dcgmi exists (true/false)"},
       {"TextfileDir", "the node exporter's textfile collector folder for the verdict's metrics (\"\": none)"},
   };
@@ -78,7 +80,8 @@ NodeCheckSite parse_node_check_site(const std::string& text, const std::string& 
   if (root["Manifest"].IsDefined())
     site.manifest =
         r.text(root, "Manifest", "Manifest", false, std::string("|") + kAbsolute, "an absolute path or \"\"");
-  site.probe_seconds = r.integer(root, "ProbeSeconds", "ProbeSeconds", 1, 3600, site.probe_seconds);
+  site.probe_seconds =
+      r.integer(root, "ProbeSeconds", "ProbeSeconds", 1, kMaxProbeSeconds, site.probe_seconds);
   site.dcgm = r.boolean(root, "Dcgm", "Dcgm", site.dcgm);
   if (root["TextfileDir"].IsDefined())
     site.textfile_dir = r.text(root, "TextfileDir", "TextfileDir", false, std::string("|") + kAbsolute,

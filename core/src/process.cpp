@@ -36,9 +36,17 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // With a time limit the program leads a process group of its own, so that the kill reaches what it started.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  if (timeout_seconds > 0) {
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
+  }
   pid_t pid = 0;
-  const int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int rc = ::posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   if (rc != 0) {
@@ -62,7 +70,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
       if (left.count() <= 0) {
         // Its children may hold the pipes open after it dies: stop reading, the result is what came.
         result.timed_out = true;
-        ::kill(pid, SIGKILL);
+        ::kill(-pid, SIGKILL);
         break;
       }
       wait_ms = static_cast<int>(left.count());
@@ -88,6 +96,19 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
     if (f.fd >= 0) ::close(f.fd);
   }
   int status = 0;
+  // Its pipes closed, it may still run (a child kept them open, then closed them): the limit holds here too.
+  while (!result.timed_out && timeout_seconds > 0 && ::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      result.timed_out = true;
+      ::kill(-pid, SIGKILL);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!result.timed_out && timeout_seconds > 0) {
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return result;
+  }
   if (result.timed_out) {
     // A program stuck in the kernel (a hung device or filesystem) dies only when it leaves it: wait a
     // second for it, then leave it behind rather than hang with it.

@@ -307,19 +307,19 @@ NodeReport probe_this_node(const DoctorOptions& options, const std::string& node
   }
   if (!options.scratch_dir.empty())
     r.checks.push_back(check_scratch(options.scratch_dir, options.min_scratch_gib));
-  std::optional<SlurmNodeView> slurm;
   if (options.check_slurm_view) {
     SlurmNodeView view;
     r.checks.push_back(check_slurm_view(r.node, limit, &view));
     r.instance_type = instance_type_feature(view.features);
-    if (!view.name.empty()) slurm = view;
   }
   // The node check's GPU health (Xid errors, ECC, remapping, NVLink) where the node has NVIDIA GPUs; DCGM's
-  // diagnostic is the node check's alone (NCCL's sweep stands for it here).
+  // diagnostic is the node check's alone (NCCL's sweep stands for it here). Slurm's view is left out: where
+  // Slurm confines a job to its GPUs, nvidia-smi in the step shows only those, not the gres's count.
   NodeCheckSite gpu_site;
   gpu_site.probe_seconds = static_cast<int>(std::max(1.0, limit));
   gpu_site.dcgm = false;
-  for (auto& c : nvidia_health_checks(gpu_site, node_facts(r.node, slurm))) r.checks.push_back(std::move(c));
+  for (auto& c : nvidia_health_checks(gpu_site, node_facts(r.node, std::nullopt)))
+    r.checks.push_back(std::move(c));
   if (!options.expect_variables.empty()) check_variables(options, r);
   r.checks.push_back(check_providers(options.expect_providers, limit));
   check_vendor_accelerators(options, r);

@@ -357,6 +357,15 @@ Check judge_nvlink(const std::vector<NvlinkLinks>& gpus, const std::string& err)
 
 Check judge_dcgm(int exit_code, const std::string& out) {
   if (exit_code == 0) return {"dcgm", true, "dcgmi diag -r 1 passed"};
+  // 226 a failed test, 205 one that asks to isolate the GPU; any other exit (no host engine, a bad
+  // argument) says nothing of the GPUs.
+  if (exit_code != 226 && exit_code != 205) {
+    const std::string first = trim(out.substr(0, out.find('\n')));
+    return {
+        "dcgm", false,
+        fmt::format("dcgmi diag -r 1 did not run: exit {}{}", exit_code, first.empty() ? "" : ": " + first),
+        Severity::kWarn};
+  }
   // The table's rows: "| Persistence Mode          | Fail   |".
   static const std::regex failed(R"(\|\s*([^|]*[^|\s])\s*\|\s*Fail\b)");
   std::vector<std::string> tests;

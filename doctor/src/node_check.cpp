@@ -66,6 +66,34 @@ Check check_shared_dir(const std::string& dir, std::size_t bytes, double min_wri
                       fast ? "" : fmt::format(" (floors {:g}/{:g} MB/s)", min_write_mb_s, min_read_mb_s))};
 }
 
+std::string filesystem_probe_json(const FilesystemProbe& probe) {
+  return nlohmann::json{{"exists", probe.exists},
+                        {"writable", probe.writable},
+                        {"write_mb_s", probe.write_mb_s},
+                        {"read_mb_s", probe.read_mb_s},
+                        {"error", probe.error}}
+      .dump();
+}
+
+Check check_shared_dir_in_child(const std::string& dir, std::size_t bytes, double seconds,
+                                const std::string& prober) {
+  ProcessResult r;
+  try {
+    r = run_process({prober, "node-check", "--probe-filesystem", dir, "--probe-bytes", std::to_string(bytes)},
+                    "", seconds);
+  } catch (const std::exception& e) {
+    return {"shared_fs", false, dir + ": " + e.what()};
+  }
+  if (r.timed_out) return {"shared_fs", false, dir + ": " + timed_out(seconds)};
+  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  if (r.exit_code != 0 || !j.is_object())
+    return {"shared_fs", false, fmt::format("{}: the probe exited {}: {}", dir, r.exit_code, trim(r.err))};
+  if (!j.value("writable", false)) return {"shared_fs", false, j.value("error", dir + ": not writable")};
+  return {"shared_fs", true,
+          fmt::format("{}: write {:.0f} MB/s, read {:.0f} MB/s", dir, j.value("write_mb_s", 0.0),
+                      j.value("read_mb_s", 0.0))};
+}
+
 Check check_mount(const SharedStorage& storage, const std::string& mountinfo) {
   // "36 35 98:0 /mnt1 /mnt/parent rw,noatime master:1 - ext3 /dev/root rw,errors=continue": the mount point
   // is the fifth field, the filesystem type the first after " - " (proc(5)). The last mount of a point is
@@ -201,21 +229,43 @@ int expected_gpus(const SlurmNodeView& view) {
 
 namespace {
 
+// Level 1 takes seconds (DCGM's dcgmi diag reference): three times the others' limit, at most 30 s, so that
+// the whole check stays under the 60 s Slurm gives a HealthCheckProgram. A slow host engine only warns.
+double dcgm_limit(const NodeCheckSite& site) {
+  return std::min(3.0 * site.probe_seconds, 30.0);
+}
+
 bool has_nvidia(const NodeFacts& f) {
   return f.nvidia_device_files > 0 || f.nvidia_smi || (f.slurm && expected_gpus(*f.slurm) > 0);
 }
 
-std::vector<Check> run_shared_fs(const NodeCheckSite& site, const NodeFacts&) {
-  std::vector<Check> checks;
-  for (const auto& storage : site.shared_storage) {
-    Check mount = check_mount(storage);
-    if (!mount.ok) {
-      checks.push_back(mount);
+// Each storage's mount first (no I/O on it), then their files written and read side by side, each within
+// probe_seconds: a hung /fsx does not keep /apps from being checked.
+std::vector<Check> run_shared_fs(const NodeCheckSite& site, const NodeFacts& f) {
+  std::vector<Check> checks(site.shared_storage.size());
+  std::vector<std::pair<std::size_t, std::future<Check>>> io;
+  for (std::size_t i = 0; i < site.shared_storage.size(); ++i) {
+    const SharedStorage& storage = site.shared_storage[i];
+    checks[i] = check_mount(storage);
+    if (!checks[i].ok) continue;
+    auto promise = std::make_shared<std::promise<Check>>();
+    io.emplace_back(i, promise->get_future());
+    std::thread([promise, dir = storage.mount_dir, seconds = site.probe_seconds, prober = f.prober] {
+      promise->set_value(prober.empty() ? check_shared_dir(dir, 1u << 20, 0, 0, seconds)
+                                        : check_shared_dir_in_child(dir, 1u << 20, seconds, prober));
+    }).detach();
+  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(site.probe_seconds + 1.5);
+  for (auto& [i, future] : io) {
+    const std::string& dir = site.shared_storage[i].mount_dir;
+    if (future.wait_until(deadline) != std::future_status::ready) {
+      checks[i] = {"shared_fs", false, dir + ": " + timed_out(site.probe_seconds)};
       continue;
     }
-    Check io = check_shared_dir(storage.mount_dir, 1u << 20, 0, 0, site.probe_seconds);
-    if (io.ok) io.detail = mount.detail + ", " + io.detail.substr(storage.mount_dir.size() + 2);
-    checks.push_back(io);
+    Check c = future.get();
+    if (c.ok) c.detail = checks[i].detail + ", " + c.detail.substr(dir.size() + 2);
+    checks[i] = c;
   }
   return checks;
 }
@@ -238,9 +288,11 @@ std::vector<Check> run_gpus(const NodeCheckSite& site, const NodeFacts& f) {
              fmt::format("nvidia-smi not found on a node with {} GPU(s) (the NVIDIA driver is missing)",
                          std::max(expected, f.nvidia_device_files))}};
   }
-  const auto query = [&](const char* fields) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto query = [&](const char* fields) {  // the retry within what is left of the limit
+    const double left = std::max(1.0, site.probe_seconds - since(start));
     return run_process({"nvidia-smi", std::string("--query-gpu=") + fields, "--format=csv,noheader,nounits"},
-                       "", site.probe_seconds);
+                       "", left);
   };
   ProcessResult r = query(kGpuQueryFields);
   bool remap = true;
@@ -272,8 +324,7 @@ std::vector<Check> run_nvlink(const NodeCheckSite& site, const NodeFacts& f) {
 
 std::vector<Check> run_dcgm(const NodeCheckSite& site, const NodeFacts& f) {
   if (!site.dcgm || !f.dcgmi || !has_nvidia(f)) return {};
-  // Level 1 takes seconds (DCGM's dcgmi diag reference); a slow hostengine is not the node's fault: warn.
-  const double limit = 3.0 * site.probe_seconds;
+  const double limit = dcgm_limit(site);
   const ProcessResult r = run_process({"dcgmi", "diag", "-r", "1"}, "", limit);
   if (r.timed_out) return {{"dcgm", false, "dcgmi diag -r 1 " + timed_out(limit), Severity::kWarn}};
   return {judge_dcgm(r.exit_code, r.out)};
@@ -323,7 +374,7 @@ const std::vector<NodeProbe>& node_probes() {
       {"gpus", "nvidia-smi: every GPU there, no uncorrectable ECC error, retirement or remapping pending",
        run_gpus},
       {"nvlink", "nvidia-smi nvlink --status: no link inactive", run_nvlink},
-      {"dcgm", "dcgmi diag -r 1 where dcgmi exists", run_dcgm},
+      {"dcgm", "dcgmi diag -r 1 where dcgmi exists", run_dcgm, dcgm_limit, Severity::kWarn},
       {"efa", "the EFA devices libfabric shows against the instance type's", run_efa},
       {"spank_plugin", "spank_pcdino.so in plugstack.conf built for the Slurm the node runs", run_spank},
       {"image", "the node's versions against the image manifest", run_image},
@@ -355,14 +406,15 @@ std::string NodeCheckReport::reason() const {
   return reason;
 }
 
-NodeCheckReport run_node_check(const NodeCheckSite& site, const std::string& node) {
+NodeCheckReport run_node_check(const NodeCheckSite& site, const std::string& node,
+                               const std::string& prober) {
   const auto start = std::chrono::steady_clock::now();
   NodeCheckReport report;
   report.node = node;
   SlurmNodeView view;
-  Check slurm = check_slurm_view(node, site.probe_seconds, &view);
-  const NodeFacts facts =
-      node_facts(node, view.name.empty() ? std::nullopt : std::optional<SlurmNodeView>(view));
+  Check slurm = check_slurm_view(node, std::min(site.probe_seconds, 5), &view);
+  NodeFacts facts = node_facts(node, view.name.empty() ? std::nullopt : std::optional<SlurmNodeView>(view));
+  facts.prober = prober;
   // A controller that does not answer is not this node's fault: no job should fail for it.
   if (!facts.slurm) slurm.severity = Severity::kWarn;
   report.checks.push_back({slurm, "slurm_view", since(start)});
@@ -392,12 +444,13 @@ NodeCheckReport run_node_check(const NodeCheckSite& site, const std::string& nod
       }
     }).detach();
   }
-  // Probes limit their own tools and filesystem calls to probe_seconds; a probe stuck elsewhere fails here.
-  const auto deadline = begun + std::chrono::duration<double>(site.probe_seconds + 1.0);
+  // Probes limit their own tools and filesystem calls; a probe stuck elsewhere fails at its limit here.
   for (auto& p : pending) {
+    const double limit = p.probe->limit != nullptr ? p.probe->limit(site) : site.probe_seconds;
+    const auto deadline = begun + std::chrono::duration<double>(limit + 2.0);
     if (p.future.wait_until(deadline) != std::future_status::ready) {
       report.checks.push_back(
-          {{p.probe->name, false, timed_out(site.probe_seconds)}, p.probe->name, since(begun)});
+          {{p.probe->name, false, timed_out(limit), p.probe->on_timeout}, p.probe->name, since(begun)});
       continue;
     }
     try {
@@ -443,7 +496,7 @@ std::string node_check_json(const NodeCheckReport& report) {
 std::vector<std::vector<std::string>> slurm_actions(const NodeCheckReport& report, const SlurmNodeView* view,
                                                     SlurmContext context) {
   const std::string node = "NodeName=" + report.node;
-  const bool ours = view != nullptr && view->reason.rfind("pcdino", 0) == 0;
+  const bool ours = view != nullptr && view->reason.rfind("pcdino: ", 0) == 0;
   const bool is_drained = view != nullptr && drained(*view);
   if (report.drain()) {
     const std::string reason = report.reason();

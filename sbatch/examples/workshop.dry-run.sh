@@ -53,9 +53,12 @@ rm -f /fsx/output/workshop/logs/train.complete  # this stage is complete again o
 started=$(date +%s)
 echo "pcdino: stage train, job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1))) on ${SLURM_JOB_NODELIST} at $(date -Is)" >&2
 restarts=/fsx/output/workshop/logs/train_restarts.jsonl  # why this script requeued its job
+err_file=/fsx/output/workshop/logs/train_err_%j.err
+err_file=${err_file//%j/$SLURM_JOB_ID}
 restart=${SLURM_RESTART_COUNT:-0}
 agreed=$(grep -F "\"job_id\": \"${SLURM_JOB_ID}\"," "$restarts" 2>/dev/null | grep -c '"fault": false')
-faults=$((restart - agreed))
+ran=$(grep -c "^pcdino: stage train, job ${SLURM_JOB_ID} (start " "$err_file" 2>/dev/null)
+if [ "${ran:-0}" -gt 0 ]; then faults=$((ran - 1 - agreed)); else faults=$((restart - agreed)); fi
 if [ "$faults" -gt 3 ]; then
   echo "error: pcdino: stage train failed for good: started again after $faults fault(s), more than slurm.max_restarts (3); \`pcdino status\` lists each restart and why" >&2
   exit 69
@@ -85,20 +88,20 @@ esac
 # The node whose task failed first, unless it only lost a peer (74, 14): kept out of the next start.
 bad=""
 if [ "$fault" = true ]; then
-  err_file=/fsx/output/workshop/logs/train_err_%j.err
   bad=$(awk -v start="(start $((restart + 1)))" 'index($0, start) { n = NR } { line[NR] = $0 }
-    END { for (i = n + 1; i <= NR; i++) print line[i] }' "${err_file//%j/$SLURM_JOB_ID}" 2>/dev/null |
-    sed -n -e 's/^srun: error: \([^: ]*\): task [0-9]*: \(.*\)$/\1 \2/p' \
+    END { for (i = n + 1; i <= NR; i++) print line[i] }' "$err_file" 2>/dev/null |
+    sed -n -e 's/^srun: error: \([^: ]*\): tasks\{0,1\} [0-9,-]*: \(.*\)$/\1 \2/p' \
       -e 's/.*process rank [0-9]* with PID [0-9]* on node \([^ ]*\) \(exited.*\)$/\1 \2/p' |
     head -n 1 | grep -v -e 'exit code 74$' -e 'exit code 14$' -e 'exit status 74' -e 'exit status 14' |
     cut -d ' ' -f 1)
   if [ -n "$bad" ]; then
-    total=$(sinfo -h -p "${SLURM_JOB_PARTITION:-}" -o %D 2>/dev/null | awk '{ n += $1 } END { print n + 0 }')
     excluded=$(scontrol show job -o "$SLURM_JOB_ID" | sed -n 's/.* ExcNodeList=\([^ ]*\).*/\1/p')
     [ "$excluded" != "(null)" ] || excluded=""
-    kept_off=$(scontrol show hostnames "${excluded:+$excluded,}$bad" 2>/dev/null | sort -u | wc -l)
-    if [ "$((total - kept_off))" -lt "${SLURM_JOB_NUM_NODES:-1}" ]; then
-      echo "pcdino: $bad failed this start, but the partition has too few other nodes to leave it out" >&2
+    # The partition's nodes in service (not drained, down or failing) that the next start may have.
+    usable=$(comm -23 <(sinfo -h -N -p "${SLURM_JOB_PARTITION:-}" -t idle,mixed,allocated,completing -o %N 2>/dev/null | sort -u) \
+      <(scontrol show hostnames "${excluded:+$excluded,}$bad" 2>/dev/null | sort -u) | wc -l)
+    if [ "$usable" -lt "${SLURM_JOB_NUM_NODES:-1}" ]; then
+      echo "pcdino: $bad failed this start, but without it the partition has $usable node(s) in service for ${SLURM_JOB_NUM_NODES:-1}: not left out" >&2
       bad=""
     fi
   fi
@@ -110,9 +113,13 @@ if [ -n "$why" ] && { [ "$fault" = false ] || [ "$faults" -lt 3 ]; }; then
     echo "pcdino: exit $rc ($why); requeueing job ${SLURM_JOB_ID} without $bad, where it failed" >&2
     # The requeue's SIGTERM would end this script: KillWait (slurm.conf) is its time to finish.
     trap '' TERM
-    scontrol requeuehold "${SLURM_JOB_ID}"
-    scontrol update JobId="${SLURM_JOB_ID}" ExcNodeList="${excluded:+$excluded,}$bad"
-    scontrol release "${SLURM_JOB_ID}"
+    if scontrol requeuehold "${SLURM_JOB_ID}"; then
+      scontrol update JobId="${SLURM_JOB_ID}" ExcNodeList="${excluded:+$excluded,}$bad" ||
+        echo "pcdino: could not keep $bad out of the next start" >&2
+      for _ in 1 2 3 4 5; do scontrol release "${SLURM_JOB_ID}" && break; sleep 1; done
+    else
+      scontrol requeue "${SLURM_JOB_ID}"
+    fi
   else
     echo "pcdino: exit $rc ($why); requeueing job ${SLURM_JOB_ID}" >&2
     scontrol requeue "${SLURM_JOB_ID}"

@@ -10,6 +10,7 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/process.hpp"
 #include "pcdino/core/run_files.hpp"
+#include "pcdino/core/text_template.hpp"
 
 namespace pcdino::sbatch {
 
@@ -70,21 +71,28 @@ void write_directives(std::ostream& o, const PipelineConfig& config, const Stage
 }
 
 // The restart budget: the job ends (exit 69) once it has started again after more faults than
-// slurm.max_restarts. Restarts after faults are this start's count less the requeues after an agreed
-// checkpoint (write_requeue records them); a requeue Slurm made itself (a node of the job failed) leaves no
-// record and so counts as a fault.
+// slurm.max_restarts. Faults are the starts before this one that ran this script (each writes its start line
+// to the job's stderr file) less the requeues after an agreed checkpoint (write_requeue records them): a
+// requeue Slurm made itself after a node of the job failed counts, one after a prolog found a sick node
+// (nothing of the job ran) does not. Where the stderr file cannot be read, every restart counts.
+const char* const kRestartBudget = R"SH(restarts=@RESTARTS@  # why this script requeued its job
+err_file=@ERR@
+err_file=${err_file//%j/$SLURM_JOB_ID}
+restart=${SLURM_RESTART_COUNT:-0}
+agreed=$(grep -F "\"job_id\": \"${SLURM_JOB_ID}\"," "$restarts" 2>/dev/null | grep -c '"fault": false')
+ran=$(grep -c "^pcdino: stage @STAGE@, job ${SLURM_JOB_ID} (start " "$err_file" 2>/dev/null)
+if [ "${ran:-0}" -gt 0 ]; then faults=$((ran - 1 - agreed)); else faults=$((restart - agreed)); fi
+if [ "$faults" -gt @MAX@ ]; then
+  echo "error: pcdino: stage @STAGE@ failed for good: started again after $faults fault(s), more than slurm.max_restarts (@MAX@); \`pcdino status\` lists each restart and why" >&2
+  exit 69
+fi
+)SH";
+
 void write_restart_budget(std::ostream& o, const Stage& stage, const RunLayout& files, const SlurmConfig& s) {
-  o << "restarts=" << shell_quote(files.stage_restarts(stage)) << "  # why this script requeued its job\n";
-  o << "restart=${SLURM_RESTART_COUNT:-0}\n";
-  o << "agreed=$(grep -F \"\\\"job_id\\\": \\\"${SLURM_JOB_ID}\\\",\" \"$restarts\" 2>/dev/null | "
-       "grep -c '\"fault\": false')\n";
-  o << "faults=$((restart - agreed))\n";
-  o << "if [ \"$faults\" -gt " << s.max_restarts << " ]; then\n"
-    << "  echo \"error: pcdino: stage " << stage
-    << " failed for good: started again after $faults fault(s), more than "
-    << "slurm.max_restarts (" << s.max_restarts << "); \\`pcdino status\\` lists each restart and why\" >&2\n"
-    << "  exit 69\n"
-    << "fi\n";
+  o << fill_template(kRestartBudget, {{"RESTARTS", shell_quote(files.stage_restarts(stage))},
+                                      {"ERR", shell_quote(files.stage_output(stage, "%j", true))},
+                                      {"STAGE", stage},
+                                      {"MAX", std::to_string(s.max_restarts)}});
 }
 
 // slurm.environment's exports, unless spank_pcdino.so sets them in every task.
@@ -117,48 +125,44 @@ std::string launch_command(const PipelineConfig& config, const Stage& stage, con
 }
 
 // After a fault: the node whose task failed first for a reason of its own, from this start's lines of the
-// job's stderr file ("srun: error: node2: task 1: Killed"; mpirun's "... on node node2 exited on signal
-// 9"). A first failure of 74 (the watchdog: a peer went silent) or 14 (Open MPI: a peer was lost) blames
-// the silent peer, which the line does not name: no node then. The script keeps that node out of its next
-// start (the job's ExcNodeList, which Slurm lets the job's owner set only while it is pending: requeuehold,
-// update, release, within KillWait of the requeue's SIGTERM), unless the partition would then have too few
-// nodes; the node check (prolog and health check) drains the node when one of its probes names the fault.
-void write_exclusion(std::ostream& o, const Stage& stage, const RunLayout& files) {
-  o << "# The node whose task failed first, unless it only lost a peer (74, 14): kept out of the next "
-       "start.\n"
-       "bad=\"\"\n"
-       "if [ \"$fault\" = true ]; then\n"
-       "  err_file="
-    << shell_quote(files.stage_output(stage, "%j", true))
-    << "\n"
-       "  bad=$(awk -v start=\"(start $((restart + 1)))\" 'index($0, start) { n = NR } { line[NR] = $0 }\n"
-       "    END { for (i = n + 1; i <= NR; i++) print line[i] }' \"${err_file//%j/$SLURM_JOB_ID}\" "
-       "2>/dev/null |\n"
-       "    sed -n -e 's/^srun: error: \\([^: ]*\\): task [0-9]*: \\(.*\\)$/\\1 \\2/p' \\\n"
-       "      -e 's/.*process rank [0-9]* with PID [0-9]* on node \\([^ ]*\\) \\(exited.*\\)$/\\1 \\2/p' |\n"
-       "    head -n 1 | grep -v -e 'exit code 74$' -e 'exit code 14$' -e 'exit status 74' -e 'exit status "
-       "14' |\n"
-       "    cut -d ' ' -f 1)\n"
-       "  if [ -n \"$bad\" ]; then\n"
-       "    total=$(sinfo -h -p \"${SLURM_JOB_PARTITION:-}\" -o %D 2>/dev/null | awk '{ n += $1 } END { "
-       "print n + 0 }')\n"
-       "    excluded=$(scontrol show job -o \"$SLURM_JOB_ID\" | sed -n 's/.* ExcNodeList=\\([^ "
-       "]*\\).*/\\1/p')\n"
-       "    [ \"$excluded\" != \"(null)\" ] || excluded=\"\"\n"
-       "    kept_off=$(scontrol show hostnames \"${excluded:+$excluded,}$bad\" 2>/dev/null | sort -u | wc "
-       "-l)\n"
-       "    if [ \"$((total - kept_off))\" -lt \"${SLURM_JOB_NUM_NODES:-1}\" ]; then\n"
-       "      echo \"pcdino: $bad failed this start, but the partition has too few other nodes to leave it "
-       "out\" >&2\n"
-       "      bad=\"\"\n"
-       "    fi\n"
-       "  fi\n"
-       "fi\n";
+// job's stderr file ("srun: error: node2: task 1: Killed", "node2: tasks 0-7: Killed"; mpirun's "... on node
+// node2 exited on signal 9"). A first failure of 74 (the watchdog: a peer went silent) or 14 (Open MPI: a
+// peer was lost) blames the silent peer, which the line does not name: no node then. The script keeps that
+// node out of its next start (the job's ExcNodeList, which Slurm lets the job's owner set only while it is
+// pending: requeuehold, update, release, within KillWait of the requeue's SIGTERM), unless the partition's
+// nodes in service would then be too few; the node check (prolog and health check) drains the node when one
+// of its probes names the fault.
+const char* const kExclusion =
+    R"SH(# The node whose task failed first, unless it only lost a peer (74, 14): kept out of the next start.
+bad=""
+if [ "$fault" = true ]; then
+  bad=$(awk -v start="(start $((restart + 1)))" 'index($0, start) { n = NR } { line[NR] = $0 }
+    END { for (i = n + 1; i <= NR; i++) print line[i] }' "$err_file" 2>/dev/null |
+    sed -n -e 's/^srun: error: \([^: ]*\): tasks\{0,1\} [0-9,-]*: \(.*\)$/\1 \2/p' \
+      -e 's/.*process rank [0-9]* with PID [0-9]* on node \([^ ]*\) \(exited.*\)$/\1 \2/p' |
+    head -n 1 | grep -v -e 'exit code 74$' -e 'exit code 14$' -e 'exit status 74' -e 'exit status 14' |
+    cut -d ' ' -f 1)
+  if [ -n "$bad" ]; then
+    excluded=$(scontrol show job -o "$SLURM_JOB_ID" | sed -n 's/.* ExcNodeList=\([^ ]*\).*/\1/p')
+    [ "$excluded" != "(null)" ] || excluded=""
+    # The partition's nodes in service (not drained, down or failing) that the next start may have.
+    usable=$(comm -23 <(sinfo -h -N -p "${SLURM_JOB_PARTITION:-}" -t idle,mixed,allocated,completing -o %N 2>/dev/null | sort -u) \
+      <(scontrol show hostnames "${excluded:+$excluded,}$bad" 2>/dev/null | sort -u) | wc -l)
+    if [ "$usable" -lt "${SLURM_JOB_NUM_NODES:-1}" ]; then
+      echo "pcdino: $bad failed this start, but without it the partition has $usable node(s) in service for ${SLURM_JOB_NUM_NODES:-1}: not left out" >&2
+      bad=""
+    fi
+  fi
+fi
+)SH";
+
+void write_exclusion(std::ostream& o) {
+  o << kExclusion;
 }
 
 // Requeues the job after a checkpoint (restart_exits()' agreed exits) or a fault within the budget, and
 // records why in the restarts file.
-void write_requeue(std::ostream& o, const SlurmConfig& s, const Stage& stage, const RunLayout& files) {
+void write_requeue(std::ostream& o, const SlurmConfig& s) {
   o << "# The trainer checkpointed on SIGUSR1 (time limit) or SIGTERM (preemption): back into the queue. "
        "A\n"
        "# fault (a rank lost or silent) within the budget: back too. Either start resumes from "
@@ -169,7 +173,7 @@ void write_requeue(std::ostream& o, const SlurmConfig& s, const Stage& stage, co
     o << "  " << f.pattern << ") why=" << shell_quote(f.why) << " fault=" << (f.fault ? "true" : "false")
       << " ;;\n";
   o << "esac\n";
-  write_exclusion(o, stage, files);
+  write_exclusion(o);
   o << "if [ -n \"$why\" ] && { [ \"$fault\" = false ] || [ \"$faults\" -lt " << s.max_restarts
     << " ]; }; then\n"
        "  printf '{\"job_id\": \"%s\", \"start\": %d, \"time\": \"%s\", \"nodes\": \"%s\", "
@@ -183,9 +187,13 @@ void write_requeue(std::ostream& o, const SlurmConfig& s, const Stage& stage, co
        ">&2\n"
        "    # The requeue's SIGTERM would end this script: KillWait (slurm.conf) is its time to finish.\n"
        "    trap '' TERM\n"
-       "    scontrol requeuehold \"${SLURM_JOB_ID}\"\n"
-       "    scontrol update JobId=\"${SLURM_JOB_ID}\" ExcNodeList=\"${excluded:+$excluded,}$bad\"\n"
-       "    scontrol release \"${SLURM_JOB_ID}\"\n"
+       "    if scontrol requeuehold \"${SLURM_JOB_ID}\"; then\n"
+       "      scontrol update JobId=\"${SLURM_JOB_ID}\" ExcNodeList=\"${excluded:+$excluded,}$bad\" ||\n"
+       "        echo \"pcdino: could not keep $bad out of the next start\" >&2\n"
+       "      for _ in 1 2 3 4 5; do scontrol release \"${SLURM_JOB_ID}\" && break; sleep 1; done\n"
+       "    else\n"
+       "      scontrol requeue \"${SLURM_JOB_ID}\"\n"
+       "    fi\n"
        "  else\n"
        "    echo \"pcdino: exit $rc ($why); requeueing job ${SLURM_JOB_ID}\" >&2\n"
        "    scontrol requeue \"${SLURM_JOB_ID}\"\n"
@@ -315,7 +323,7 @@ std::string render_script(const PipelineConfig& config, const Stage& stage, cons
 
   o << "\n" << launch_command(config, stage, spec, files, options) << "\n";
   o << "rc=$?\n";
-  if (requeue) write_requeue(o, s, stage, files);
+  if (requeue) write_requeue(o, s);
   write_completion(o, stage, marker, config_hash);
   return o.str();
 }

@@ -253,7 +253,12 @@ TEST(AmiGenerate, APrebuiltPackageIsCheckedFirst) {
   EXPECT_NE(base.find("[ \"$built\" = alinux2 ] || fail"), std::string::npos) << base;
   EXPECT_NE(base.find("SLURM_RELEASE=23.02.4\n"), std::string::npos) << "3.7.0's Slurm\n" << base;
   EXPECT_LT(base.find("package.txt"), base.find("yum install")) << "checked before installing anything";
-  const std::string& pcdino = ws.at("scripts/85-pcdino.sh");
+  std::string pcdino = ws.at("scripts/85-pcdino.sh");
+  // The node check's wrapper names the site file the head node writes there (issue #60), and writes nothing
+  // there itself.
+  const std::string site = "--site /opt/slurm/etc/pcdino/node-check.yaml";
+  ASSERT_NE(pcdino.find(site), std::string::npos) << pcdino;
+  pcdino.erase(pcdino.find(site), site.size());
   EXPECT_EQ(pcdino.find("/opt/slurm"), std::string::npos) << pcdino;
   EXPECT_EQ(pcdino.find("cmake"), std::string::npos) << "a package is not built";
   EXPECT_NE(pcdino.find("awk '/not found/"), std::string::npos) << "missing libraries fail the build";

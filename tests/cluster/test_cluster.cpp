@@ -476,7 +476,8 @@ TEST(ClusterSite, NodeCheckWiresThePrologAndTheHealthCheck) {
   std::map<std::string, std::string> lines;
   for (const auto& line : settings)
     for (const auto& kv : line) lines[kv.first.as<std::string>()] = kv.second.as<std::string>();
-  EXPECT_EQ(lines["PrologFlags"], "Alloc,DeferBatch");
+  EXPECT_EQ(lines["PrologFlags"], "Alloc,DeferBatch,ForceRequeueOnFail")
+      << "Slurm 25.11: a --no-requeue job is requeued too";
   EXPECT_EQ(lines["HealthCheckProgram"], "/opt/pcdino/libexec/pcdino/node-check");
   EXPECT_EQ(lines["HealthCheckInterval"], "120");
   EXPECT_EQ(lines["HealthCheckNodeState"], "IDLE");

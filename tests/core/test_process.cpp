@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/process.hpp"
@@ -28,6 +29,18 @@ TEST(Process, ATimeLimitEndsTheProgram) {
   EXPECT_EQ(r.out, "started\n");
   EXPECT_LT(seconds, 10.0) << "ended near its 0.5 s limit, not after the 30 s sleep";
   EXPECT_FALSE(run_process({"true"}, "", 5).timed_out) << "a program within its limit";
+}
+
+// What the program started goes with it: the limit ends its process group, not only the program.
+TEST(Process, ATimeLimitEndsWhatTheProgramStarted) {
+  const ProcessResult r = run_process({"sh", "-c", "sleep 37.25 & sleep 37.25"}, "", 0.5);
+  EXPECT_TRUE(r.timed_out);
+  bool left = true;
+  for (int i = 0; i < 100 && left; ++i) {
+    left = run_process({"pgrep", "-f", "sleep 37.25"}).exit_code == 0;
+    if (left) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(left) << "the background sleep outlived the limit";
 }
 
 }  // namespace

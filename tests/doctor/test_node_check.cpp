@@ -144,6 +144,9 @@ TEST(GpuDcgm, AFailedLevelOneTestIsNamed) {
   EXPECT_FALSE(c.ok);
   EXPECT_EQ(c.detail, "dcgmi diag -r 1 exit 226: failed Persistence Mode");
   EXPECT_NE(judge_dcgm(205, "x\n").detail.find("(isolate the GPU)"), std::string::npos);
+  const Check no_engine = judge_dcgm(250, "Error: unable to establish a connection to the specified host\n");
+  EXPECT_FALSE(no_engine.ok);
+  EXPECT_EQ(no_engine.severity, Severity::kWarn) << "no host engine says nothing of the GPUs";
   EXPECT_TRUE(judge_dcgm(0, "").ok);
 }
 
@@ -270,6 +273,10 @@ TEST(NodeCheckReportTest, ReasonVerdictAndWhatSlurmIsAskedToDo) {
   EXPECT_TRUE(slurm_actions(healthy, &ours, SlurmContext::kProlog).empty())
       << "only the health check resumes";
   EXPECT_TRUE(slurm_actions(healthy, &admin, SlurmContext::kHealthCheck).empty()) << "never an admin's drain";
+  SlurmNodeView doctor = ours;
+  doctor.reason = "pcdino doctor: nccl allreduce: busbw 3 GB/s < the floor 26 GB/s";
+  EXPECT_TRUE(slurm_actions(healthy, &doctor, SlurmContext::kHealthCheck).empty())
+      << "nor the doctor's, which judged what the node check does not probe";
   EXPECT_TRUE(drained(parse_scontrol_node("NodeName=n CPUTot=2 State=MIXED+DRAIN Reason=x [root@t]")));
   EXPECT_EQ(
       parse_scontrol_node("NodeName=n CPUTot=2 State=IDLE+DRAIN ExtSensorsTemp=n/s Reason=pcdino: a b; c "

@@ -24,12 +24,17 @@ struct NodeCheckSite {
   std::vector<std::string> local_scratch;              ///< judged where they exist (queues differ)
   int min_scratch_gib = 1;                             ///< free space each needs (GiB, 2^30 bytes)
   std::string manifest = "/opt/pcdino/manifest.json";  ///< the image manifest ("" = not compared)
-  int probe_seconds = 10;  ///< each probe's time limit; a hung filesystem ends its probe there
+  int probe_seconds = 10;  ///< each probe's time limit; a hung filesystem ends its probe there (1..20)
   bool dcgm = true;        ///< `dcgmi diag -r 1` where dcgmi exists
   /// The node exporter's textfile collector, where the verdict goes as the doctor's metrics ("" = none).
   std::string textfile_dir = MonitoringConfig{}.textfile_dir;
   std::string source;  ///< the file it was read from ("" = defaults)
 };
+
+/// The most ProbeSeconds may be: slurmd kills a HealthCheckProgram after 60 s (slurmd.c
+/// run_script_health_check, through 25.11), and the check takes at most 5 s + 3 x ProbeSeconds capped at 30
+/// s, plus its Slurm actions.
+inline constexpr int kMaxProbeSeconds = 20;
 
 /// The keys of the site file, in the order write_node_check_site() writes them, with what each holds.
 struct NodeCheckSiteKey {

@@ -120,9 +120,10 @@ std::vector<NvlinkLinks> parse_nvlink_status(const std::string& out);
 /// fail), or when NVML says every link is inactive; ok (not judged) where no GPU has NVLink.
 Check judge_nvlink(const std::vector<NvlinkLinks>& gpus, const std::string& err);
 
-/// The DCGM check from `dcgmi diag -r 1`'s exit status and output: ok on 0; otherwise kDrain with the
-/// output's "Fail" rows (dcgmi exits 226 for a failed test, 205 for one that asks to isolate the GPU: DCGM's
-/// dcgmi/Diag.cpp) or its first line.
+/// The DCGM check from `dcgmi diag -r 1`'s exit status and output: ok on 0; kDrain with the output's "Fail"
+/// rows (or its first line) when a test failed (dcgmi exits 226, or 205 for a failure that asks to isolate
+/// the GPU: DCGM's dcgmi/Diag.cpp); kWarn for any other exit (no host engine, a bad argument: nothing said of
+/// the GPUs).
 Check judge_dcgm(int exit_code, const std::string& out);
 
 }  // namespace pcdino::doctor

@@ -65,6 +65,7 @@ struct NodeFacts {
   int nvidia_device_files = 0;         ///< /dev/nvidia<N>
   bool nvidia_smi = false;             ///< nvidia-smi is on PATH
   bool dcgmi = false;                  ///< dcgmi is on PATH
+  std::string prober;                  ///< run_node_check()'s `prober` ("" = probe files on a thread)
 };
 
 /// A row of the node check's table: its checks' name, what it looks at, and its run (under the site's
@@ -73,6 +74,10 @@ struct NodeProbe {
   const char* name;
   const char* what;
   std::vector<Check> (*run)(const NodeCheckSite& site, const NodeFacts& facts);
+  /// Its time limit in seconds from the site's probe_seconds (nullptr: probe_seconds itself).
+  double (*limit)(const NodeCheckSite& site) = nullptr;
+  /// What it means when it does not finish in time (a slow DCGM host engine is not the node's fault).
+  Severity on_timeout = Severity::kDrain;
 };
 
 /// The NVIDIA rows of node_probes() (gpu_xid, gpus, nvlink, dcgm where site.dcgm) on a node that has NVIDIA
@@ -110,10 +115,21 @@ struct NodeCheckReport {
   std::string reason() const;
 };
 
-/// Runs every probe of node_probes() that applies on this node, each on a thread of its own under
-/// site.probe_seconds (the slurm_view probe first: the others read its facts), and waits for all within
-/// probe_seconds more: a probe still running then is a failed check, "did not finish within N s".
-NodeCheckReport run_node_check(const NodeCheckSite& site, const std::string& node);
+/// Runs every probe of node_probes() that applies on this node, each on a thread of its own under its limit
+/// (the slurm_view probe first, at most 5 s: the others read its facts), and waits for each until its limit:
+/// a probe still running then is a failed check, "did not finish within N s", of its on_timeout severity.
+/// `prober`: a pcdino program that writes and reads the shared filesystems' files in a process of its own
+/// (`PROBER node-check --probe-filesystem DIR`), so that a process stuck in a hung mount is that one, not
+/// this ("" = on a thread of this process). In all, at most 5 s + 3 x probe_seconds (capped at 30 s).
+NodeCheckReport run_node_check(const NodeCheckSite& site, const std::string& node,
+                               const std::string& prober = "");
+
+/// What `pcdino node-check --probe-filesystem DIR` prints for probe_filesystem(DIR, bytes): one JSON object.
+std::string filesystem_probe_json(const FilesystemProbe& probe);
+
+/// The shared_fs check of `dir` through `prober` (see run_node_check()), within `seconds`.
+Check check_shared_dir_in_child(const std::string& dir, std::size_t bytes, double seconds,
+                                const std::string& prober);
 
 /// The human report: one line per check (NAME, ok/WARN/DRAIN, seconds, detail), then the verdict.
 std::string format_node_check(const NodeCheckReport& report);
@@ -131,7 +147,8 @@ enum class SlurmContext {
 /// The scontrol command lines the node check runs for Slurm: on a drain finding `scontrol update
 /// NodeName=N State=DRAIN Reason="pcdino: ..."` (unless the node is already drained with that reason, or
 /// drained by someone else); in the health check on a clean report, `State=RESUME` for a node drained with a
-/// reason that pcdino wrote ("pcdino..."), never for one an admin or Slurm drained.
+/// reason the node check wrote ("pcdino: ..."), never for one an admin, Slurm or `pcdino doctor --drain`
+/// ("pcdino doctor: ...", what the node check does not probe) drained.
 std::vector<std::vector<std::string>> slurm_actions(const NodeCheckReport& report, const SlurmNodeView* view,
                                                     SlurmContext context);
 
