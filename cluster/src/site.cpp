@@ -469,29 +469,25 @@ void read_tags(Scope& scope, const At& at, SiteSpec& s) {
   for (const auto& kv : tags) s.tags[kv.first.Scalar()] = kv.second.IsScalar() ? kv.second.Scalar() : "";
 }
 
-// monitoring.prometheus: true, or a mapping (its presence turns it on, as spank's) read with
-// prometheus_table().
-void read_prometheus(Scope& scope, const At& at, SiteSpec& s) {
-  const YAML::Node prom = at.value();
-  if (prom.IsDefined() && prom.IsMap()) {
-    Scope form(scope.reader, prom, at.path, prometheus_table());
-    s.prometheus.enabled = true;
+// A section given as true or false, or as a mapping read with `table` (its presence turns it on, as spank's):
+// monitoring.prometheus, node_check.
+void read_switch(Scope& scope, const At& at, SiteSpec& s, const Table& table, bool& enabled) {
+  const YAML::Node node = at.value();
+  if (node.IsDefined() && node.IsMap()) {
+    Scope form(scope.reader, node, at.path, table);
+    enabled = true;
     read_table(form, s);
   } else {
-    s.prometheus.enabled = scope.reader.boolean(at.parent, at.key, at.path, false);
+    enabled = scope.reader.boolean(at.parent, at.key, at.path, false);
   }
 }
 
-// node_check: true, or a mapping read with node_check_table() (its presence turns it on).
+void read_prometheus(Scope& scope, const At& at, SiteSpec& s) {
+  read_switch(scope, at, s, prometheus_table(), s.prometheus.enabled);
+}
+
 void read_node_check(Scope& scope, const At& at, SiteSpec& s) {
-  const YAML::Node node = at.value();
-  if (node.IsDefined() && node.IsMap()) {
-    Scope form(scope.reader, node, at.path, node_check_table());
-    s.node_check.enabled = true;
-    read_table(form, s);
-  } else {
-    s.node_check.enabled = scope.reader.boolean(at.parent, at.key, at.path, false);
-  }
+  read_switch(scope, at, s, node_check_table(), s.node_check.enabled);
 }
 
 // `row` with a default computed where the table is made (a member's default is blank).

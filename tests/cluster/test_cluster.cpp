@@ -36,6 +36,16 @@ std::string findings(const std::string& yaml, const ValidateOptions& o = {}) {
   return out;
 }
 
+// What parse_site_spec() says of `yaml`: its ConfigError's message, or "(accepted)".
+std::string site_error(const std::string& yaml) {
+  try {
+    parse_site_spec(yaml, "s.yaml");
+  } catch (const ConfigError& e) {
+    return std::string(e.what());
+  }
+  return std::string("(accepted)");
+}
+
 // A valid configuration with one queue; `queue` and `extra` are spliced in.
 std::string config(const std::string& queue_body, const std::string& extra = "",
                    const std::string& ssh = "    KeyName: k\n    AllowedIps: 203.0.113.0/24\n") {
@@ -404,14 +414,7 @@ TEST(ClusterSite, PrometheusKeyRefusals) {
       "name: c\nregion: us-east-1\navailability_zone: us-east-1a\nhead_node: {ssh_allowed_cidr: "
       "203.0.113.0/24}\nqueues: [{name: q, instance_type: c5.xlarge}]\n";
   const std::string image = "image: {os: ubuntu2204, custom_ami: ami-0123456789abcdef0}\n";
-  const auto error = [](const std::string& yaml) {
-    try {
-      parse_site_spec(yaml, "s.yaml");
-    } catch (const ConfigError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(accepted)");
-  };
+  const auto error = site_error;
   const SiteSpec on = parse_site_spec(
       base + image + "spank: {s3_prefix: s3://bkt/p}\nmonitoring: {prometheus: true}\n", "s.yaml");
   EXPECT_TRUE(on.prometheus.enabled);
@@ -459,14 +462,7 @@ TEST(ClusterSite, NodeCheckWiresThePrologAndTheHealthCheck) {
       "placement_group: "
       "true, local_scratch: /scratch}]\nstorage: {fsx: {capacity_gib: 1200}}\n";
   const std::string image = "image: {os: ubuntu2204, custom_ami: ami-0123456789abcdef0}\n";
-  const auto error = [](const std::string& yaml) {
-    try {
-      parse_site_spec(yaml, "s.yaml");
-    } catch (const ConfigError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(accepted)");
-  };
+  const auto error = site_error;
   const SiteSpec site = parse_site_spec(
       base + image + "node_check: {s3_prefix: s3://bkt/p, interval_seconds: 120}\n", "s.yaml");
   ASSERT_TRUE(site.node_check.enabled);

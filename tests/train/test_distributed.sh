@@ -18,11 +18,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=tc
 
 /usr/bin/python3 "$PCDINO_SOURCE_DIR/tests/pipelines/make_synthetic.py" "$W/data" u8x1 3 40 >/dev/null ||
   fatal "cannot write the synthetic dataset (python3-tifffile)"
-# float32 (use_fp16 false): bfloat16 autocast on an AMX CPU rounds each matmul by its batch's shape, which
-# is what this comparison changes, so its gap would not tell averaging from rounding.
+# float32 (tiny_pipeline's use_fp16 false): bfloat16 autocast on an AMX CPU rounds each matmul by its batch's
+# shape, which is what this comparison changes, so its gap would not tell averaging from rounding.
 SEED=3 BATCH=8 HYPERPARAMETERS="    freeze_last_layer: 0
     drop_path_rate: 0.0
-    use_fp16: false
     lr: 0.005" tiny_pipeline "$W/pipeline.yaml" dist "$W"
 run "$PCDINO_BIN" meanstd -c "$W/pipeline.yaml"
 assert_rc 0 "meanstd"
