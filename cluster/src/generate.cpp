@@ -13,6 +13,7 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/node_check_site.hpp"
 #include "pcdino/core/parallelcluster.hpp"
+#include "pcdino/core/slurm_features.hpp"
 #include "pcdino/core/text_template.hpp"
 
 namespace pcdino::cluster {
@@ -82,14 +83,10 @@ bool has_head_node_script(const SiteSpec& s) {
 }
 
 // A failed prolog requeues a job submitted with --no-requeue too (pcdino's stages but training are) only with
-// ForceRequeueOnFail, which Slurm knows from 23.02 (slurm.conf(5); 22.05 refuses the flag): the release's
-// Slurm decides (core/parallelcluster.hpp).
+// ForceRequeueOnFail: the release's Slurm (core/parallelcluster.hpp) and the feature table decide.
 std::string prolog_flags(const SiteSpec& s) {
   const parallelcluster::Release* release = parallelcluster::find_release(s.parallelcluster_version);
-  const std::string slurm = release != nullptr ? release->slurm : "";
-  const bool force = !slurm.empty() && std::stoi(slurm.substr(0, slurm.find('.'))) * 100 +
-                                               std::stoi(slurm.substr(slurm.find('.') + 1)) >=
-                                           2302;
+  const bool force = release != nullptr && pcdino::slurm::has(release->slurm, "force_requeue_on_fail");
   return force ? "Alloc,DeferBatch,ForceRequeueOnFail" : "Alloc,DeferBatch";
 }
 
@@ -98,6 +95,9 @@ std::string prolog_flags(const SiteSpec& s) {
 // script starts only once all passed (PrologFlags=Alloc,DeferBatch: slurm.conf(5)); ParallelCluster already
 // sets SchedulerParameters=nohold_on_prolog_fail, so a job whose prolog failed is requeued unheld. The
 // health check runs on idle nodes, drained ones included (IDLE), so that it returns what pcdino drained.
+// Slurm 25.11's START_ONLY (the feature table's health_check_start_only) runs it only when slurmd starts,
+// which every release does anyway before slurmd registers: it would stop the periodic check that drains a
+// node between jobs and returns it, so no release gets it.
 std::vector<SlurmLine> node_check_settings(const SiteSpec& s) {
   return {{{"PrologFlags", prolog_flags(s)}},
           {{"HealthCheckProgram", kImageNodeCheckWrapper}},
@@ -195,6 +195,8 @@ std::string cluster_config(const SiteSpec& s) {
   if (s.node_check.enabled)
     for (const auto& line : node_check_settings(s))
       scheduling["SlurmSettings"]["CustomSlurmSettings"].push_back(slurm_line(line));
+  for (const auto& line : slurm_metrics_settings(s))  // for the head node's Prometheus (prometheus.hpp)
+    scheduling["SlurmSettings"]["CustomSlurmSettings"].push_back(slurm_line(line));
   for (const auto& q : s.queues) {
     YAML::Node queue;
     queue["Name"] = q.name;

@@ -2,7 +2,10 @@
 
 #include <filesystem>
 
+#include "pcdino/core/parallelcluster.hpp"
+#include "pcdino/core/slurm_features.hpp"
 #include "pcdino/core/text_template.hpp"
+#include "pcdino/core/yaml_reader.hpp"
 
 namespace pcdino::cluster {
 
@@ -36,6 +39,33 @@ const PrometheusPackage* prometheus_package(const std::string& os) {
   for (const auto& row : prometheus_packages())
     if (os == row.os) return &row;
   return nullptr;
+}
+
+const std::vector<SlurmMetricsEndpoint>& slurm_metrics_endpoints() {
+  static const std::vector<SlurmMetricsEndpoint> table = {
+      {"slurm-nodes", "/metrics/nodes", "each node's CPUs and memory, allocated and idle; nodes per state"},
+      {"slurm-jobs", "/metrics/jobs", "jobs per state, their CPUs, memory and nodes"},
+      {"slurm-partitions", "/metrics/partitions", "per partition: jobs and nodes per state, CPUs, memory"},
+      {"slurm-scheduler", "/metrics/scheduler", "the main and backfill schedulers' cycles, queue lengths"},
+  };
+  return table;
+}
+
+bool slurm_metrics(const SiteSpec& site) {
+  const parallelcluster::Release* release = parallelcluster::find_release(site.parallelcluster_version);
+  if (!site.prometheus.enabled || release == nullptr || !pcdino::slurm::has(release->slurm, "openmetrics"))
+    return false;
+  // A site's own PrivateData (replacing ParallelCluster's PrivateData=cloud) turns them off: slurmctld
+  // answers 401 (src/slurmctld/http.c of 25.11.7).
+  for (const auto& line : site.slurm_settings)
+    for (const auto& kv : line)
+      if (ascii_lower(kv.first) == "privatedata") return false;
+  return true;
+}
+
+std::vector<SlurmLine> slurm_metrics_settings(const SiteSpec& site) {
+  if (!slurm_metrics(site)) return {};
+  return {{{"MetricsType", "metrics/openmetrics"}}};
 }
 
 namespace {
@@ -76,6 +106,21 @@ scrape_configs:
       - source_labels: [__meta_ec2_instance_type]
         regex: "g4ad\\..*"
         action: drop
+@SLURM@)YAML";
+
+// Slurm's own metrics, from slurmctld on the head node (MetricsType=metrics/openmetrics in the cluster's
+// CustomSlurmSettings): one job per endpoint. A scrape takes slurmctld's job and node locks (Slurm 25.11.7's
+// doc/html/metrics.shtml, Performance Impact): every 30 s, not the global 15 s. No PrivateData may be set
+// (it turns them off); ParallelCluster's own PrivateData=cloud names no flag that Slurm 25.11 reads
+// (src/common/read_config.c), and slurmctld 25.11.7 answers 200 with it.
+const char* const kSlurmHeader =
+    R"YAML(  # slurmctld's own metrics (Slurm @FROM@+: MetricsType=metrics/openmetrics) on the head node's SlurmctldPort.
+)YAML";
+const char* const kSlurmJob = R"YAML(  - job_name: @JOB@  # @WHAT@
+    scrape_interval: 30s
+    metrics_path: @PATH@
+    static_configs:
+      - targets: ["localhost:@PORT@"]
 )YAML";
 
 // A job's targets: the cluster's running compute nodes, found through EC2, on @PORT@, each named by its
@@ -157,8 +202,17 @@ std::string prometheus_config(const SiteSpec& site) {
     return fill_template(kComputeNodes,
                          {{"REGION", site.region}, {"CLUSTER", site.name}, {"PORT", std::to_string(port)}});
   };
+  std::string slurm;
+  if (slurm_metrics(site)) {
+    slurm = fill_template(kSlurmHeader, {{"FROM", pcdino::slurm::feature("openmetrics").first_release}});
+    for (const auto& e : slurm_metrics_endpoints())
+      slurm += fill_template(
+          kSlurmJob,
+          {{"JOB", e.job}, {"WHAT", e.what}, {"PATH", e.path}, {"PORT", std::to_string(kSlurmctldPort)}});
+  }
   return fill_template(kConfig, {{"SPEC", std::filesystem::path(site.source).filename().string()},
                                  {"COMPUTE_NODES_NODE", nodes(kNodeExporterPort)},
+                                 {"SLURM", slurm},
                                  {"COMPUTE_NODES_DCGM", nodes(kDcgmExporterPort)},
                                  {"CLUSTER", site.name},
                                  {"RULES", kRulesDirectory},

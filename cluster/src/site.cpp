@@ -12,6 +12,7 @@
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/node_check_site.hpp"
 #include "pcdino/core/parallelcluster.hpp"
+#include "pcdino/core/slurm_features.hpp"
 #include "pcdino/core/yaml_reader.hpp"
 
 namespace pcdino::cluster {
@@ -407,6 +408,16 @@ void check_prometheus(Scope& scope, SiteSpec& s) {
     scope.fail(at["s3_prefix"], "monitoring.prometheus.s3_prefix",
                "'" + s.prometheus.s3_prefix + "' is not spank.s3_prefix '" + s.spank.s3_prefix +
                    "': head-node.sh is one script, uploaded once");
+  // Slurm's own metrics: pcdino sets MetricsType for the head node's Prometheus (slurm_metrics()).
+  if (!slurm_metrics(s)) return;
+  for (const auto& line : s.slurm_settings)
+    for (const auto& kv : line)
+      if (ascii_lower(kv.first) == "metricstype")
+        scope.fail(at, "monitoring.prometheus",
+                   "slurm.settings sets " + kv.first +
+                       ", which monitoring.prometheus sets (metrics/openmetrics on Slurm " +
+                       pcdino::slurm::feature("openmetrics").first_release +
+                       "+, for the head node's Prometheus); leave it out");
 }
 
 // The queues: a list of at least one, each read with queue_table().

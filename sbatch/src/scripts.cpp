@@ -41,7 +41,7 @@ std::string stage_inputs(const PipelineConfig& config, const StageSpec& stage) {
 
 // The #SBATCH lines: the job's name, its output files, its resources and whether Slurm may requeue it.
 void write_directives(std::ostream& o, const PipelineConfig& config, const Stage& stage,
-                      const StageSpec& spec, const RunLayout& files, bool requeue) {
+                      const StageSpec& spec, const RunLayout& files, bool requeue, bool expedite) {
   const SlurmConfig& s = config.slurm;
   const auto sbatch = [&o](const std::string& option) { o << "#SBATCH " << option << "\n"; };
   sbatch("--job-name=" + config.meta.name_of_run + "-" + stage);
@@ -63,7 +63,7 @@ void write_directives(std::ostream& o, const PipelineConfig& config, const Stage
   if (!s.constraint.empty()) sbatch("--constraint=" + s.constraint);
   if (spec.accelerated && s.exclusive) sbatch("--exclusive");
   if (requeue) {
-    sbatch("--requeue");
+    sbatch(expedite ? "--requeue=expedite" : "--requeue");
     if (s.signal_seconds > 0) sbatch("--signal=USR1@" + std::to_string(s.signal_seconds));
   } else {
     sbatch("--no-requeue");
@@ -84,15 +84,24 @@ ran=$(grep -c "^pcdino: stage @STAGE@, job ${SLURM_JOB_ID} (start " "$err_file" 
 if [ "${ran:-0}" -gt 0 ]; then faults=$((ran - 1 - agreed)); else faults=$((restart - agreed)); fi
 if [ "$faults" -gt @MAX@ ]; then
   echo "error: pcdino: stage @STAGE@ failed for good: started again after $faults fault(s), more than slurm.max_restarts (@MAX@); \`pcdino status\` lists each restart and why" >&2
-  exit 69
+@FOR_GOOD@  exit 69
 fi
 )SH";
 
-void write_restart_budget(std::ostream& o, const Stage& stage, const RunLayout& files, const SlurmConfig& s) {
+// Before an exit that ends an expedited requeue job for good: Slurm 25.11 would requeue and hold a job whose
+// script ends non-zero (job_mgr.c: "holding expedited requeue ... as no epilogs failed"); with Requeue=0 it
+// fails, and the stages behind it are cancelled as on any other release.
+const char* const kForGood =
+    R"SH(  scontrol update JobId="${SLURM_JOB_ID}" Requeue=0 || echo "pcdino: could not turn job ${SLURM_JOB_ID}'s requeue off: Slurm may hold it (scancel it)" >&2
+)SH";
+
+void write_restart_budget(std::ostream& o, const Stage& stage, const RunLayout& files, const SlurmConfig& s,
+                          bool expedite) {
   o << fill_template(kRestartBudget, {{"RESTARTS", shell_quote(files.stage_restarts(stage))},
                                       {"ERR", shell_quote(files.stage_output(stage, "%j", true))},
                                       {"STAGE", stage},
-                                      {"MAX", std::to_string(s.max_restarts)}});
+                                      {"MAX", std::to_string(s.max_restarts)},
+                                      {"FOR_GOOD", expedite ? kForGood : ""}});
 }
 
 // slurm.environment's exports, unless spank_pcdino.so sets them in every task.
@@ -162,7 +171,7 @@ void write_exclusion(std::ostream& o) {
 
 // Requeues the job after a checkpoint (restart_exits()' agreed exits) or a fault within the budget, and
 // records why in the restarts file.
-void write_requeue(std::ostream& o, const SlurmConfig& s) {
+void write_requeue(std::ostream& o, const SlurmConfig& s, bool expedite) {
   o << "# The trainer checkpointed on SIGUSR1 (time limit) or SIGTERM (preemption): back into the queue. "
        "A\n"
        "# fault (a rank lost or silent) within the budget: back too. Either start resumes from "
@@ -212,6 +221,7 @@ void write_requeue(std::ostream& o, const SlurmConfig& s) {
        "\\([0-9]*\\),.*\\\"why\\\": \\\"\\(.*\\)\\\"}$/pcdino:   after start \\1: exit \\2, \\3/p\" "
        "\"$restarts\" >&2\n"
        "fi\n";
+  if (expedite) o << "if [ \"$rc\" -ne 0 ]; then\n" << kForGood << "fi\n";
 }
 
 // Fails the job with the stage's exit code, else writes the completion marker `pcdino resume` trusts.
@@ -310,7 +320,8 @@ std::string render_script(const PipelineConfig& config, const Stage& stage, cons
     << ".\n";
   o << "# Written by `pcdino submit` (rewritten by `pcdino resume`); configuration hash " << config_hash
     << ".\n";
-  write_directives(o, config, stage, spec, files, requeue);
+  const bool expedite = requeue && options.expedited_requeue;
+  write_directives(o, config, stage, spec, files, requeue, expedite);
 
   o << "\nset -uo pipefail\n";
   const std::string marker = shell_quote(files.stage_marker(stage));
@@ -318,12 +329,12 @@ std::string render_script(const PipelineConfig& config, const Stage& stage, cons
   o << "started=$(date +%s)\n";
   o << "echo \"pcdino: stage " << stage << ", job ${SLURM_JOB_ID} (start $((${SLURM_RESTART_COUNT:-0} + 1)))"
     << " on ${SLURM_JOB_NODELIST} at $(date -Is)\" >&2\n";
-  if (requeue) write_restart_budget(o, stage, files, s);
+  if (requeue) write_restart_budget(o, stage, files, s, expedite);
   if (spec.accelerated && !s.environment.empty()) write_environment(o, s);
 
   o << "\n" << launch_command(config, stage, spec, files, options) << "\n";
   o << "rc=$?\n";
-  if (requeue) write_requeue(o, s);
+  if (requeue) write_requeue(o, s, expedite);
   write_completion(o, stage, marker, config_hash);
   return o.str();
 }

@@ -19,6 +19,7 @@
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/process.hpp"
 #include "pcdino/core/run_files.hpp"
+#include "pcdino/core/slurm_features.hpp"
 
 namespace pcdino::sbatch {
 
@@ -239,6 +240,39 @@ PipelineConfig with_absolute_paths(PipelineConfig config, const std::string& bas
   return config;
 }
 
+bool expedites_requeues(const std::string& config) {
+  // "Key   = value" lines; SlurmctldParameters is a comma-separated list, "(null)" when unset.
+  const auto strip = [](const std::string& t) {
+    const auto first = t.find_first_not_of(" \t");
+    return first == std::string::npos ? std::string() : trim(t.substr(first));
+  };
+  std::string version, parameters;
+  std::istringstream in(config);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = strip(line.substr(0, eq)), value = strip(line.substr(eq + 1));
+    if (key == "SLURM_VERSION") version = value;
+    if (key == "SlurmctldParameters") parameters = value;
+  }
+  if (!slurm::has(version, "expedited_requeue")) return false;
+  std::istringstream list(parameters);
+  std::string item;
+  while (std::getline(list, item, ','))
+    if (strip(item) == "enable_expedited_requeue") return true;
+  return false;
+}
+
+bool cluster_expedites_requeues() {
+  try {
+    const ProcessResult r = run_process({"scontrol", "show", "config"}, kSlurmHint, 30);
+    return r.exit_code == 0 && expedites_requeues(r.out);
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 SubmitReport submit_pipeline(const PipelineConfig& config, const SubmitOptions& options, std::ostream& out) {
   const RunLayout files(config);
   const auto hashes = stage_config_hashes(config);
@@ -285,7 +319,7 @@ SubmitReport submit_pipeline(const PipelineConfig& config, const SubmitOptions& 
     }
   }
 
-  const ScriptOptions script_options{options.pcdino};
+  const ScriptOptions script_options{options.pcdino, cluster_expedites_requeues()};
   if (options.dry_run) {
     out << "# pcdino submit --dry-run: run '" << config.meta.name_of_run << "' in " << config.run_dir()
         << "\n";

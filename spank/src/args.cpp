@@ -80,7 +80,8 @@ std::string parse_profile_option(const char* value) {
 
 BindMode parse_bind_option(const char* value) {
   const std::string v = bounded(value, "--accel-device-bind");
-  if (v.empty() || v == "per-task") return BindMode::kPerTask;
+  // "(null)": the bare option as an srun inside the job reads it back from the job's environment.
+  if (v.empty() || v == "(null)" || v == "per-task") return BindMode::kPerTask;
   if (v == "none") return BindMode::kNone;
   throw std::invalid_argument("--accel-device-bind=" + v + ": expected per-task or none");
 }

@@ -9,6 +9,14 @@
 //     task_init. Problems here are logged and the task runs with the rank variables only: failing in a
 //     remote callback can drain the node.
 //   slurmd: nothing (and never an error, or slurmd would not start).
+//
+// Returns: only an option callback fails, with -1 and pcdino's message, when the user's --accel-* value is
+// wrong; every other path returns 0 (ESPANK_SUCCESS) and at most logs. Slurm before 25.05 stopped for a
+// negative return of a required plugin's callback only (22.05 src/common/plugstack.c, _do_call_stack);
+// 25.05 counts any non-zero return (CHANGELOG/slurm-25.05.md: "Consider all non-zero returns from SPANK
+// functions an error"; 25.11 src/common/spank.c), and a failed slurm_spank_init in a batch job's
+// slurmstepd drains the node unless the plugin sets slurm_spank_init_failure_mode (spank(8), 25.11).
+// tests/spank/test_return_codes.sh runs every context on a real cluster and fails on any such return.
 extern "C" {
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -287,7 +295,10 @@ int slurm_spank_init(spank_t sp, int ac, char** av) {
     }
     return ESPANK_SUCCESS;
   } catch (...) {
-    return context == S_CTX_REMOTE ? ESPANK_SUCCESS : ESPANK_ERROR;
+    // Nothing the user did: srun, sbatch and salloc go on without the plugin (before 25.05 they ignored
+    // this positive return; from 25.05 on any non-zero one stops them).
+    slurm_error("pcdino: slurm_spank_init: unexpected error; the job goes on");
+    return ESPANK_SUCCESS;
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
@@ -14,6 +15,7 @@
 #include "pcdino/cluster/catalogue.hpp"
 #include "pcdino/cluster/cost.hpp"
 #include "pcdino/cluster/generate.hpp"
+#include "pcdino/cluster/prometheus.hpp"
 #include "pcdino/cluster/site.hpp"
 #include "pcdino/cluster/validate.hpp"
 #include "pcdino/core/error.hpp"
@@ -408,6 +410,79 @@ TEST(ClusterGenerate, PrometheusOnTheHeadNode) {
   EXPECT_EQ(generate_cluster(example("p5-efa.yaml")).prometheus_config, "");
 }
 
+// Slurm's own metrics (issue #62): where the release's Slurm is 25.11 or newer (core/parallelcluster.hpp's
+// table) and monitoring.prometheus is on, slurm.conf gets MetricsType=metrics/openmetrics and prometheus.yml
+// a job per slurmctld endpoint on the head node's SlurmctldPort; other releases, a site without Prometheus
+// or with its own PrivateData get neither.
+TEST(ClusterGenerate, SlurmMetricsFromSlurm2511) {
+  const auto metrics_type = [](const ClusterFiles& f) {
+    std::vector<std::string> values;
+    for (const auto& line :
+         YAML::Load(f.cluster_config)["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"])
+      if (line["MetricsType"]) values.push_back(line["MetricsType"].as<std::string>());
+    return values;
+  };
+  const auto slurm_jobs = [](const ClusterFiles& f) {
+    std::map<std::string, std::string> jobs;  // job name -> "interval path target"
+    if (f.prometheus_config.empty()) return jobs;
+    for (const auto& job : YAML::Load(f.prometheus_config)["scrape_configs"]) {
+      const std::string name = job["job_name"].as<std::string>();
+      if (name.rfind("slurm", 0) != 0) continue;
+      jobs[name] = job["scrape_interval"].as<std::string>() + " " + job["metrics_path"].as<std::string>() +
+                   " " + job["static_configs"][0]["targets"][0].as<std::string>();
+    }
+    return jobs;
+  };
+  SiteSpec site = example("p5-efa.yaml");
+  ASSERT_EQ(site.parallelcluster_version, "3.16.3") << "Slurm 25.11.8";
+  site.prometheus = {true, "30d", site.spank.s3_prefix};
+  const ClusterFiles on = generate_cluster(site);
+  EXPECT_EQ(metrics_type(on), std::vector<std::string>{"metrics/openmetrics"});
+  EXPECT_EQ(findings(on.cluster_config, {false, true, ""}), "") << "on none of ParallelCluster's deny lists";
+  EXPECT_EQ(slurm_jobs(on), (std::map<std::string, std::string>{
+                                {"slurm-nodes", "30s /metrics/nodes localhost:6820"},
+                                {"slurm-jobs", "30s /metrics/jobs localhost:6820"},
+                                {"slurm-partitions", "30s /metrics/partitions localhost:6820"},
+                                {"slurm-scheduler", "30s /metrics/scheduler localhost:6820"}}));
+  EXPECT_EQ(YAML::Load(on.prometheus_config)["scrape_configs"][1]["job_name"].as<std::string>(), "node")
+      << "appended after the compute nodes' jobs";
+  EXPECT_NE(on.head_node_script.find("metrics_path: /metrics/nodes"), std::string::npos)
+      << "head-node.sh writes them";
+  // Each path is one slurmctld 25.11.7 lists (a real GET /metrics, tests/monitoring/fixtures/slurm-25.11.7).
+  std::ifstream index(std::string(PCDINO_SOURCE_DIR) +
+                      "/tests/monitoring/fixtures/slurm-25.11.7/metrics-index.txt");
+  const std::string listed((std::istreambuf_iterator<char>(index)), std::istreambuf_iterator<char>());
+  ASSERT_NE(listed.find("slurmctld"), std::string::npos);
+  for (const auto& e : slurm_metrics_endpoints())
+    EXPECT_NE(listed.find(std::string("'") + e.path + "'"), std::string::npos) << e.path;
+  EXPECT_EQ(slurm_metrics_endpoints().size(), 4u) << "all but /metrics/jobs-users-accts";
+
+  for (const char* release : {"3.15.1", "3.16.0"}) {  // Slurm 25.11.4, 25.11.6
+    SiteSpec s = site;
+    s.parallelcluster_version = release;
+    EXPECT_EQ(metrics_type(generate_cluster(s)).size(), 1u) << release;
+    EXPECT_EQ(slurm_jobs(generate_cluster(s)).size(), 4u) << release;
+  }
+  // Slurm 24.11.6 refuses the key; 3.15.0's Slurm is unknown to the table; no Prometheus, no reader.
+  for (const char* release : {"3.14.0", "3.15.0", "3.11.1"}) {
+    SiteSpec s = site;
+    s.parallelcluster_version = release;
+    EXPECT_EQ(metrics_type(generate_cluster(s)).size(), 0u) << release;
+    EXPECT_EQ(slurm_jobs(generate_cluster(s)).size(), 0u) << release;
+    EXPECT_NE(generate_cluster(s).prometheus_config, "") << release << ": Prometheus stays";
+  }
+  SiteSpec off = site;
+  off.prometheus = {};
+  EXPECT_EQ(metrics_type(generate_cluster(off)).size(), 0u);
+  EXPECT_EQ(metrics_type(generate_cluster(example("p5-efa.yaml"))).size(), 0u)
+      << "the example has no Prometheus";
+  // A site's own PrivateData: slurmctld would answer 401.
+  SiteSpec private_data = site;
+  private_data.slurm_settings.push_back({{"PrivateData", "jobs"}});
+  EXPECT_EQ(metrics_type(generate_cluster(private_data)).size(), 0u);
+  EXPECT_EQ(slurm_jobs(generate_cluster(private_data)).size(), 0u);
+}
+
 // monitoring.prometheus is refused, with its line and column, where it cannot work.
 TEST(ClusterSite, PrometheusKeyRefusals) {
   const std::string base =
@@ -444,6 +519,13 @@ TEST(ClusterSite, PrometheusKeyRefusals) {
   EXPECT_NE(e.find("monitoring.prometheus: needs image.custom_ami"), std::string::npos) << e;
   e = error(base + image + "monitoring: {prometheus: true}\n");
   EXPECT_NE(e.find("monitoring.prometheus.s3_prefix: missing"), std::string::npos) << e;
+  e = error(base + image +
+            "monitoring: {prometheus: {s3_prefix: s3://bkt/p}}\nslurm: {settings: [{MetricsType: "
+            "metrics/none}]}\n");
+  EXPECT_NE(
+      e.find("monitoring.prometheus: slurm.settings sets MetricsType, which monitoring.prometheus sets"),
+      std::string::npos)
+      << e;
   e = error(base + image +
             "spank: {s3_prefix: s3://bkt/p}\nmonitoring: {prometheus: {s3_prefix: s3://bkt/q}}\n");
   EXPECT_NE(e.find("'s3://bkt/q' is not spank.s3_prefix 's3://bkt/p': head-node.sh is one script"),

@@ -260,3 +260,26 @@ TEST(Metrics, GpuPanelsAndAlertUseDcgmExportersDefaultCounters) {
   for (const char* title : {"GPU utilisation", "GPU memory used", "GPU power", "XID errors"})
     EXPECT_NE(dashboard.find(std::string("\"title\": \"") + title + "\""), std::string::npos) << title;
 }
+
+// Every Slurm series the dashboard reads is one slurmctld 25.11.7 serves (a real GET /metrics/nodes,
+// tests/monitoring/fixtures/slurm-25.11.7), and the job's nodes are joined to Slurm's by the node label that
+// both carry: pcdino's (SLURMD_NODENAME) and Slurm's own.
+TEST(Metrics, SlurmPanelsUseWhatSlurmctldServes) {
+  const std::string scrape =
+      slurp(fs::path(PCDINO_SOURCE_DIR) / "tests/monitoring/fixtures/slurm-25.11.7/metrics-nodes.txt");
+  std::set<std::string> served;
+  const std::regex type("# TYPE (slurm_[a-z0-9_]+) gauge");
+  for (std::sregex_iterator it(scrape.begin(), scrape.end(), type), end; it != end; ++it)
+    served.insert((*it)[1]);
+  ASSERT_GT(served.size(), 30u);
+  EXPECT_NE(scrape.find("slurm_node_cpus_alloc{node=\"node1\"} 1\n"), std::string::npos);
+  const std::string dashboard = slurp(fs::path(PCDINO_SOURCE_DIR) / "monitoring/grafana/pcdino-job.json");
+  const std::regex metric("(^|[^:A-Za-z0-9_])(slurm_[a-z0-9_]+)(?![:A-Za-z0-9_])");
+  std::set<std::string> used;
+  for (std::sregex_iterator it(dashboard.begin(), dashboard.end(), metric), end; it != end; ++it)
+    if ((*it)[2] != "slurm_job_id") used.insert((*it)[2]);
+  for (const auto& name : used) EXPECT_TRUE(served.count(name)) << "the dashboard reads " << name;
+  EXPECT_TRUE(used.count("slurm_node_cpus_alloc") && used.count("slurm_node_cpus_effective"));
+  EXPECT_NE(dashboard.find("\"title\": \"Slurm state of the job's nodes\""), std::string::npos);
+  EXPECT_NE(dashboard.find("on (node) group_left () group by (node) (pcdino_build_info"), std::string::npos);
+}

@@ -12,6 +12,7 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/process.hpp"
 #include "pcdino/sbatch/scripts.hpp"
+#include "pcdino/sbatch/submitter.hpp"
 
 namespace pcdino::sbatch {
 namespace {
@@ -238,6 +239,53 @@ TEST(Script, TrainingRestartsWithinItsBudget) {
   EXPECT_EQ(none.find("restarts="), std::string::npos);
   EXPECT_EQ(render_script(c, "extract", {"/p/pcdino"}, "h").find("restarts="), std::string::npos)
       << "only the training stage requeues";
+}
+
+// Slurm 25.11's expedited requeue (issue #62), where the cluster turns it on: the training asks for it, and
+// every exit that ends the job for good first sets Requeue=0, since 25.11 holds an expedited job whose script
+// ends non-zero instead of failing it. Other stages and other clusters are as before.
+TEST(Script, ExpeditedRequeueWhereTheClusterHasIt) {
+  const auto c = example("slurm:\n  max_restarts: 2\n");
+  const std::string off = render_script(c, "train", {"/p/pcdino"}, "h");
+  const std::string on = render_script(c, "train", {"/p/pcdino", true}, "h");
+  EXPECT_TRUE(has_line(off, "#SBATCH --requeue"));
+  EXPECT_FALSE(has_line(on, "#SBATCH --requeue"));
+  EXPECT_TRUE(has_line(on, "#SBATCH --requeue=expedite")) << on;
+  EXPECT_EQ(off.find("Requeue=0"), std::string::npos);
+  const std::string give_up = "  scontrol update JobId=\"${SLURM_JOB_ID}\" Requeue=0 || echo";
+  EXPECT_NE(on.find(give_up + " \"pcdino: could not turn job"), std::string::npos) << on;
+  EXPECT_NE(on.find("Requeue=0 || echo \"pcdino: could not turn job ${SLURM_JOB_ID}'s requeue off: Slurm may "
+                    "hold it (scancel it)\" >&2\n  exit 69\n"),
+            std::string::npos)
+      << "before the budget's exit 69\n"
+      << on;
+  const auto last = on.rfind(give_up),
+             final_exit = on.find("  echo \"pcdino: stage train failed with exit code");
+  ASSERT_NE(last, std::string::npos);
+  EXPECT_LT(last, final_exit) << "before the failed stage's exit";
+  EXPECT_GT(last, on.find("not requeued: the job already started again")) << "after the requeues";
+  EXPECT_EQ(render_script(c, "extract", {"/p/pcdino", true}, "h").find("expedite"), std::string::npos)
+      << "only a requeueing stage";
+  EXPECT_EQ(render_script(example("slurm:\n  requeue: false\n"), "train", {"/p/pcdino", true}, "h")
+                .find("expedite"),
+            std::string::npos);
+}
+
+// scontrol show config as Slurm 25.11.7 prints it (two of its lines): expedited only with the parameter on,
+// and only from 25.11.
+TEST(Script, ExpeditedRequeueNeedsTheReleaseAndTheParameter) {
+  const auto config = [](const std::string& version, const std::string& parameters) {
+    return "Configuration data as of 2026-11-28T07:00:41\nAccountingStorageBackupHost = (null)\n"
+           "SLURM_VERSION           = " +
+           version + "\nSlurmctldParameters     = " + parameters + "\nSlurmctldPort           = 27017\n";
+  };
+  EXPECT_TRUE(expedites_requeues(config("25.11.7", "enable_expedited_requeue")));
+  EXPECT_TRUE(
+      expedites_requeues(config("25.11.8", "idle_on_node_suspend,enable_expedited_requeue,cloud_dns")));
+  EXPECT_FALSE(expedites_requeues(config("25.11.7", "(null)")));
+  EXPECT_FALSE(expedites_requeues(config("25.11.7", "enable_expedited_requeue_x")));
+  EXPECT_FALSE(expedites_requeues(config("24.11.5", "enable_expedited_requeue")));
+  EXPECT_FALSE(expedites_requeues(""));
 }
 
 // The node the script keeps out of its restart (issue #60), run by bash on srun's own lines: the first task

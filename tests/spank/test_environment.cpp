@@ -138,6 +138,7 @@ TEST(Args, UserOptions) {
   EXPECT_THROW(parse_profile_option("../../etc/passwd"), std::invalid_argument);
   EXPECT_THROW(parse_profile_option(std::string(300, 'a').c_str()), std::invalid_argument);
   EXPECT_EQ(parse_bind_option(nullptr), BindMode::kPerTask);
+  EXPECT_EQ(parse_bind_option("(null)"), BindMode::kPerTask);  // the bare option, back from the job's env
   EXPECT_EQ(parse_bind_option("none"), BindMode::kNone);
   EXPECT_THROW(parse_bind_option("closest"), std::invalid_argument);
 }

@@ -47,7 +47,8 @@ cd "$FSX" || fatal "no $FSX"
 if [ "$LOCAL_CLUSTER_NODE_CHECK" = on ]; then
   assert_contains "$(scontrol show config)" "HealthCheckProgram      = $LOCAL_CLUSTER_DIR/etc/node-check" \
     "slurmd runs the node check as HealthCheckProgram"
-  assert_contains "$(scontrol show config | grep '^Prolog ')" "$LOCAL_CLUSTER_DIR/etc/node-check" "and as Prolog"
+  # 25.11 lists each Prolog as Prolog[N] (src/api/config_info.c), 22.05 as Prolog.
+  assert_contains "$(scontrol show config | grep -E '^Prolog(\[0\])? ')" "$LOCAL_CLUSTER_DIR/etc/node-check" "and as Prolog"
 fi
 
 # The uninterrupted run every part is held against: two ranks, one thread each, as in the jobs.

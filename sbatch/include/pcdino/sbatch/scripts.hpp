@@ -54,6 +54,11 @@ const std::vector<RestartExit>& restart_exits();
 /// The programs a script runs.
 struct ScriptOptions {
   std::string pcdino;  ///< absolute path of the pcdino program on the compute nodes
+  /// The cluster has expedited requeues (cluster_expedites_requeues()): a requeueing stage asks for
+  /// `--requeue=expedite`, so that its requeues start again at once and first in the queue, and sets its
+  /// job's Requeue=0 before any exit that ends it for good (Slurm 25.11 holds an expedited job whose script
+  /// ends non-zero, with no failed epilog, instead of failing it: src/slurmctld/job_mgr.c of 25.11.7).
+  bool expedited_requeue = false;
 };
 
 /// The batch script of `stage`: #SBATCH resources from `config.slurm`, train_scDINO.nnodes/num_gpus and
@@ -61,7 +66,8 @@ struct ScriptOptions {
 /// (appended to, so that a requeued job keeps its first part); one task per GPU (or per num_gpus on a
 /// CPU-only cluster) launched with `srun --mpi=...` or `mpirun` (a stage that launches itself, the doctor,
 /// runs in the script and starts its step); `slurm.environment` exported (training and
-/// CLS features) unless spank_pcdino.so is in the cluster's plugstack; the training stage with --requeue and
+/// CLS features) unless spank_pcdino.so is in the cluster's plugstack; the training stage with --requeue
+/// (--requeue=expedite with ScriptOptions::expedited_requeue) and
 /// --signal=USR1@signal_seconds, requeueing itself when the trainer exits 75 after checkpointing or after a
 /// fault (restart_exits()) while it has started again after fewer than slurm.max_restarts faults (each
 /// requeue recorded in logs/{stage}_restarts.jsonl; a start over the budget fails with exit 69); on

@@ -36,6 +36,17 @@ struct SubmitReport {
   std::vector<Stage> complete;  ///< stages skipped as complete (resume)
 };
 
+/// Whether `scontrol show config`'s text `config` describes a cluster with expedited requeues: its
+/// SLURM_VERSION has them (core/slurm_features.hpp: 25.11+) and SlurmctldParameters lists
+/// enable_expedited_requeue (without it slurmctld refuses --requeue=expedite: "Expedited requeue requested
+/// but not enabled", job_mgr.c of 25.11.7). ParallelCluster cannot turn it on: SlurmctldParameters is on its
+/// CustomSlurmSettings deny list (cluster/upstream's schema data).
+bool expedites_requeues(const std::string& config);
+
+/// expedites_requeues() of this cluster (`scontrol show config`); false where scontrol cannot be run or
+/// fails.
+bool cluster_expedites_requeues();
+
 /// Writes the configuration the jobs read (logs/submitted_pipeline.yaml) and one script per stage
 /// (render_script()), submits them in order with `sbatch --parsable` chained by afterok dependencies,
 /// and records the job ids in logs/pipeline_jobs.json (merged with the stages not resubmitted). Prints

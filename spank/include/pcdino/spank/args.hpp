@@ -30,7 +30,15 @@ enum class BindMode { kNone, kPerTask };
 /// message users see at submission.
 std::string parse_profile_option(const char* value);
 
-/// Validates --accel-device-bind's value ("none" or "per-task"; empty means per-task).
+/// Validates --accel-device-bind's value ("none" or "per-task"; empty means per-task). Throws
+/// std::invalid_argument with the message users see at submission.
+///
+/// The bare option (no value) reaches an srun inside the job as the text "(null)", which is read as
+/// per-task too: sbatch and salloc copy each SPANK option into the job's environment as
+/// SLURM_SPANK__SLURM_SPANK_OPTION_<plugin>_<option>, printing a missing value as "(null)", and srun runs
+/// the option callback again on that value (Slurm 22.05 src/common/plugstack.c and 25.11
+/// src/common/spank.c: _option_setenv, spank_process_env_options). Refusing it failed every srun of such
+/// a job.
 BindMode parse_bind_option(const char* value);
 
 }  // namespace pcdino::spank
