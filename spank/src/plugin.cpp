@@ -1,6 +1,6 @@
 // spank_pcdino.so: the SPANK callbacks. Everything they decide lives in profiles/environment/args/versions;
 // this file only moves values between Slurm and those functions, logs, and makes sure no exception ever
-// crosses into Slurm (every callback catches everything and returns an error code instead).
+// crosses into Slurm (every callback catches everything and returns a code instead; see Returns below).
 //
 // Contexts (pyxis_dispatch.c has the same shape):
 //   allocator (sbatch/salloc), local (srun): register options; validate --accel-profile against the
@@ -11,12 +11,13 @@
 //   slurmd: nothing (and never an error, or slurmd would not start).
 //
 // Returns: only an option callback fails, with -1 and pcdino's message, when the user's --accel-* value is
-// wrong; every other path returns 0 (ESPANK_SUCCESS) and at most logs. Slurm before 25.05 stopped for a
-// negative return of a required plugin's callback only (22.05 src/common/plugstack.c, _do_call_stack);
-// 25.05 counts any non-zero return (CHANGELOG/slurm-25.05.md: "Consider all non-zero returns from SPANK
-// functions an error"; 25.11 src/common/spank.c), and a failed slurm_spank_init in a batch job's
-// slurmstepd drains the node unless the plugin sets slurm_spank_init_failure_mode (spank(8), 25.11).
-// tests/spank/test_return_codes.sh runs every context on a real cluster and fails on any such return.
+// wrong; every other path returns 0 (ESPANK_SUCCESS) and at most logs. Before 25.05 Slurm's callers stopped
+// for a negative return only (22.05: slurmstepd's task.c and srun/sbatch/salloc test "< 0"), though the
+// plugin stack already logged any non-zero one of a required plugin ("spank: required plugin ...: ...()
+// failed with rc=N", 22.05 src/common/plugstack.c); 25.05 fails on any non-zero return
+// (CHANGELOG/slurm-25.05.md; 25.11 src/common/spank.c and its callers), and a failed slurm_spank_init in a
+// batch job's slurmstepd drains the node unless slurm_spank_init_failure_mode says otherwise (spank(8),
+// 25.11). tests/spank/test_return_codes.sh runs every context on a real cluster and fails on any such line.
 extern "C" {
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -295,8 +296,8 @@ int slurm_spank_init(spank_t sp, int ac, char** av) {
     }
     return ESPANK_SUCCESS;
   } catch (...) {
-    // Nothing the user did: srun, sbatch and salloc go on without the plugin (before 25.05 they ignored
-    // this positive return; from 25.05 on any non-zero one stops them).
+    // Nothing the user did: srun, sbatch and salloc go on (before 25.05 they ignored a positive return
+    // here; from 25.05 on any non-zero one stops them).
     slurm_error("pcdino: slurm_spank_init: unexpected error; the job goes on");
     return ESPANK_SUCCESS;
   }

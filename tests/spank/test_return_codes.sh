@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Integration (issue #62): spank_pcdino.so's callbacks return non-zero only for a --accel-* value the user got
-# wrong. From Slurm 25.05 on any non-zero return of a required plugin's callback is an error (before, only a
-# negative one: 22.05 src/common/plugstack.c, 25.11 src/common/spank.c, _do_call_stack; CHANGELOG/slurm-25.05.md),
-# and a failed slurm_spank_init in a batch job's slurmstepd drains the node (spank(8), 25.11).
+# wrong. From Slurm 25.05 on any non-zero return of a required plugin's callback fails the job (before, only
+# a negative one did; CHANGELOG/slurm-25.05.md), and a failed slurm_spank_init in a batch job's slurmstepd
+# drains the node (spank(8), 25.11). 22.05 and 25.11 both log any non-zero return ("spank: required plugin
+# spank_pcdino.so: task_init() failed with rc=N": 22.05 src/common/plugstack.c, 25.11 src/common/spank.c).
 #
 # On the local two-node cluster, in every context the plugin runs in: slurmd (the plugin is in plugstack.conf
 # when the daemons start), allocator (sbatch, salloc), local (srun in a batch job, in salloc, from outside)
@@ -10,8 +11,8 @@
 # --accel-device-bind included), with a default profile or a profile file this node lacks, with a broken
 # plugstack.conf line and as an `optional` plugin all succeed, and no SPANK failure line appears in the job's
 # output, the commands' stderr or the daemons' logs. srun steps run with --slurmd-debug=debug2, so each
-# task_init's return is in the job's output ("spank: spank_pcdino.so: task_init = 0"): a positive one shows
-# there on a release that ignores it. A bad value still fails sbatch, salloc and srun with pcdino's message.
+# task_init's return is in the job's output too ("spank: spank_pcdino.so: task_init = 0"). A bad value still
+# fails sbatch, salloc and srun with pcdino's message.
 source "$(dirname "$0")/../lib/assert.sh"
 source "$(dirname "$0")/../lib/cluster.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
