@@ -17,7 +17,8 @@ const std::vector<Feature>& features() {
        "Slurm 25.11.7 RELEASE_NOTES.md, slurm.conf(5), src/slurmctld/http.c"},
       {"expedited_requeue", "25.11",
        "sbatch --requeue=expedite where SlurmctldParameters has enable_expedited_requeue: a requeued job "
-       "is eligible at once (no requeue_delay, cred_expire by default) and first in the queue",
+       "is eligible at once (no requeue_delay, cred_expire by default); Slurm's own requeues of it (a node "
+       "failure) also go first in the queue",
        "Slurm 25.11.7 RELEASE_NOTES.md, sbatch(1), slurm.conf(5); src/slurmctld/job_mgr.c"},
       {"health_check_start_only", "25.11",
        "HealthCheckNodeState=START_ONLY: the health check only when slurmd starts (pcdino keeps IDLE: its "

@@ -70,8 +70,8 @@ State& state() {
   return s;
 }
 
-// sbatch/srun stop a submission only for a negative return of an option callback (as pyxis returns -1);
-// ESPANK_* error codes are positive.
+// An option's bad value: -1, as pyxis returns (22.05's sbatch/srun stop only on a negative return, 25.11's on
+// any non-zero one: spank.c's _do_option_cb callers); ESPANK_* error codes are positive.
 constexpr int kOptionError = -1;
 
 // Loads the profile file once per process; remembers why it could not.

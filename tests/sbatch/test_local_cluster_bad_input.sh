@@ -80,5 +80,14 @@ assert_rc 64 "privileged port refused"
 assert_contains "$ERR" "--port" "message names --port"
 run "$LC" sideways
 assert_rc 64 "unknown command refused"
+run "$LC" --expedited-requeue maybe up
+assert_rc 64 "--expedited-requeue takes on or off"
+# Expedited requeues are Slurm 25.11's: an older slurmd's cluster refuses them before starting anything.
+if [ "$(printf '%s\n' 25.11 "$(slurmd -V | awk '{print $2}')" | sort -V | head -n 1)" != 25.11 ]; then
+  run "$LC" --dir "$BASE/expedite" --port "$PORT" --expedited-requeue on up
+  assert_rc 64 "--expedited-requeue on before Slurm 25.11"
+  assert_contains "$ERR" "needs Slurm 25.11 or later" "message names the release"
+  no_daemons_for "$BASE/expedite" "--expedited-requeue on before Slurm 25.11"
+fi
 
 finish

@@ -55,9 +55,9 @@ const std::vector<RestartExit>& restart_exits();
 struct ScriptOptions {
   std::string pcdino;  ///< absolute path of the pcdino program on the compute nodes
   /// The cluster has expedited requeues (cluster_expedites_requeues()): a requeueing stage asks for
-  /// `--requeue=expedite`, so that its requeues start again at once and first in the queue, and sets its
-  /// job's Requeue=0 before any exit that ends it for good (Slurm 25.11 holds an expedited job whose script
-  /// ends non-zero, with no failed epilog, instead of failing it: src/slurmctld/job_mgr.c of 25.11.7).
+  /// `--requeue=expedite`, so that its own requeues are eligible again at once (not after cred_expire), and
+  /// sets its job's Requeue=0 before any exit that ends it for good (Slurm 25.11 holds an expedited job whose
+  /// script ends non-zero, with no failed epilog, instead of failing it: src/slurmctld/job_mgr.c of 25.11.7).
   bool expedited_requeue = false;
 };
 
