@@ -85,11 +85,13 @@ case "$rc" in
   14) why='Open MPI ended a rank when the runtime reported a peer lost (a node lost or its process killed)' fault=true ;;
   129|1[3-9][0-9]|2[0-5][0-9]) why='a task ended by a signal (its node lost, the OOM killer or a kill)' fault=true ;;
 esac
-# The node whose task failed first, unless it only lost a peer (74, 14): kept out of the next start.
+# The node whose task failed first, unless it only lost a peer (74, 14): kept out of the next start. Only
+# the lines before the step was cancelled count: once it is, every task left is killed, and a node lost whole
+# (its slurmd gone) has no line of its own, so the first "Killed" names a healthy node.
 bad=""
 if [ "$fault" = true ]; then
   bad=$(awk -v start="(start $((restart + 1)))" 'index($0, start) { n = NR } { line[NR] = $0 }
-    END { for (i = n + 1; i <= NR; i++) print line[i] }' "$err_file" 2>/dev/null |
+    END { for (i = n + 1; i <= NR && line[i] !~ /\*\*\* STEP .* CANCELLED/; i++) print line[i] }' "$err_file" 2>/dev/null |
     sed -n -e 's/^srun: error: \([^: ]*\): tasks\{0,1\} [0-9,-]*: \(.*\)$/\1 \2/p' \
       -e 's/.*process rank [0-9]* with PID [0-9]* on node \([^ ]*\) \(exited.*\)$/\1 \2/p' |
     head -n 1 | grep -v -e 'exit code 74$' -e 'exit code 14$' -e 'exit status 74' -e 'exit status 14' |
@@ -97,8 +99,10 @@ if [ "$fault" = true ]; then
   if [ -n "$bad" ]; then
     excluded=$(scontrol show job -o "$SLURM_JOB_ID" | sed -n 's/.* ExcNodeList=\([^ ]*\).*/\1/p')
     [ "$excluded" != "(null)" ] || excluded=""
-    # The partition's nodes in service (not drained, down or failing) that the next start may have.
-    usable=$(comm -23 <(sinfo -h -N -p "${SLURM_JOB_PARTITION:-}" -t idle,mixed,allocated,completing -o %N 2>/dev/null | sort -u) \
+    # The partition's nodes in service (not drained, down, failing or not responding: sinfo's %t ends in *)
+    # that the next start may have.
+    usable=$(comm -23 <(sinfo -h -N -p "${SLURM_JOB_PARTITION:-}" -t idle,mixed,allocated,completing -o '%N %t' 2>/dev/null |
+      awk '$2 !~ /\*$/ { print $1 }' | sort -u) \
       <(scontrol show hostnames "${excluded:+$excluded,}$bad" 2>/dev/null | sort -u) | wc -l)
     if [ "$usable" -lt "${SLURM_JOB_NUM_NODES:-1}" ]; then
       echo "pcdino: $bad failed this start, but without it the partition has $usable node(s) in service for ${SLURM_JOB_NUM_NODES:-1}: not left out" >&2

@@ -331,6 +331,16 @@ TEST(Script, TheRestartLeavesOutTheNodeThatFailedFirst) {
             std::string::npos)
       << "without node2 the partition has one node for two";
   EXPECT_EQ(bad("", three), "bad=\n");
+  // node2 lost whole (its slurmd killed: no line of its own): srun cancels the step, node1's task is killed.
+  EXPECT_EQ(bad("slurmstepd-node1: error: *** STEP 7.0 ON node1 CANCELLED AT 2026-11-28T08:12:31 ***\n"
+                "srun: error: node1: task 0: Killed\n",
+                three),
+            "bad=\n")
+      << "a task killed after the step was cancelled names no node (seen in CI, 2026-11-28)";
+  EXPECT_NE(bad("srun: error: node2: task 1: Killed\n", "node1 idle\nnode2 alloc\nnode3 idle*\n")
+                .find("not left out"),
+            std::string::npos)
+      << "a node not responding (sinfo's *) is not in service";
 }
 
 TEST(Script, CpuClusterAndCpuStages) {
