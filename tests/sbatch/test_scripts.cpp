@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <sstream>
 
 #include "../lib/config_values.hpp"
 #include "pcdino/core/config.hpp"
@@ -264,6 +265,26 @@ TEST(Script, ExpeditedRequeueWhereTheClusterHasIt) {
   ASSERT_NE(last, std::string::npos);
   EXPECT_LT(last, final_exit) << "before the failed stage's exit";
   EXPECT_GT(last, on.find("not requeued: the job already started again")) << "after the requeues";
+  // Run by bash from the requeue decision on, with scontrol recorded: Requeue=0 only where the job ends.
+  const auto from = on.find("if [ -n \"$why\" ] && {");
+  ASSERT_NE(from, std::string::npos);
+  const auto calls = [&](int rc, const std::string& why, int faults) {
+    const ProcessResult r = run_process(
+        {"bash", "-c",
+         "scontrol() { echo \"scontrol $*\"; }\nrc=" + std::to_string(rc) + " why='" + why +
+             "' fault=true faults=" + std::to_string(faults) +
+             " bad='' excluded='' restart=0 restarts=/dev/null SLURM_JOB_ID=7 SLURM_JOB_NODELIST=n\n" +
+             on.substr(from, on.find("printf '{\"stage\"") - from)});
+    std::string lines;
+    std::istringstream out(r.out);
+    for (std::string line; std::getline(out, line);)
+      if (line.rfind("scontrol ", 0) == 0) lines += line + "\n";
+    return lines;
+  };
+  EXPECT_EQ(calls(1, "", 0), "scontrol update JobId=7 Requeue=0\n") << "a failure that no restart answers";
+  EXPECT_EQ(calls(137, "killed", 0), "scontrol requeue 7\n") << "a fault within the budget is requeued";
+  EXPECT_EQ(calls(137, "killed", 2), "scontrol update JobId=7 Requeue=0\n") << "over the budget";
+  EXPECT_EQ(calls(0, "", 0), "") << "success";
   EXPECT_EQ(render_script(c, "extract", {"/p/pcdino", true}, "h").find("expedite"), std::string::npos)
       << "only a requeueing stage";
   EXPECT_EQ(render_script(example("slurm:\n  requeue: false\n"), "train", {"/p/pcdino", true}, "h")
