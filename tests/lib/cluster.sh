@@ -10,7 +10,7 @@ cluster_up() {
   export LOCAL_CLUSTER_DIR="$1" LOCAL_CLUSTER_PORT="$2"
   export LOCAL_CLUSTER_SHARED="${LOCAL_CLUSTER_SHARED:-$(dirname "$1")}" LOCAL_CLUSTER_PCDINO="${PCDINO_BIN:-}"
   mkdir -p "$LOCAL_CLUSTER_SHARED"
-  trap '"$LC" down >/dev/null 2>&1' EXIT
+  trap stop_cluster EXIT
   run "$LC" up
   assert_rc 0 "local cluster up"
   [ "$RC" -eq 0 ] || fatal "cannot continue without a cluster"
@@ -23,9 +23,21 @@ wait_job() {
   while [ -n "$(squeue -h -j "$1" 2>/dev/null)" ] && [ $SECONDS -lt $deadline ]; do sleep 0.5; done
 }
 
+# beside_cluster PID...: processes a test starts beside the cluster (a Prometheus, an exporter), ended with it.
+BESIDE_CLUSTER=()
+beside_cluster() { BESIDE_CLUSTER+=("$@"); }
+
+# stop_cluster: ends the processes beside it, then the cluster (the EXIT trap of cluster_up).
+stop_cluster() {
+  local pid
+  for pid in "${BESIDE_CLUSTER[@]}"; do kill "$pid" 2>/dev/null; done
+  BESIDE_CLUSTER=()
+  "$LC" down >/dev/null 2>&1
+}
+
 # cluster_down: stops it now (the EXIT trap would too).
 cluster_down() {
-  "$LC" down >/dev/null 2>&1
+  stop_cluster
   trap - EXIT
 }
 

@@ -53,19 +53,12 @@ run promtool check config "$W/prometheus.yml"
 assert_rc 0 "promtool check config: the test's prometheus.yml and pcdino's rules"
 
 cluster_up "$W/cluster" "$BASE"
-DAEMONS=()
-cleanup() {
-  local pid
-  for pid in "${DAEMONS[@]}"; do kill "$pid" 2>/dev/null; done
-  "$LC" down >/dev/null 2>&1
-}
-trap cleanup EXIT
 prometheus-node-exporter --web.listen-address="$EXPORTER" --collector.disable-defaults --collector.textfile \
   --collector.textfile.directory="$W/textfile" >"$W/exporter.log" 2>&1 &
-DAEMONS+=($!)
+beside_cluster $!
 prometheus --config.file="$W/prometheus.yml" --storage.tsdb.path="$W/tsdb" --web.listen-address="$PROMETHEUS" \
   >"$W/prometheus.log" 2>&1 &
-DAEMONS+=($!)
+beside_cluster $!
 
 # query PROMQL: the result vector as "labels value" lines, sorted (python reads the API's JSON).
 query() {

@@ -53,13 +53,6 @@ sed -i -e "s/localhost:6820/$SLURMCTLD/" -e 's/scrape_interval: 30s/scrape_inter
 # --- 2. the local cluster on Slurm 25.11 and a job that takes node1 whole ------------------------------------
 cluster_up "$W/cluster" "$BASE"
 assert_contains "$(cat "$SLURM_CONF")" "MetricsType=metrics/openmetrics" "local-cluster's slurm.conf on $release"
-DAEMONS=()
-cleanup() {
-  local pid
-  for pid in "${DAEMONS[@]}"; do kill "$pid" 2>/dev/null; done
-  "$LC" down >/dev/null 2>&1
-}
-trap cleanup EXIT
 job=$(sbatch --parsable -N1 -w node1 --exclusive -o "$W/job_%j.out" --wrap 'sleep 600')
 [ -n "$job" ] || fatal "sbatch failed"
 running() { [ "$(squeue -h -j "$job" -o %T)" = RUNNING ]; }
@@ -131,7 +124,7 @@ class Files(http.server.BaseHTTPRequestHandler):
         pass
 http.server.HTTPServer((host, port), Files).serve_forever()
 PY
-DAEMONS+=($!)
+beside_cluster $!
 {
   printf 'global:\n  scrape_interval: 1s\nscrape_configs:\n'
   cat "$W/slurm-jobs.yml"
@@ -145,7 +138,7 @@ run promtool check config "$W/prometheus.yml"
 assert_rc 0 "promtool check config: the generator's slurm-* jobs and pcdino's"
 prometheus --config.file="$W/prometheus.yml" --storage.tsdb.path="$W/tsdb" --web.listen-address="$PROMETHEUS" \
   >"$W/prometheus.log" 2>&1 &
-DAEMONS+=($!)
+beside_cluster $!
 ready() { curl -sf "http://$PROMETHEUS/-/ready" >/dev/null; }
 wait_for 60 ready || fatal "Prometheus did not start: $(tail -n 5 "$W/prometheus.log")"
 
