@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -39,9 +40,27 @@ void add_config_options(CLI::App* sub, ConfigOptions& opts, bool required, bool 
   sub->add_option("--seed", opts.seed, "Override meta.seed");
 }
 
+std::string container_image_line(const std::string& manifest) {
+  std::ifstream in(manifest);
+  if (!in) return "";
+  std::string line, text;
+  while (std::getline(in, line)) {
+    if (!line.empty()) text += (text.empty() ? "" : ", ") + line;
+  }
+  return text;
+}
+
 int run_command_line(CLI::App& app, int argc, char** argv, const std::function<int()>& after_parse) {
   try {
     init_logging(0, 1);
+    // Inside one of pcdino's container images: which one, in every stage's log (before parsing: a
+    // subcommand's callback runs the stage inside it), not in --help's or --version's output.
+    const bool asks_help = std::any_of(argv + 1, argv + argc, [](const char* a) {
+      const std::string s(a);
+      return s == "-h" || s == "--help" || s == "--version";
+    });
+    if (const std::string image = container_image_line(kContainerImageManifest); !image.empty() && !asks_help)
+      spdlog::info("in container image: {}", image);
     app.parse(argc, argv);
     return after_parse ? after_parse() : to_int(ExitCode::kOk);
   } catch (const CLI::Success& e) {

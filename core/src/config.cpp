@@ -407,6 +407,30 @@ Check<std::vector<std::string>> sbatch_words() {
             return std::string();
           }};
 }
+// Pyxis's --container-image: an image file by its absolute path, or a reference to import.
+Check<std::string> container_image() {
+  return {"\"\", an absolute .sqsh path or [USER@][REGISTRY#]IMAGE[:TAG]", [](const std::string& v) {
+            if (v.empty()) return std::string();
+            const std::string word = sbatch_word().test(v);
+            if (!word.empty()) return word;
+            if (v.find(',') != std::string::npos) return std::string("expected one image, not a list");
+            if (v.front() == '.')
+              return std::string("expected an absolute path (the job's folder is not this one)");
+            return std::string();
+          }};
+}
+// Pyxis's --container-mounts, one mount an entry: SRC[:DST[:FLAGS]], both paths absolute.
+Check<std::vector<std::string>> container_mounts() {
+  return {"SRC[:DST[:FLAGS]] entries", [](const std::vector<std::string>& v) {
+            static const std::regex mount("(/[^:,\\s'\"]*)(:(/[^:,\\s'\"]*)(:[a-z+]+)?)?");
+            for (const auto& m : v) {
+              if (!std::regex_match(m, mount)) {
+                return "expected SRC[:DST[:FLAGS]] with absolute paths and no commas ('" + m + "')";
+              }
+            }
+            return std::string();
+          }};
+}
 // A path every node resolves alike, whatever the job's working directory.
 Check<std::string> absolute_path() {
   return {"\"\" or an absolute path", [](const std::string& v) {
@@ -769,6 +793,12 @@ std::vector<Entry> slurm_keys() {
       key("slurm.launcher", PCDINO_MEMBER(slurm.launcher), one_of({"srun", "mpirun"}),
           "pcdino: srun --mpi={mpi}, or mpirun inside the allocation"),
       key("slurm.mpi", PCDINO_MEMBER(slurm.mpi), sbatch_word(), "pcdino: srun's --mpi plugin"),
+      key("slurm.container_image", PCDINO_MEMBER(slurm.container_image), container_image(),
+          "Pyxis: srun --container-image of every stage but the doctor: an enroot .sqsh on the shared "
+          "filesystem or [USER@][REGISTRY#]IMAGE[:TAG]; \"\" = the nodes' own pcdino"),
+      key("slurm.container_mounts", PCDINO_MEMBER(slurm.container_mounts), container_mounts(),
+          "Pyxis: --container-mounts, each SRC[:DST[:FLAGS]]; the data, run folder and configuration "
+          "must be inside at their own paths"),
       key("slurm.requeue", PCDINO_MEMBER(slurm.requeue), any_bool(),
           "pcdino: training checkpoints and requeues itself on preemption or its time limit"),
       key("slurm.signal_seconds", PCDINO_MEMBER(slurm.signal_seconds), at_least(0),

@@ -117,6 +117,21 @@ void write_environment(std::ostream& o, const SlurmConfig& s) {
   o << "fi\n";
 }
 
+}  // namespace
+
+std::vector<std::string> container_options(const PipelineConfig& config) {
+  const SlurmConfig& s = config.slurm;
+  if (s.container_image.empty()) return {};
+  std::vector<std::string> options{"--container-image=" + s.container_image};
+  std::string mounts;
+  for (const auto& m : s.container_mounts) mounts += (mounts.empty() ? "" : ",") + m;
+  if (!mounts.empty()) options.push_back("--container-mounts=" + mounts);
+  options.push_back("--container-workdir=" + config.run_dir());
+  return options;
+}
+
+namespace {
+
 // The line that runs the stage: pcdino under srun or mpirun unless the stage launches its own tasks.
 std::string launch_command(const PipelineConfig& config, const Stage& stage, const StageSpec& spec,
                            const RunLayout& files, const ScriptOptions& options) {
@@ -127,8 +142,15 @@ std::string launch_command(const PipelineConfig& config, const Stage& stage, con
   } else {
     launch = "srun --mpi=" + s.mpi + " --kill-on-bad-exit=1";
   }
-  std::string command = (spec.launches_itself ? "" : launch + " ") + shell_quote(options.pcdino) + " " +
-                        stage + " --config " + shell_quote(files.submitted_config);
+  // In a container (Pyxis) the step runs the image's pcdino; the doctor, which starts its own steps, stays
+  // on the host.
+  const bool contained = !spec.launches_itself && !s.container_image.empty();
+  if (contained) {
+    for (const auto& option : container_options(config)) launch += " " + shell_quote(option);
+  }
+  const std::string pcdino = contained ? kContainerPcdino : options.pcdino;
+  std::string command = (spec.launches_itself ? "" : launch + " ") + shell_quote(pcdino) + " " + stage +
+                        " --config " + shell_quote(files.submitted_config);
   if (spec.threaded && s.cpus_per_task > 0) command += " --threads " + std::to_string(s.cpus_per_task);
   return command;
 }

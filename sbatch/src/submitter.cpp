@@ -240,6 +240,56 @@ PipelineConfig with_absolute_paths(PipelineConfig config, const std::string& bas
   return config;
 }
 
+void check_container_settings(const PipelineConfig& config, const std::string& srun_help) {
+  const SlurmConfig& s = config.slurm;
+  if (s.container_image.empty()) return;
+  if (s.launcher != "srun") {
+    throw ConfigError("slurm.container_image: Pyxis runs the steps srun starts, and slurm.launcher is " +
+                      s.launcher + " (use srun)");
+  }
+  if (s.container_image.front() == '/' && !fs::is_regular_file(s.container_image)) {
+    throw ConfigError("slurm.container_image: no image file '" + s.container_image +
+                      "' here (make one with scripts/container-image and put it on the shared filesystem)");
+  }
+  // Each mount: its source, and where it appears inside (Pyxis: DST defaults to SRC).
+  std::vector<std::pair<fs::path, fs::path>> mounts;
+  for (std::size_t i = 0; i < s.container_mounts.size(); ++i) {
+    const std::string& m = s.container_mounts[i];
+    const auto colon = m.find(':');
+    const std::string src = m.substr(0, colon);
+    std::string dst = colon == std::string::npos ? src : m.substr(colon + 1);
+    dst = dst.substr(0, dst.find(':'));
+    if (!fs::exists(src)) {
+      throw ConfigError("slurm.container_mounts[" + std::to_string(i) + "]: '" + src +
+                        "' does not exist here: a mount's source must be on the shared filesystem that "
+                        "every node has");
+    }
+    mounts.emplace_back(fs::path(src).lexically_normal(), fs::path(dst).lexically_normal());
+  }
+  const auto inside_at_own_path = [&](const fs::path& p) {
+    return std::any_of(mounts.begin(), mounts.end(), [&](const auto& m) {
+      if (m.first != m.second) return false;
+      const auto rel = p.lexically_normal().lexically_relative(m.first);
+      return !rel.empty() && *rel.begin() != "..";
+    });
+  };
+  for (const auto& [key, path] :
+       {std::pair<std::string, std::string>{"meta.dataset_dir", config.meta.dataset_dir},
+        {"meta.output_dir (the run folder)", config.run_dir()}}) {
+    if (!path.empty() && !inside_at_own_path(path)) {
+      throw ConfigError("slurm.container_mounts: " + key + " '" + path +
+                        "' is not inside the container at its own path; add a mount of it or of a folder "
+                        "above it (SRC, or SRC:SRC)");
+    }
+  }
+  if (!srun_help.empty() && srun_help.find("--container-image") == std::string::npos) {
+    throw ConfigError(
+        "slurm.container_image: this cluster's srun has no --container-image: Pyxis is not "
+        "loaded (`pcdino cluster generate` with containers: on, or ParallelCluster's "
+        "examples/pyxis)");
+  }
+}
+
 bool expedites_requeues(const std::string& config) {
   // "Key   = value" lines; SlurmctldParameters is a comma-separated list, "(null)" when unset.
   const auto strip = [](const std::string& t) {
@@ -277,6 +327,17 @@ SubmitReport submit_pipeline(const PipelineConfig& config, const SubmitOptions& 
   const RunLayout files(config);
   const auto hashes = stage_config_hashes(config);
   SubmitReport report;
+  if (!config.slurm.container_image.empty()) {
+    std::string help;
+    if (!options.dry_run) {
+      try {
+        help = run_process({"srun", "--help"}, kSlurmHint, 30).out;
+      } catch (const Error&) {
+        help.clear();  // no srun here: sbatch fails below with its own message
+      }
+    }
+    check_container_settings(config, help);
+  }
 
   json state = json::object();
   if (!options.dry_run && fs::exists(files.job_state)) {

@@ -25,7 +25,7 @@ inline const std::map<std::string, std::vector<std::string>>& candidate_values()
       {"list of channel combinations", {"[\"01\", \"2\"]"}},
       {"{index: name}", {"{0: a, 1: b}"}},
       {"{name: value}", {"{train: \"30:00\"}", "{FOO: \"1\"}"}},
-      {"list of strings", {"[efa]"}},
+      {"list of strings", {"[efa]", "[/fsx]"}},
   };
   return values;
 }

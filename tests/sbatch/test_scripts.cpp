@@ -2,6 +2,7 @@
 // dependency graph, what a configuration change re-runs, the #SBATCH lines, and that bash parses every
 // script rendered.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -403,6 +404,77 @@ TEST(Script, EnvironmentExportedOnlyWithoutTheSpankPlugin) {
   EXPECT_TRUE(has_line(s, "  export NCCL_SOCKET_IFNAME='^docker,lo veth'"));
   EXPECT_NE(s.find("grep -qs spank_pcdino"), std::string::npos);
   EXPECT_EQ(render_script(c, "labels", {"/p/pcdino"}, "h").find("export"), std::string::npos);
+}
+
+// Issue #63: with slurm.container_image every stage's step but the doctor's runs the image's pcdino through
+// Pyxis's options; without it nothing changes.
+TEST(Script, ContainedStagesRunTheImagesPcdinoThroughPyxis) {
+  const auto c = example(
+      "doctor:\n  enabled: true\nslurm:\n  container_image: /fsx/img/pcdino.sqsh\n  container_mounts: [/fsx, "
+      "\"/scratch:/tmp:ro\"]\n");
+  const std::string pyxis =
+      "srun --mpi=pmix --kill-on-bad-exit=1 --container-image=/fsx/img/pcdino.sqsh "
+      "--container-mounts=/fsx,/scratch:/tmp:ro --container-workdir=/fsx/out/run1 /opt/pcdino/bin/pcdino ";
+  for (const auto& stage : all_stages()) {
+    const std::string s = render_script(c, stage, {"/p/pcdino"}, "h");
+    if (stage == "doctor") {
+      EXPECT_EQ(s.find("--container-image"), std::string::npos) << s;
+      EXPECT_TRUE(has_line(s, "/p/pcdino doctor --config /fsx/out/run1/logs/submitted_pipeline.yaml")) << s;
+    } else {
+      EXPECT_NE(s.find(pyxis + stage + " --config "), std::string::npos) << s;
+    }
+  }
+  EXPECT_EQ(render_script(example(), "train", {"/p/pcdino"}, "h").find("container"), std::string::npos);
+}
+
+TEST(SlurmConfig, ContainerSettingsAreCheckedBeforeSubmission) {
+  char tmpl[] = "/tmp/pcdino-container-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string image = dir + "/img.sqsh";
+  ASSERT_EQ(mkdir((dir + "/data").c_str(), 0700), 0);
+  std::FILE* f = std::fopen(image.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  const auto with = [&](const std::string& slurm) {
+    return parse_config("meta:\n  name_of_run: r\n  output_dir: " + dir + "/out\n  dataset_dir: " + dir +
+                            "/data\nslurm:\n  container_image: " + image + "\n" + slurm,
+                        "test.yaml");
+  };
+  const auto error = [&](const PipelineConfig& c, const std::string& help = "") {
+    try {
+      check_container_settings(c, help);
+      return std::string();
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(error(with("  container_mounts: [" + dir + "]\n")), "");
+  EXPECT_EQ(error(with("  container_mounts: [\"" + dir + ":" + dir + ":ro\"]\n")), "");
+  EXPECT_NE(error(with("  container_mounts: [" + dir + "]\n"), "Usage: srun [OPTIONS...]")
+                .find("srun has no --container-image: Pyxis is not loaded"),
+            std::string::npos);
+  EXPECT_NE(error(with("  container_mounts: [\"" + dir + ":/elsewhere\"]\n")).find("meta.dataset_dir"),
+            std::string::npos);
+  EXPECT_NE(error(with("  container_mounts: [" + dir + "/data]\n")).find("meta.output_dir (the run folder)"),
+            std::string::npos);
+  EXPECT_NE(error(with("  container_mounts: [" + dir + "/none, " + dir + "]\n"))
+                .find("slurm.container_mounts[0]: '" + dir + "/none' does not exist here"),
+            std::string::npos);
+  EXPECT_NE(
+      error(with("  container_mounts: [" + dir + "]\n  launcher: mpirun\n")).find("slurm.launcher is mpirun"),
+      std::string::npos);
+  EXPECT_NE(error(parse_config("slurm:\n  container_image: " + dir + "/missing.sqsh\n", "t.yaml"))
+                .find("no image file '" + dir + "/missing.sqsh'"),
+            std::string::npos);
+  EXPECT_EQ(error(example()), "");  // no image: nothing checked
+  // The schema refuses what Pyxis could not take, naming the key.
+  for (const char* bad : {"container_mounts: [relative/path]", "container_mounts: [\"/a,/b\"]",
+                          "container_image: \"two words\"", "container_image: ./img.sqsh"}) {
+    EXPECT_THROW(parse_config(std::string("slurm:\n  ") + bad + "\n", "t.yaml"), ConfigError) << bad;
+  }
+  std::remove(image.c_str());
+  rmdir((dir + "/data").c_str());
+  rmdir(dir.c_str());
 }
 
 TEST(Script, EveryStageParsesAsBash) {

@@ -35,8 +35,17 @@ void add_config_options(CLI::App* sub, ConfigOptions& opts, bool required = true
 /// when the launcher bound it; else this node's cores divided among its `local_ranks`; at least 1.
 int default_threads(int requested, int local_ranks);
 
+/// The manifest pcdino's container images carry (scripts/container-image, container/Dockerfile):
+/// key=value lines (name, base, pcdino, built).
+inline constexpr const char* kContainerImageManifest = "/etc/pcdino/image.txt";
+
+/// The manifest's lines joined with ", " ("name=pcdino-cpu, base=..., pcdino=0.1.0, ..."); "" where the
+/// file is absent (not in a container image).
+std::string container_image_line(const std::string& manifest);
+
 /// The exit-code contract of every pcdino program: initialises logging, parses `argv` with `app` (its
-/// callbacks run inside), then runs `after_parse` if given and returns its code. --help/--version -> 0;
+/// callbacks run inside), logs the container image's manifest when run inside one, then runs `after_parse`
+/// if given and returns its code. --help/--version -> 0;
 /// command-line errors -> 64 (with CLI11's message); pcdino::Error -> its code; any other exception -> 70;
 /// each error printed to stderr.
 int run_command_line(CLI::App& app, int argc, char** argv, const std::function<int()>& after_parse = nullptr);

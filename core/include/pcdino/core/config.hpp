@@ -150,8 +150,16 @@ struct SlurmConfig {
   int cpu_tasks = 1;              ///< MPI ranks of the mean/std stage
   std::string launcher = "srun";  ///< srun (with --mpi=`mpi`) or mpirun (Open MPI inside the allocation)
   std::string mpi = "pmix";       ///< srun's --mpi plugin
-  bool requeue = true;            ///< the training job requeues itself on preemption or time limit
-  int signal_seconds = 120;       ///< SIGUSR1 this many seconds before the time limit: checkpoint, requeue
+  /// The container image every stage's step runs in through Pyxis (srun --container-image): an enroot
+  /// image file (`.sqsh`, scripts/container-image) on the shared filesystem, or an image reference Pyxis
+  /// imports ([USER@][REGISTRY#]IMAGE[:TAG]); "" = the programs installed on the nodes. The doctor stays
+  /// on the host.
+  std::string container_image;
+  /// Pyxis's --container-mounts, one "SRC[:DST[:FLAGS]]" each (DST defaults to SRC): the data, the run
+  /// folder and the configuration must appear inside at their own paths.
+  std::vector<std::string> container_mounts;
+  bool requeue = true;       ///< the training job requeues itself on preemption or time limit
+  int signal_seconds = 120;  ///< SIGUSR1 this many seconds before the time limit: checkpoint, requeue
   /// Restart budget of a requeueing stage: how often its job may start again after a fault (a node lost or
   /// hung, the watchdog's exit 74, a rank killed by a signal) before it fails for good. Requeues after an
   /// agreed checkpoint (time limit, preemption) do not count. 0: a fault ends the job.

@@ -51,6 +51,14 @@ struct RestartExit {
 /// Any other exit (bad input, a bug) ends the job.
 const std::vector<RestartExit>& restart_exits();
 
+/// Where pcdino's container images install it (scripts/container-image, container/Dockerfile).
+inline constexpr const char* kContainerPcdino = "/opt/pcdino/bin/pcdino";
+
+/// Pyxis's options for a stage's step (https://github.com/NVIDIA/pyxis, srun --help with Pyxis loaded):
+/// --container-image=slurm.container_image, --container-mounts= slurm.container_mounts joined by commas
+/// (none when empty) and --container-workdir= the run folder. Empty when slurm.container_image is "".
+std::vector<std::string> container_options(const PipelineConfig& config);
+
 /// The programs a script runs.
 struct ScriptOptions {
   std::string pcdino;  ///< absolute path of the pcdino program on the compute nodes
@@ -72,7 +80,8 @@ struct ScriptOptions {
 /// fault (restart_exits()) while it has started again after fewer than slurm.max_restarts faults (each
 /// requeue recorded in logs/{stage}_restarts.jsonl; a start over the budget fails with exit 69); on
 /// success the completion marker with `config_hash`, written to a temporary name and renamed. `config`
-/// must hold absolute paths (the script runs in the run folder).
+/// must hold absolute paths (the script runs in the run folder). With slurm.container_image, every stage's
+/// step but the doctor's runs the image's pcdino (kContainerPcdino) with container_options().
 std::string render_script(const PipelineConfig& config, const Stage& stage, const ScriptOptions& options,
                           const std::string& config_hash);
 

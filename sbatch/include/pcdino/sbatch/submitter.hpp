@@ -36,6 +36,15 @@ struct SubmitReport {
   std::vector<Stage> complete;  ///< stages skipped as complete (resume)
 };
 
+/// Refuses container settings a job would fail on, naming the key (ConfigError, exit 78), before anything is
+/// written or submitted: slurm.container_image with slurm.launcher mpirun (Pyxis acts on srun's steps); an
+/// image path that is not a file here (the head node sees the shared filesystem as the nodes do); a mount
+/// source that does not exist here; meta.dataset_dir or the run folder not inside the container at its own
+/// path (a mount SRC:SRC, or SRC alone, above it), since the scripts hand the ranks host paths. With
+/// `srun_help` (srun --help's text; "" = not asked), an srun without --container-image: Pyxis not loaded.
+/// `config` must hold absolute paths. Nothing is checked when slurm.container_image is "".
+void check_container_settings(const PipelineConfig& config, const std::string& srun_help);
+
 /// Whether `scontrol show config`'s text `config` describes a cluster with expedited requeues: its
 /// SLURM_VERSION has them (core/slurm_features.hpp: 25.11+) and SlurmctldParameters lists
 /// enable_expedited_requeue (without it slurmctld refuses --requeue=expedite: "Expedited requeue requested
