@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -59,8 +60,12 @@ int run_command_line(CLI::App& app, int argc, char** argv, const std::function<i
       const std::string s(a);
       return s == "-h" || s == "--help" || s == "--version";
     });
-    if (const std::string image = container_image_line(kContainerImageManifest); !image.empty() && !asks_help)
+    // Once per step: `pcdino train` execs pcdino-train, which inherits the mark.
+    if (const std::string image = container_image_line(kContainerImageManifest);
+        !image.empty() && !asks_help && std::getenv("PCDINO_IMAGE_LOGGED") == nullptr) {
       spdlog::info("in container image: {}", image);
+      ::setenv("PCDINO_IMAGE_LOGGED", "1", 1);
+    }
     app.parse(argc, argv);
     return after_parse ? after_parse() : to_int(ExitCode::kOk);
   } catch (const CLI::Success& e) {

@@ -83,9 +83,10 @@ case "$rc" in
   75) why='checkpointed on SIGUSR1 or SIGTERM (time limit, preemption or scontrol requeue)' fault=false ;;
   74) why='a rank heard nothing from its peers for --comm-timeout (a node hung or lost)' fault=true ;;
   14) why='Open MPI ended a rank when the runtime reported a peer lost (a node lost or its process killed)' fault=true ;;
+  17) why='Open MPI 4 ended a rank that lost the connection to a peer (a node lost or its process killed)' fault=true ;;
   129|1[3-9][0-9]|2[0-5][0-9]) why='a task ended by a signal (its node lost, the OOM killer or a kill)' fault=true ;;
 esac
-# The node whose task failed first, unless it only lost a peer (74, 14): kept out of the next start. Only
+# The node whose task failed first, unless it only lost a peer (74, 14, 17): kept out of the next start. Only
 # the lines before the step was cancelled count: once it is, every task left is killed, and a node lost whole
 # (its slurmd gone) has no line of its own, so the first "Killed" names a healthy node.
 bad=""
@@ -94,7 +95,8 @@ if [ "$fault" = true ]; then
     END { for (i = n + 1; i <= NR && line[i] !~ /\*\*\* STEP .* CANCELLED/; i++) print line[i] }' "$err_file" 2>/dev/null |
     sed -n -e 's/^srun: error: \([^: ]*\): tasks\{0,1\} [0-9,-]*: \(.*\)$/\1 \2/p' \
       -e 's/.*process rank [0-9]* with PID [0-9]* on node \([^ ]*\) \(exited.*\)$/\1 \2/p' |
-    head -n 1 | grep -v -e 'exit code 74$' -e 'exit code 14$' -e 'exit status 74' -e 'exit status 14' |
+    head -n 1 | grep -v -e 'exit code 74$' -e 'exit code 14$' -e 'exit code 17$' -e 'exit status 74' \
+      -e 'exit status 14' -e 'exit status 17' |
     cut -d ' ' -f 1)
   if [ -n "$bad" ]; then
     excluded=$(scontrol show job -o "$SLURM_JOB_ID" | sed -n 's/.* ExcNodeList=\([^ ]*\).*/\1/p')

@@ -147,6 +147,10 @@ std::string launch_command(const PipelineConfig& config, const Stage& stage, con
   const bool contained = !spec.launches_itself && !s.container_image.empty();
   if (contained) {
     for (const auto& option : container_options(config)) launch += " " + shell_quote(option);
+    // A PMIx client in the container cannot attach the server's shared-memory data store (every rank
+    // printed "PMIX ERROR: ... gds_ds12_lock_pthread.c at line 169" in 4 of 4 runs, then fell back); the hash
+    // store asks the server instead, as awsome-distributed-ai's container recipes set it (0 of 4 with it).
+    launch = "PMIX_MCA_gds=hash " + launch;
   }
   const std::string pcdino = contained ? kContainerPcdino : options.pcdino;
   std::string command = (spec.launches_itself ? "" : launch + " ") + shell_quote(pcdino) + " " + stage +
@@ -157,14 +161,14 @@ std::string launch_command(const PipelineConfig& config, const Stage& stage, con
 
 // After a fault: the node whose task failed first for a reason of its own, from this start's lines of the
 // job's stderr file ("srun: error: node2: task 1: Killed", "node2: tasks 0-7: Killed"; mpirun's "... on node
-// node2 exited on signal 9"). A first failure of 74 (the watchdog: a peer went silent) or 14 (Open MPI: a
-// peer was lost) blames the silent peer, which the line does not name: no node then. The script keeps that
-// node out of its next start (the job's ExcNodeList, which Slurm lets the job's owner set only while it is
-// pending: requeuehold, update, release, within KillWait of the requeue's SIGTERM), unless the partition's
+// node2 exited on signal 9"). A first failure of 74 (the watchdog: a peer went silent), 14 or 17 (Open MPI 5
+// or 4: a peer was lost) blames the silent peer, which the line does not name: no node then. The script keeps
+// that node out of its next start (the job's ExcNodeList, which Slurm lets the job's owner set only while it
+// is pending: requeuehold, update, release, within KillWait of the requeue's SIGTERM), unless the partition's
 // nodes in service would then be too few; the node check (prolog and health check) drains the node when one
 // of its probes names the fault.
 const char* const kExclusion =
-    R"SH(# The node whose task failed first, unless it only lost a peer (74, 14): kept out of the next start. Only
+    R"SH(# The node whose task failed first, unless it only lost a peer (74, 14, 17): kept out of the next start. Only
 # the lines before the step was cancelled count: once it is, every task left is killed, and a node lost whole
 # (its slurmd gone) has no line of its own, so the first "Killed" names a healthy node.
 bad=""
@@ -173,7 +177,8 @@ if [ "$fault" = true ]; then
     END { for (i = n + 1; i <= NR && line[i] !~ /\*\*\* STEP .* CANCELLED/; i++) print line[i] }' "$err_file" 2>/dev/null |
     sed -n -e 's/^srun: error: \([^: ]*\): tasks\{0,1\} [0-9,-]*: \(.*\)$/\1 \2/p' \
       -e 's/.*process rank [0-9]* with PID [0-9]* on node \([^ ]*\) \(exited.*\)$/\1 \2/p' |
-    head -n 1 | grep -v -e 'exit code 74$' -e 'exit code 14$' -e 'exit status 74' -e 'exit status 14' |
+    head -n 1 | grep -v -e 'exit code 74$' -e 'exit code 14$' -e 'exit code 17$' -e 'exit status 74' \
+      -e 'exit status 14' -e 'exit status 17' |
     cut -d ' ' -f 1)
   if [ -n "$bad" ]; then
     excluded=$(scontrol show job -o "$SLURM_JOB_ID" | sed -n 's/.* ExcNodeList=\([^ ]*\).*/\1/p')
@@ -277,6 +282,12 @@ const std::vector<RestartExit>& restart_exits() {
       // (Debian 13's Open MPI 5.0.7 in train.node_failure; Open MPI 4 leaves the rank to srun's kill).
       {"14",
        "Open MPI ended a rank when the runtime reported a peer lost (a node lost or its process killed)",
+       true},
+      // Open MPI 4 ends a rank whose TCP peer was lost mid-collective through MPI_ERRORS_ARE_FATAL, the exit
+      // code the error class: 17, MPI_ERR_INTERN ("An error occurred in MPI_Allreduce ... MPI_ERR_INTERN";
+      // Debian 12's Open MPI 4.1.4 in pcdino's container image, train.node_failure_container, 2 of 3 runs,
+      // the others ended by srun's kill first). ParallelCluster's EFA installer ships Open MPI 4.1.8.
+      {"17", "Open MPI 4 ended a rank that lost the connection to a peer (a node lost or its process killed)",
        true},
       {"129|1[3-9][0-9]|2[0-5][0-9]", "a task ended by a signal (its node lost, the OOM killer or a kill)",
        true},

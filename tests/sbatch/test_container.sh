@@ -13,8 +13,8 @@
 source "$(dirname "$0")/../lib/assert.sh"
 source "$(dirname "$0")/../lib/cluster.sh"
 source "$(dirname "$0")/../lib/pipeline.sh"
+source "$(dirname "$0")/../lib/container.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
-[ "$(id -u)" = 0 ] || { echo "skipped: needs root (debootstrap, chroot, mount namespaces)"; exit 77; }
 PLUGIN="$PCDINO_BUILD_DIR/spank/spank_pcdino.so"
 [ -f "$PLUGIN" ] || fatal "no $PLUGIN (libslurm-dev missing at configure time?)"
 W="$PCDINO_BUILD_DIR/test-work/container"
@@ -22,23 +22,7 @@ rm -rf "$W" && mkdir -p "$W/jobs"
 P=$PCDINO_BIN
 
 # --- the runtime and the image -------------------------------------------------------------------------
-start=$SECONDS
-runtime=$("$PCDINO_SOURCE_DIR/scripts/container-runtime") || {
-  rc=$?
-  [ "$rc" = 66 ] && { echo "skipped: no Pyxis/enroot sources (../shared/third_party)"; exit 77; }
-  fatal "scripts/container-runtime failed ($rc)"
-}
-echo "Pyxis and enroot in $runtime ($((SECONDS - start)) s)"
-# pcdino's package from this build, laid out as scripts/package's tarball (cmake --install builds nothing).
-run cmake --install "$PCDINO_BUILD_DIR" --prefix "$W/package/pcdino-test"
-assert_rc 0 "this build installed as a package"
-tar -czf "$W/pcdino-test.tar.gz" -C "$W/package" pcdino-test
-start=$SECONDS
-run "$PCDINO_SOURCE_DIR/scripts/container-image" cpu --package "$W/pcdino-test.tar.gz" --out "$W/pcdino-cpu.sqsh"
-assert_rc 0 "scripts/container-image cpu"
-echo "image made in $((SECONDS - start)) s: $(grep -o '[0-9.]*[KMGT]B ([0-9]* bytes)' <<<"$ERR")"
-assert_contains "$ERR" "slurm.container_image: " "it says where the image goes"
-IMAGE=$W/pcdino-cpu.sqsh
+container_setup
 
 # --- two runs of one pipeline, native and contained ------------------------------------------------------
 /usr/bin/python3 "$PCDINO_SOURCE_DIR/tests/pipelines/make_synthetic.py" "$W/data" u8x1 3 50 >/dev/null ||
@@ -67,7 +51,6 @@ pipeline contained "
   container_image: $IMAGE
   container_mounts: [$W]"
 
-export LOCAL_CLUSTER_PYXIS=$runtime
 cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-18717}"
 unset OMPI_MCA_btl OMPI_MCA_btl_tcp_if_include  # the plugin's profile gives the ranks what they need
 cat >"$W/accel.yaml" <<'YAML'

@@ -236,6 +236,9 @@ TEST(Script, TrainingRestartsWithinItsBudget) {
   EXPECT_NE(s.find("  14) why='Open MPI ended a rank when the runtime reported a peer lost"),
             std::string::npos)
       << "Open MPI 5's own end of a rank whose peer was lost";
+  EXPECT_NE(s.find("  17) why='Open MPI 4 ended a rank that lost the connection to a peer"),
+            std::string::npos)
+      << "Open MPI 4's end of a rank whose TCP peer was lost";
   const std::string none = render_script(example("slurm:\n  requeue: false\n"), "train", {"/p/pcdino"}, "h");
   EXPECT_EQ(none.find("scontrol requeue"), std::string::npos);
   EXPECT_EQ(none.find("restarts="), std::string::npos);
@@ -349,6 +352,10 @@ TEST(Script, TheRestartLeavesOutTheNodeThatFailedFirst) {
                 three),
             "bad=\n")
       << "74 only lost a peer: the line does not name the silent node";
+  EXPECT_EQ(bad("srun: error: node1: task 0: Exited with exit code 17\nsrun: error: node2: task 1: Killed\n",
+                three),
+            "bad=\n")
+      << "Open MPI 4's 17: the rank lost its peer (train.node_failure_container)";
   EXPECT_NE(bad("srun: error: node2: task 1: Killed\n", "node1\\nnode2\\n").find("not left out"),
             std::string::npos)
       << "without node2 the partition has one node for two";

@@ -14,16 +14,31 @@
 #     job failed with its message, and the stages behind it are cancelled with `pcdino status` saying why.
 # PCDINO_NODE_FAILURE_PARTS (default crash,hang,budget) chooses the parts: scripts/stack runs crash on the
 # second stack (Open MPI 5), and CI runs hang,budget on Debian 12 (the uninterrupted run is made either way).
+# PCDINO_NODE_FAILURE_CONTAINER=1 (train.node_failure_container, issue #63) runs the training in pcdino's CPU
+# image through Pyxis (tests/lib/container.sh), the uninterrupted run too.
 # Waits are sized for a machine 3x slower than the 2-core one this was written on; they end as soon as the
 # job gets there.
 source "$(dirname "$0")/../lib/assert.sh"
 source "$(dirname "$0")/../lib/python.sh"
 source "$(dirname "$0")/../lib/cluster.sh"
 source "$(dirname "$0")/../lib/pipeline.sh"
+source "$(dirname "$0")/../lib/container.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
-W="$PCDINO_BUILD_DIR/test-work/node_failure"
+W="$PCDINO_BUILD_DIR/test-work/node_failure${PCDINO_NODE_FAILURE_CONTAINER:+_container}"
 rm -rf "$W" && mkdir -p "$W/jobs"
 P=$PCDINO_BIN
+CONTAINED=${PCDINO_NODE_FAILURE_CONTAINER:-0}
+SLURM_CONTAINER=""  # the pipeline's container lines
+LAUNCH=(srun --mpi=pmix)  # the uninterrupted run's step and its pcdino
+TRAIN=$P
+if [ "$CONTAINED" = 1 ]; then
+  container_setup
+  SLURM_CONTAINER="
+  container_image: $IMAGE
+  container_mounts: [$W]"
+  LAUNCH=(PMIX_MCA_gds=hash "${LAUNCH[@]}" --container-image="$IMAGE" --container-mounts="$W")  # as the scripts
+  TRAIN=/opt/pcdino/bin/pcdino
+fi
 
 /usr/bin/python3 "$PCDINO_SOURCE_DIR/tests/pipelines/make_synthetic.py" "$W/data" u8x1 3 100 >/dev/null ||
   fatal "cannot write the synthetic dataset (python3-tifffile)"
@@ -41,7 +56,7 @@ slurm:
   gpus: false
   exclusive: false
   cpus_per_task: 1
-  max_restarts: $3" tiny_pipeline "$1" "$2" "$W"
+  max_restarts: $3$SLURM_CONTAINER" tiny_pipeline "$1" "$2" "$W"
   sed -i 's/^train_scDINO:$/train_scDINO:\n  nnodes: 2\n  num_gpus: 1/' "$1"
 }
 pipeline "$W/crash.yaml" crash 3
@@ -119,7 +134,7 @@ uninterrupted() {
     assert_rc 0 "meanstd for the uninterrupted run"
   fi
   run sbatch --parsable --wait -N2 -n2 --cpus-per-task=1 -o "$W/jobs/uninterrupted_%j.out" --wrap \
-    "srun --mpi=pmix '$P' train -c '$W/crash.yaml' --threads 1 --device cpu --model-dir '$W/uninterrupted'"
+    "${LAUNCH[*]} '$TRAIN' train -c '$W/crash.yaml' --threads 1 --device cpu --model-dir '$W/uninterrupted'"
   assert_rc 0 "the same training without interruption"
 }
 
@@ -134,6 +149,10 @@ job=$(job_of train)
 err="$RUN/logs/train_err_$job.err"
 expedited "$job" no
 fail_node2 KILL
+if [ "$CONTAINED" = 1 ]; then
+  assert_eq "$(grep -c "in container image: name=pcdino-cpu" "$err")" 4 \
+    "both starts' two ranks ran in the image"
+fi
 wait_all 900
 run "$P" status crash.yaml
 assert_rc 0 "status: every stage completed after the restart"

@@ -46,7 +46,8 @@ struct RestartExit {
 
 /// The exits a requeueing stage restarts on, in the order the script tests them: 75 (the trainer's agreed
 /// checkpoint on SIGUSR1/SIGTERM), 74 (its watchdog: a peer silent for --comm-timeout), 14 (Open MPI 5's
-/// own end of a rank whose peer was lost: MPI_ERR_UNKNOWN from its fatal handler) and 129-255 (srun's code
+/// own end of a rank whose peer was lost: MPI_ERR_UNKNOWN from its fatal handler), 17 (Open MPI 4's:
+/// MPI_ERR_INTERN from MPI_ERRORS_ARE_FATAL in the collective the lost peer left) and 129-255 (srun's code
 /// for a task ended by signal N is 128 + N: a rank killed with its node, by the OOM killer or by hand).
 /// Any other exit (bad input, a bug) ends the job.
 const std::vector<RestartExit>& restart_exits();
@@ -81,7 +82,8 @@ struct ScriptOptions {
 /// requeue recorded in logs/{stage}_restarts.jsonl; a start over the budget fails with exit 69); on
 /// success the completion marker with `config_hash`, written to a temporary name and renamed. `config`
 /// must hold absolute paths (the script runs in the run folder). With slurm.container_image, every stage's
-/// step but the doctor's runs the image's pcdino (kContainerPcdino) with container_options().
+/// step but the doctor's runs the image's pcdino (kContainerPcdino) with container_options() and
+/// PMIX_MCA_gds=hash (a PMIx client in a container cannot attach the server's shared-memory store).
 std::string render_script(const PipelineConfig& config, const Stage& stage, const ScriptOptions& options,
                           const std::string& config_hash);
 
