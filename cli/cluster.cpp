@@ -61,8 +61,8 @@ void add_cluster_commands(CLI::App& app) {
 
   CLI::App* gen = cluster->add_subcommand(
       "generate",
-      "Write cluster-config.yaml, network.yaml (CloudFormation), commands.sh (and head-node.sh for a spank "
-      "section); validate them");
+      "Write cluster-config.yaml, network.yaml (CloudFormation), commands.sh (and head-node.sh and "
+      "compute-node.sh for the sections that need them); validate them");
   gen->add_option("site", args->input, "Site spec (YAML)")->required();
   gen->add_option("-o,--out", args->out, "Output folder")->required();
   gen->add_option("--pipeline", args->pipeline, "Pipeline YAML whose stages must fit the first queue");
@@ -90,6 +90,7 @@ void add_cluster_commands(CLI::App& app) {
         {"network.yaml", &files.network_stack},
         {"commands.sh", &files.commands},
         {"head-node.sh", &files.head_node_script},
+        {"compute-node.sh", &files.compute_node_script},
         {"prometheus.yml", &files.prometheus_config}};
     std::string written;
     for (const auto& [name, content] : outputs) {

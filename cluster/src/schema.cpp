@@ -244,13 +244,17 @@ class Walker {
         }
       }
     }
+    const SchemaKey* self = schema_.find(schema_path);
     for (const auto& child : known) {
       const SchemaKey* k = schema_.find(YamlReader::join(schema_path, child));
-      if (k->required && !present.count(child)) {
+      // One of an exactly-one-of pair (a custom action's Script or Sequence) is required only as the pair.
+      const bool one_of =
+          self != nullptr && std::find(self->exactly_one_of.begin(), self->exactly_one_of.end(), child) !=
+                                 self->exactly_one_of.end();
+      if (k->required && !one_of && !present.count(child)) {
         report_(node, YamlReader::join(path, child), "missing required key '" + child + "'", k->source);
       }
     }
-    const SchemaKey* self = schema_.find(schema_path);
     if (self != nullptr && !self->exactly_one_of.empty()) {
       std::size_t n = 0;
       std::string names;

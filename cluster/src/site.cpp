@@ -379,6 +379,46 @@ void check_node_check(Scope& scope, SiteSpec& s) {
   }
 }
 
+const Table& containers_table() {
+  static const Table rows = {
+      text("s3_prefix", PCDINO_SITE(containers.s3_prefix), kS3Prefix, "an s3://bucket/prefix", never,
+           "where commands.sh uploads head-node.sh and compute-node.sh; unset: spank's, "
+           "monitoring.prometheus's or node_check's",
+           trim_slashes(PCDINO_SITE(containers.s3_prefix))),
+  };
+  return rows;
+}
+
+// The first release whose official images hold Pyxis off, with its example configuration to turn it on
+// (aws-parallelcluster-cookbook v3.11.1, CHANGELOG: "Pyxis is now disabled by default"); 3.11.0 turned it on
+// itself, with a fault that failed job submissions (aws/aws-parallelcluster#6459).
+constexpr const char* kPyxisExamplesRelease = "3.11.1";
+
+// The checks of containers against the release and the other head-node.sh sections.
+void check_containers(Scope& scope, SiteSpec& s) {
+  if (!s.containers.enabled) return;
+  const YAML::Node at = scope.at("")["containers"];
+  if (parallelcluster::compare_versions(s.parallelcluster_version, kPyxisExamplesRelease) < 0)
+    scope.fail(
+        at, "containers",
+        "ParallelCluster " + s.parallelcluster_version + " has no Pyxis example configuration to turn on (" +
+            kPyxisExamplesRelease + " and later keep it in /opt/parallelcluster/examples; 3.11.0 turned " +
+            "Pyxis on itself, with a fault fixed in 3.11.1): use " + kPyxisExamplesRelease + " or later");
+  const std::string other = s.spank.enabled        ? s.spank.s3_prefix
+                            : s.prometheus.enabled ? s.prometheus.s3_prefix
+                            : s.node_check.enabled ? s.node_check.s3_prefix
+                                                   : "";
+  if (s.containers.s3_prefix.empty()) s.containers.s3_prefix = other;
+  if (s.containers.s3_prefix.empty())
+    scope.fail(at, "containers.s3_prefix",
+               "missing: where commands.sh uploads head-node.sh and compute-node.sh (s3://bucket/prefix)");
+  if (!other.empty() && s.containers.s3_prefix != other)
+    scope.fail(
+        at["s3_prefix"], "containers.s3_prefix",
+        "'" + s.containers.s3_prefix + "' is not '" + other +
+            "', spank's, monitoring.prometheus's or node_check's: head-node.sh is one script, uploaded once");
+}
+
 // The checks of monitoring.prometheus against the image and spank (after both are read).
 void check_prometheus(Scope& scope, SiteSpec& s) {
   if (!s.prometheus.enabled) return;
@@ -501,6 +541,10 @@ void read_node_check(Scope& scope, const At& at, SiteSpec& s) {
   read_switch(scope, at, s, node_check_table(), s.node_check.enabled);
 }
 
+void read_containers(Scope& scope, const At& at, SiteSpec& s) {
+  read_switch(scope, at, s, containers_table(), s.containers.enabled);
+}
+
 // `row` with a default computed where the table is made (a member's default is blank).
 Row computed_default(Row row, std::string value) {
   row.info.default_value = std::move(value);
@@ -618,52 +662,64 @@ Table storage_rows() {
 
 // Monitoring, custom actions, the SPANK plugin and the network.
 Table service_rows() {
-  return {section("monitoring", Need::optional, "CloudWatch and Prometheus"),
-          boolean("monitoring.dashboards", PCDINO_SITE(dashboards), "CloudWatch dashboards"),
-          boolean("monitoring.logs", PCDINO_SITE(logs), "CloudWatch logs"),
-          other({"monitoring.prometheus", "bool or mapping", "true, false or {retention, s3_prefix}", "false",
-                 false, "Prometheus on the head node (needs image.custom_ami)"},
-                read_prometheus, &prometheus_table()),
+  return {
+      section("monitoring", Need::optional, "CloudWatch and Prometheus"),
+      boolean("monitoring.dashboards", PCDINO_SITE(dashboards), "CloudWatch dashboards"),
+      boolean("monitoring.logs", PCDINO_SITE(logs), "CloudWatch logs"),
+      other({"monitoring.prometheus", "bool or mapping", "true, false or {retention, s3_prefix}", "false",
+             false, "Prometheus on the head node (needs image.custom_ami)"},
+            read_prometheus, &prometheus_table()),
 
-          section("custom_actions", Need::optional, "ParallelCluster's custom actions"),
-          text("custom_actions.on_node_configured", PCDINO_SITE(on_node_configured), R"((s3|https)://[^\s]+)",
-               "an s3:// or https:// script", never, "the compute nodes' OnNodeConfigured script"),
+      section("custom_actions", Need::optional, "ParallelCluster's custom actions"),
+      text("custom_actions.on_node_configured", PCDINO_SITE(on_node_configured), R"((s3|https)://[^\s]+)",
+           "an s3:// or https:// script", never, "the compute nodes' OnNodeConfigured script"),
 
-          section("spank", Need::optional, "pcdino's SPANK plugin on the cluster, there when given",
-                  [](Scope&, const At& at, SiteSpec& s) { s.spank.enabled = at.value().IsDefined(); }),
-          text(
-              "spank.s3_prefix", PCDINO_SITE(spank.s3_prefix), kS3Prefix, "an s3://bucket/prefix",
-              [](const SiteSpec& s) { return s.spank.enabled; },
-              "where commands.sh uploads head-node.sh (required with spank)",
-              trim_slashes(PCDINO_SITE(spank.s3_prefix))),
-          text("spank.default_profile", PCDINO_SITE(spank.default_profile), "[A-Za-z0-9_.-]+",
-               "a profile name of accel-profiles.yaml", never,
-               "the profile of jobs without --accel-profile; unset: from the queues"),
-          boolean("spank.pyxis", PCDINO_SITE(spank.pyxis), "enable ParallelCluster's Pyxis"),
-          // The head node installs the plugin from the pcdino image: without one there is nothing to install.
-          rule([](Scope& scope, SiteSpec& s) {
-            if (s.spank.enabled && s.custom_ami.empty())
-              scope.fail(scope.at("spank"), "spank",
-                         "needs image.custom_ami, the pcdino image (`pcdino ami`) that holds the plugin");
-          }),
-          rule(check_prometheus),
-          other({"node_check", "bool or mapping",
-                 "true, false or {interval_seconds, probe_seconds, min_scratch_gib, s3_prefix}", "false",
-                 false, "pcdino's node check as Slurm's prolog and health check (needs image.custom_ami)"},
-                read_node_check, &node_check_table()),
-          rule(check_node_check),
+      section("spank", Need::optional, "pcdino's SPANK plugin on the cluster, there when given",
+              [](Scope&, const At& at, SiteSpec& s) { s.spank.enabled = at.value().IsDefined(); }),
+      text(
+          "spank.s3_prefix", PCDINO_SITE(spank.s3_prefix), kS3Prefix, "an s3://bucket/prefix",
+          [](const SiteSpec& s) { return s.spank.enabled; },
+          "where commands.sh uploads head-node.sh (required with spank)",
+          trim_slashes(PCDINO_SITE(spank.s3_prefix))),
+      text("spank.default_profile", PCDINO_SITE(spank.default_profile), "[A-Za-z0-9_.-]+",
+           "a profile name of accel-profiles.yaml", never,
+           "the profile of jobs without --accel-profile; unset: from the queues"),
+      // Pyxis is the containers section's now, with Enroot on the compute nodes: the old key is refused.
+      other({"spank.pyxis", "bool", "", "", false, "moved: use containers (refused here)"},
+            [](Scope& scope, const At& at, SiteSpec&) {
+              if (at.value().IsDefined())
+                scope.reader.fail(at.value(), at.path,
+                                  "Pyxis is turned on by the containers section now (containers: true), "
+                                  "which also sets up Enroot on the compute nodes; remove spank.pyxis");
+            }),
+      // The head node installs the plugin from the pcdino image: without one there is nothing to install.
+      rule([](Scope& scope, SiteSpec& s) {
+        if (s.spank.enabled && s.custom_ami.empty())
+          scope.fail(scope.at("spank"), "spank",
+                     "needs image.custom_ami, the pcdino image (`pcdino ami`) that holds the plugin");
+      }),
+      rule(check_prometheus),
+      other({"node_check", "bool or mapping",
+             "true, false or {interval_seconds, probe_seconds, min_scratch_gib, s3_prefix}", "false", false,
+             "pcdino's node check as Slurm's prolog and health check (needs image.custom_ami)"},
+            read_node_check, &node_check_table()),
+      rule(check_node_check),
+      other({"containers", "bool or mapping", "true, false or {s3_prefix}", "false", false,
+             "Pyxis and Enroot turned on as ParallelCluster documents (head-node.sh, compute-node.sh), for "
+             "slurm.container_image; needs no pcdino image"},
+            read_containers, &containers_table()),
+      rule(check_containers),
 
-          section("network", Need::optional, "an existing network; unset: the generated VPC stack's"),
-          text("network.head_subnet_id", PCDINO_SITE(head_subnet_id), kSubnet, "a subnet id", never,
-               "the head node's subnet"),
-          text("network.compute_subnet_id", PCDINO_SITE(compute_subnet_id), kSubnet, "a subnet id", never,
-               "the compute nodes' subnet"),
-          rule([](Scope& scope, SiteSpec& s) {
-            if (s.head_subnet_id.empty() != s.compute_subnet_id.empty())
-              scope.fail(
-                  scope.at("network"), "network",
-                  "give both head_subnet_id and compute_subnet_id, or neither (a VPC stack is generated)");
-          })};
+      section("network", Need::optional, "an existing network; unset: the generated VPC stack's"),
+      text("network.head_subnet_id", PCDINO_SITE(head_subnet_id), kSubnet, "a subnet id", never,
+           "the head node's subnet"),
+      text("network.compute_subnet_id", PCDINO_SITE(compute_subnet_id), kSubnet, "a subnet id", never,
+           "the compute nodes' subnet"),
+      rule([](Scope& scope, SiteSpec& s) {
+        if (s.head_subnet_id.empty() != s.compute_subnet_id.empty())
+          scope.fail(scope.at("network"), "network",
+                     "give both head_subnet_id and compute_subnet_id, or neither (a VPC stack is generated)");
+      })};
 }
 
 // Every key of the spec, in reading order.

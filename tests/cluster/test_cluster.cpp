@@ -265,7 +265,9 @@ TEST(ClusterGenerate, P5SpecGivesAReservedCapacityBlockAndBucketAccess) {
             "research-datasets/fashion-mnist/*\nresearch-results "
             "rw\nresearch-bucket/pcluster/pcdino/head-node.sh\n");
   for (const auto& q : c["Scheduling"]["SlurmQueues"]) {
-    ASSERT_TRUE(q["CustomActions"]["OnNodeConfigured"]["Script"].IsDefined());
+    // compute-node.sh (containers), then the site's own script.
+    ASSERT_EQ(q["CustomActions"]["OnNodeConfigured"]["Sequence"][1]["Script"].as<std::string>(),
+              "s3://research-bucket/pcluster/post-install.sh");
     EXPECT_EQ(access(q["Iam"]), "research-datasets/fashion-mnist/*\nresearch-results rw\nresearch-bucket\n")
         << q["Name"];
     EXPECT_EQ(q["ComputeSettings"]["LocalStorage"]["RootVolume"]["Size"].as<int>(), 200);
@@ -294,8 +296,9 @@ TEST(ClusterGenerate, SpankSectionGivesTheHeadNodeItsAction) {
             "s3://research-bucket/pcluster/pcdino/head-node.sh");
   const std::string& sh = files.head_node_script;
   EXPECT_NE(sh.find("DEFAULT_PROFILE=nvidia-efa\n"), std::string::npos) << "an EFA queue: the EFA profile";
-  EXPECT_NE(sh.find("ENABLE_PYXIS=true\n"), std::string::npos);
-  EXPECT_NE(sh.find(R"(include="include $etc/plugstack.conf.d/*")"), std::string::npos);
+  EXPECT_NE(sh.find(R"(pyxis="$pyxis container_scope=job")"), std::string::npos)
+      << "containers: Pyxis, job scope";
+  EXPECT_NE(sh.find(R"(local include="include $etc/plugstack.conf.d/*")"), std::string::npos);
   EXPECT_NE(sh.find("required $SLURM_PREFIX/lib/slurm/spank_pcdino.so config=$etc/accel-profiles.yaml"),
             std::string::npos);
   const auto upload = files.commands.find(
@@ -333,7 +336,9 @@ TEST(ClusterGenerate, SpankSectionGivesTheHeadNodeItsAction) {
   SiteSpec plain = site;
   plain.spank = {};
   plain.node_check = {};
+  plain.containers = {};
   EXPECT_EQ(generate_cluster(plain).head_node_script, "");
+  EXPECT_EQ(generate_cluster(plain).compute_node_script, "");
   EXPECT_FALSE(YAML::Load(generate_cluster(plain).cluster_config)["HeadNode"]["CustomActions"].IsDefined());
 }
 
@@ -597,6 +602,88 @@ TEST(ClusterSite, NodeCheckWiresThePrologAndTheHealthCheck) {
             "(accepted)");
   e = error(base + image + "node_check: {s3_prefix: s3://bkt/p, interval_seconds: 5}\n");
   EXPECT_NE(e.find("node_check.interval_seconds"), std::string::npos) << e;
+}
+
+// containers (issue #63): on ParallelCluster's official image (no pcdino image), head-node.sh turns Pyxis on
+// from the example with container_scope=job, and each queue runs compute-node.sh with its local scratch,
+// before the site's own OnNodeConfigured script (a Sequence), with read access to it; the configuration
+// passes the schema (a Sequence has no Script of its own). Refused before 3.11.1, without an s3_prefix, with
+// another head-node.sh prefix; spank.pyxis, Pyxis's old key, is refused with where it went.
+TEST(ClusterSite, ContainersTurnPyxisOnAndSetUpEnrootPerQueue) {
+  const std::string base =
+      "name: c\nregion: us-east-1\navailability_zone: us-east-1a\nhead_node: {ssh_allowed_cidr: "
+      "203.0.113.0/24, key_name: k}\nqueues: [{name: gpu, instance_type: p4d.24xlarge, "
+      "efa: true, placement_group: true, local_scratch: /scratch}, {name: cpu, instance_type: c5.xlarge}]\n";
+  const std::string official = base + "image: {os: ubuntu2204}\n";
+  const auto error = site_error;
+  // The schema's errors only (the template's ${...} placeholders allowed).
+  const auto expect_no_errors = [](const std::string& config) {
+    const std::string all = findings(config, {false, true, "3.16.3"});
+    EXPECT_EQ(all.find("E "), std::string::npos) << all;
+  };
+  const SiteSpec site = parse_site_spec(official + "containers: {s3_prefix: s3://bkt/p/}\n", "s.yaml");
+  ASSERT_TRUE(site.containers.enabled);
+  EXPECT_EQ(site.containers.s3_prefix, "s3://bkt/p");
+  const ClusterFiles files = generate_cluster(site);
+  EXPECT_NE(files.head_node_script.find("container_scope=job"), std::string::npos);
+  EXPECT_EQ(files.head_node_script.find("spank_pcdino"), std::string::npos)
+      << "no pcdino image: no plugin part";
+  EXPECT_NE(files.compute_node_script.find("enroot_setup \"$SCRATCH\""), std::string::npos);
+  EXPECT_NE(files.commands.find("compute-node.sh s3://bkt/p/compute-node.sh"), std::string::npos)
+      << files.commands;
+  YAML::Node config = YAML::Load(files.cluster_config);
+  EXPECT_EQ(config["HeadNode"]["CustomActions"]["OnNodeConfigured"]["Script"].as<std::string>(),
+            "s3://bkt/p/head-node.sh");
+  const YAML::Node gpu = config["Scheduling"]["SlurmQueues"][0];
+  EXPECT_EQ(gpu["CustomActions"]["OnNodeConfigured"]["Script"].as<std::string>(),
+            "s3://bkt/p/compute-node.sh");
+  EXPECT_EQ(gpu["CustomActions"]["OnNodeConfigured"]["Args"][0].as<std::string>(), "/scratch");
+  const YAML::Node cpu = config["Scheduling"]["SlurmQueues"][1];
+  EXPECT_FALSE(cpu["CustomActions"]["OnNodeConfigured"]["Args"].IsDefined())
+      << "no local scratch, no argument";
+  bool readable = false;
+  for (const auto& a : gpu["Iam"]["S3Access"])
+    readable = readable || (a["BucketName"].as<std::string>() == "bkt" && a["KeyName"] &&
+                            a["KeyName"].as<std::string>() == "p/compute-node.sh");
+  EXPECT_TRUE(readable) << "the compute nodes read compute-node.sh with their role";
+  expect_no_errors(files.cluster_config);
+
+  // With the site's own script: compute-node.sh first, then the site's, as a Sequence the schema accepts.
+  const ClusterFiles both = generate_cluster(parse_site_spec(
+      official +
+          "containers: {s3_prefix: s3://bkt/p}\ncustom_actions: {on_node_configured: s3://other/post.sh}\n",
+      "s.yaml"));
+  config = YAML::Load(both.cluster_config);
+  const YAML::Node sequence =
+      config["Scheduling"]["SlurmQueues"][0]["CustomActions"]["OnNodeConfigured"]["Sequence"];
+  ASSERT_EQ(sequence.size(), 2u) << both.cluster_config;
+  EXPECT_EQ(sequence[0]["Script"].as<std::string>(), "s3://bkt/p/compute-node.sh");
+  EXPECT_EQ(sequence[0]["Args"][0].as<std::string>(), "/scratch");
+  EXPECT_EQ(sequence[1]["Script"].as<std::string>(), "s3://other/post.sh");
+  expect_no_errors(both.cluster_config);
+  // A custom action with both, or neither, is still refused by the schema.
+  std::string bad = both.cluster_config;
+  const std::string seq_key = "        OnNodeConfigured:\n          Sequence:";
+  ASSERT_NE(bad.find(seq_key), std::string::npos) << bad;
+  bad.replace(bad.find(seq_key), seq_key.size(),
+              "        OnNodeConfigured:\n          Script: s3://bkt/x.sh\n          Sequence:");
+  bool refused = false;
+  for (const auto& f : validate_cluster_config(bad, "c.yaml", {false, true, "3.16.3"}))
+    refused = refused || f.message.find("needs exactly one of Script or Sequence") != std::string::npos;
+  EXPECT_TRUE(refused) << "Script and Sequence together";
+
+  std::string e = error(official + "parallelcluster_version: 3.11.0\ncontainers: {s3_prefix: s3://bkt/p}\n");
+  EXPECT_NE(e.find("containers: ParallelCluster 3.11.0 has no Pyxis example configuration"),
+            std::string::npos)
+      << e;
+  e = error(official + "containers: true\n");
+  EXPECT_NE(e.find("containers.s3_prefix: missing"), std::string::npos) << e;
+  e = error(base + "image: {os: ubuntu2204, custom_ami: ami-0123456789abcdef0}\n" +
+            "spank: {s3_prefix: s3://bkt/p}\ncontainers: {s3_prefix: s3://bkt/q}\n");
+  EXPECT_NE(e.find("containers.s3_prefix: 's3://bkt/q' is not 's3://bkt/p'"), std::string::npos) << e;
+  e = error(base + "image: {os: ubuntu2204, custom_ami: ami-0123456789abcdef0}\n" +
+            "spank: {s3_prefix: s3://bkt/p, pyxis: true}\n");
+  EXPECT_NE(e.find("spank.pyxis: Pyxis is turned on by the containers section now"), std::string::npos) << e;
 }
 
 // The plugin comes from the pcdino image: no custom AMI, no spank section; the image's release and OS

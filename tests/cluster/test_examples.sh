@@ -3,8 +3,9 @@
 # cluster/examples/, YAML that Debian's yamllint accepts (strict), scripts shellcheck accepts, no finding
 # even with --strict; the workshop's GPU mismatch (jobs asking --gres=gpu:4 of a 1-GPU g4dn.2xlarge) fails
 # with exit code 78; ParallelCluster's minimal example has policy findings only; commands.sh refuses
-# another pcluster release, uploads head-node.sh and runs `create-cluster --dryrun true` before the real
-# call; an image spec for another OS than the cluster's is refused; monitoring.prometheus gives a head-node.sh
+# another pcluster release, uploads head-node.sh (and compute-node.sh) and runs `create-cluster --dryrun
+# true` before the real call; an image spec for another OS than the cluster's is refused;
+# monitoring.prometheus gives a head-node.sh
 # whose prometheus.yml passes promtool and loads pcdino's rules in a real Prometheus, refused without a package.
 source "$(dirname "$0")/../lib/assert.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
@@ -81,12 +82,15 @@ FAKE_PCLUSTER_VERSION=3.16.3 PATH="$W/bin:$PATH" run "$W/commands/commands.sh"
 assert_rc 0 "commands.sh with pcluster 3.16.3"
 assert_eq "$(grep -c '^pcluster create-cluster' "$CALLS")" 2 "create-cluster runs twice"
 assert_contains "$(grep '^pcluster create-cluster' "$CALLS" | head -1)" "--dryrun true" "first as a dry run"
-upload=$(grep -n '^aws s3 cp' "$CALLS" | cut -d: -f1)
+upload=$(grep -n '^aws s3 cp' "$CALLS" | tail -n 1 | cut -d: -f1)
 create=$(grep -n '^pcluster create-cluster' "$CALLS" | head -n 1 | cut -d: -f1)
 [ -n "$upload" ] && [ "$upload" -lt "$create" ]
-assert_eq "$?" 0 "head-node.sh is uploaded before the cluster is created"
+assert_eq "$?" 0 "head-node.sh and compute-node.sh are uploaded before the cluster is created"
 assert_contains "$(cat "$CALLS")" "aws s3 cp --region us-east-1 head-node.sh s3://research-bucket/pcluster/pcdino/head-node.sh" \
   "to the spec's s3_prefix"
+assert_contains "$(cat "$CALLS")" \
+  "aws s3 cp --region us-east-1 compute-node.sh s3://research-bucket/pcluster/pcdino/compute-node.sh" \
+  "compute-node.sh beside it (containers)"
 assert_not_contains "$(grep '^pcluster create-cluster' "$CALLS" | tail -1)" "--dryrun" "then for real"
 assert_not_contains "$(grep -v '^#' "$W/commands/cluster-config.rendered.yaml")" "\${" \
   "the rendered configuration has no placeholder left"
@@ -121,7 +125,7 @@ assert_rc 0 "yamllint (strict) on its cluster-config.yaml"
 # Prometheus alone, run for real as far as this machine allows (Debian's prometheus and promtool are here;
 # no systemd unit is touched and no ParallelCluster IMDS script exists): a pcdino prefix holding the
 # repository's rules, /etc/prometheus and /etc/default/prometheus under the test folder.
-grep -v '^spank:\|^  s3_prefix\|^  pyxis\|^node_check:\|^  interval_seconds\|^  min_scratch_gib' "$W/p5-prometheus.yaml" |
+grep -v '^spank:\|^  s3_prefix\|^containers:\|^node_check:\|^  interval_seconds\|^  min_scratch_gib' "$W/p5-prometheus.yaml" |
   sed 's|^    retention: 30d|    retention: 30d\n    s3_prefix: s3://research-bucket/monitoring|' >"$W/prometheus-alone.yaml"
 run "$PCDINO_BIN" cluster generate "$W/prometheus-alone.yaml" --out "$W/alone" --strict
 assert_rc 0 "Prometheus without spank: generate"

@@ -5,8 +5,10 @@
 # under a test prefix, Pyxis's example configuration in /opt/parallelcluster/examples), makes Slurm load
 # spank_pcdino.so from that package: after the daemons restart, `sbatch --accel-profile` works and a job
 # sees the profile's variables; a second run rewrites nothing and Pyxis's line stays; a Pyxis line already
-# there (3.11.0's) is kept; verify.sh sees the plugin loaded, and fails when it is listed but not loadable;
-# the node check's site file and its prolog.d link to the image's wrapper are there, written once.
+# there (3.11.0's) is kept, warned of for want of container_scope=job; verify.sh sees the plugin loaded, and
+# fails when it is listed but not loadable; the node check's site file and its prolog.d link to the image's
+# wrapper are there, written once; the containers section turns Pyxis on with container_scope=job and sets up
+# Enroot on the head node, and compute-node.sh sets it up on a compute node, on its local scratch (issue #63).
 source "$(dirname "$0")/../lib/assert.sh"
 source "$(dirname "$0")/../lib/cluster.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
@@ -36,9 +38,20 @@ assert_eq "$?" 0 "it holds the plugin and its profiles"
 # configuration is where the cookbook leaves it. No Pyxis here: its stand-in line is optional, not required.
 SLURM_PREFIX="$W/opt/slurm"
 EXAMPLES="$W/opt/parallelcluster/examples"
-mkdir -p "$EXAMPLES/pyxis"
+mkdir -p "$EXAMPLES/pyxis" "$EXAMPLES/enroot" "$W/share/enroot/hooks.d"
 pyxis_line="optional /usr/local/lib/slurm/spank_pyxis.so runtime_path=/run/pyxis"
 echo "$pyxis_line" >"$EXAMPLES/pyxis/pyxis.conf"
+# Enroot's example (the containers section, issue #63): a stand-in with the folders ParallelCluster's tutorial
+# makes (/run/enroot, /var/enroot), and Enroot's PMI hook where its package puts it.
+cat >"$EXAMPLES/enroot/enroot.conf" <<'CONF'
+ENROOT_RUNTIME_PATH /run/enroot/user-$(id -u)
+ENROOT_CACHE_PATH /var/enroot/cache/group-$(id -g)
+ENROOT_DATA_PATH /run/enroot/data/user-$(id -u)
+ENROOT_MOUNT_HOME n
+CONF
+printf '#!/bin/bash\n# stand-in for 50-slurm-pmi.sh\n' >"$W/share/enroot/hooks.d/50-slurm-pmi.sh"
+# enroot_env ROOT: the environment that keeps the scripts' Enroot part under ROOT (/etc/enroot, /run, /var).
+enroot_env() { echo "ENROOT_SYSCONF_DIR=$1/etc/enroot ENROOT_SHARE_DIR=$W/share/enroot NODE_ROOT=$1"; }
 cluster_up "$SLURM_PREFIX" "${TEST_CLUSTER_PORT:-18417}"
 # The image's node-check wrapper, as its 85-pcdino.sh writes it (ami/examples/current), and ParallelCluster's
 # prolog.d (3.6+).
@@ -46,8 +59,9 @@ mkdir -p "$W/prefix/libexec/pcdino" "$SLURM_PREFIX/etc/scripts/prolog.d"
 "$W/prefix/bin/pcdino" node-check --wrapper --site /opt/slurm/etc/pcdino/node-check.yaml --pcdino "$W/prefix/bin/pcdino" \
   >"$W/prefix/libexec/pcdino/node-check" && chmod 0755 "$W/prefix/libexec/pcdino/node-check"
 head_node() {
+  # shellcheck disable=SC2046 # enroot_env: words
   run env SLURM_PREFIX="$SLURM_PREFIX" PCDINO_PREFIX="$W/prefix" PARALLELCLUSTER_EXAMPLES="$EXAMPLES" \
-    bash "$EX/head-node.sh"
+    $(enroot_env "$W/head") bash "$EX/head-node.sh"
 }
 head_node
 assert_rc 0 "head-node.sh runs"
@@ -75,18 +89,26 @@ assert_contains "$(cat "$W/jobs/job_$job.err")" "spank: /usr/local/lib/slurm/spa
   "Slurm reads Pyxis's line through the include"
 run sbatch --accel-profile=bogus --wrap true
 assert_rc 255 "an unknown profile is refused at submission"
-assert_contains "$(cat "$SLURM_PREFIX/etc/plugstack.conf.d/pyxis.conf")" "$pyxis_line" "Pyxis enabled from the example"
+assert_eq "$(cat "$SLURM_PREFIX/etc/plugstack.conf.d/pyxis.conf")" "$pyxis_line container_scope=job" \
+  "Pyxis turned on from the example, with container_scope=job (containers)"
+assert_eq "$(cat "$W/head/etc/enroot/enroot.conf")" "$(cat "$EXAMPLES/enroot/enroot.conf")" \
+  "the head node's enroot.conf is the example (no local scratch)"
+assert_eq "$(stat -c %a "$W/head/run/enroot" "$W/head/var/enroot/cache" "$W/head/run/pyxis" | tr '\n' ' ')" \
+  "1777 1777 1777 " "the folders it names and Pyxis's runtime folder, mode 1777"
+[ -x "$W/head/etc/enroot/hooks.d/50-slurm-pmi.sh" ]
+assert_eq "$?" 0 "Enroot's PMI hook enabled"
 
 # 3. Idempotent: a second run rewrites nothing (same bytes, same modification times).
 snapshot() {
-  find "$SLURM_PREFIX/etc" "$SLURM_PREFIX/lib" -maxdepth 2 \( -name 'plugstack*' -o -name '*.yaml' -o -name '*.so' \
-    -o -name '*.conf' \) -type f -printf '%p %T@ %m %u\n' | sort
+  find "$SLURM_PREFIX/etc" "$SLURM_PREFIX/lib" "$W/head" -maxdepth 3 \( -name 'plugstack*' -o -name '*.yaml' \
+    -o -name '*.so' -o -name '*.conf' -o -name '*.sh' \) -type f -printf '%p %T@ %m %u\n' | sort
   cat "$SLURM_PREFIX/etc/plugstack.conf" "$SLURM_PREFIX"/etc/plugstack.conf.d/*
 }
 before=$(snapshot)
 head_node
 assert_rc 0 "head-node.sh runs a second time"
 assert_not_contains "$OUT" "wrote" "and writes nothing"
+assert_not_contains "$OUT" "made" "and makes no folder"
 assert_eq "$(snapshot)" "$before" "plugstack.conf, its includes, the plugin and profiles are unchanged"
 assert_eq "$(grep -c 'plugstack.conf.d' "$SLURM_PREFIX/etc/plugstack.conf")" 1 "one include line"
 
@@ -118,8 +140,11 @@ mkdir -p "$T/etc/plugstack.conf.d" "$T/etc/scripts/prolog.d"
 echo "include $T/etc/plugstack.conf.d/*" >"$T/etc/plugstack.conf"
 echo "required /usr/local/lib/slurm/spank_pyxis.so runtime_path=/run/pyxis" >"$W/pc-3.11.0/pyxis.conf"
 ln -s "$W/pc-3.11.0/pyxis.conf" "$T/etc/plugstack.conf.d/pyxis.conf"
-run env SLURM_PREFIX="$T" PCDINO_PREFIX="$W/prefix" PARALLELCLUSTER_EXAMPLES="$EXAMPLES" bash "$EX/head-node.sh"
+# shellcheck disable=SC2046 # enroot_env: words
+run env SLURM_PREFIX="$T" PCDINO_PREFIX="$W/prefix" PARALLELCLUSTER_EXAMPLES="$EXAMPLES" $(enroot_env "$W/pc-3.11.0") \
+  bash "$EX/head-node.sh"
 assert_rc 0 "head-node.sh on a 3.11.0-shaped tree"
+assert_contains "$OUT" "pyxis.conf (kept) has no container_scope=job" "a kept Pyxis line without job scope is warned of"
 assert_eq "$(cat "$T/etc/plugstack.conf")" "include $T/etc/plugstack.conf.d/*" "plugstack.conf untouched"
 [ -L "$T/etc/plugstack.conf.d/pyxis.conf" ]
 assert_eq "$?" 0 "Pyxis's link kept"
@@ -127,8 +152,47 @@ assert_contains "$(cat "$T/etc/plugstack.conf.d/pcdino.conf")" "spank_pcdino.so 
   "pcdino's line beside it"
 
 # 6. No pcdino image on the head node: a clear failure, nothing written.
-run env SLURM_PREFIX="$W/none/opt/slurm" PCDINO_PREFIX="$W/none/opt/pcdino" bash "$EX/head-node.sh"
+# shellcheck disable=SC2046 # enroot_env: words
+run env SLURM_PREFIX="$W/none/opt/slurm" PCDINO_PREFIX="$W/none/opt/pcdino" $(enroot_env "$W/none") bash "$EX/head-node.sh"
 assert_rc 1 "head-node.sh without the pcdino package fails"
 assert_contains "$ERR" "no $W/none/opt/pcdino/lib/slurm/spank_pcdino.so: the head node must run the pcdino image" \
   "naming the missing file"
+
+# 7. compute-node.sh (containers), as each queue's OnNodeConfigured runs it with the queue's local scratch:
+# the example's configuration with the containers' data, cache and temporary files on the scratch, the folders
+# made (1777), the PMI hook; a second run changes nothing; no argument keeps the example; a scratch that is
+# not there fails, naming it.
+compute_node() {  # compute_node ROOT [SCRATCH]
+  local root=$1
+  shift
+  # shellcheck disable=SC2046 # enroot_env: words
+  run env PARALLELCLUSTER_EXAMPLES="$EXAMPLES" $(enroot_env "$root") bash "$EX/compute-node.sh" "$@"
+}
+C="$W/compute"
+mkdir -p "$C/scratch"
+compute_node "$C" /scratch
+assert_rc 0 "compute-node.sh /scratch"
+conf=$(cat "$C/etc/enroot/enroot.conf")
+assert_contains "$conf" 'ENROOT_DATA_PATH /scratch/enroot/data/user-$(id -u)' "the containers' data on the scratch"
+assert_contains "$conf" 'ENROOT_CACHE_PATH /scratch/enroot/cache/group-$(id -g)' "their cache too"
+assert_contains "$conf" 'ENROOT_TEMP_PATH /scratch/enroot/tmp' "and the temporary files of imports"
+assert_contains "$conf" 'ENROOT_RUNTIME_PATH /run/enroot/user-$(id -u)' "the example's runtime path kept (tmpfs)"
+assert_eq "$(grep -c '^ENROOT_DATA_PATH' <<<"$conf")" 1 "the example's data path replaced, not doubled"
+assert_eq "$(stat -c %a "$C/scratch/enroot/data" "$C/scratch/enroot/cache" "$C/scratch/enroot/tmp" "$C/run/enroot" \
+  "$C/run/pyxis" | tr '\n' ' ')" "1777 1777 1777 1777 1777 " "the folders it names, mode 1777"
+[ ! -e "$C/var/enroot" ]
+assert_eq "$?" 0 "nothing of the example's cache on the root disk"
+cmp -s "$C/etc/enroot/hooks.d/50-slurm-pmi.sh" "$W/share/enroot/hooks.d/50-slurm-pmi.sh"
+assert_eq "$?" 0 "Enroot's PMI hook enabled"
+before=$(find "$C" -printf '%p %T@ %m\n' | sort)
+compute_node "$C" /scratch
+assert_rc 0 "compute-node.sh a second time"
+assert_eq "$(find "$C" -printf '%p %T@ %m\n' | sort)" "$before" "changes nothing"
+compute_node "$W/compute-noscratch"
+assert_rc 0 "compute-node.sh without a local scratch"
+assert_eq "$(cat "$W/compute-noscratch/etc/enroot/enroot.conf")" "$(cat "$EXAMPLES/enroot/enroot.conf")" \
+  "the example as it is"
+compute_node "$W/compute-missing" /scratch
+assert_rc 1 "a scratch that is not mounted fails"
+assert_contains "$ERR" "no local scratch at $W/compute-missing/scratch" "naming it"
 finish

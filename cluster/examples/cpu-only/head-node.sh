@@ -3,16 +3,14 @@
 # Installs pcdino's node check: its site file in /opt/slurm/etc/pcdino and the pcdino image's wrapper in
 # ParallelCluster's prolog.d; slurm.conf (CustomSlurmSettings) runs the same wrapper as HealthCheckProgram.
 set -euo pipefail
-SLURM_PREFIX=${SLURM_PREFIX:-/opt/slurm}
-PCDINO_PREFIX=${PCDINO_PREFIX:-/opt/pcdino}
-etc=$SLURM_PREFIX/etc
-fail() { echo "head-node.sh: $*" >&2; exit 1; }
+PROG=head-node.sh
+fail() { echo "$PROG: $*" >&2; exit 1; }
 # put SOURCE TARGET MODE: TARGET becomes a root-owned copy of SOURCE, by rename, only if it differs.
 put() {
   if ! cmp -s "$1" "$2"; then
     install -o root -g root -m "$3" "$1" "$2.pcdino-new"
     mv -f "$2.pcdino-new" "$2"
-    echo "head-node.sh: wrote $2"
+    echo "$PROG: wrote $2"
   fi
 }
 put_text() {  # put_text TEXT TARGET
@@ -22,6 +20,19 @@ put_text() {  # put_text TEXT TARGET
   put "$tmp" "$2" 0644
   rm -f "$tmp"
 }
+SLURM_PREFIX=${SLURM_PREFIX:-/opt/slurm}
+etc=$SLURM_PREFIX/etc
+# plugstack_include: plugstack.conf keeps whatever it holds and gains the include line once.
+plugstack_include() {
+  local include="include $etc/plugstack.conf.d/*" tmp
+  if ! grep -qxF "$include" "$etc/plugstack.conf" 2>/dev/null; then
+    tmp=$(mktemp)
+    { cat "$etc/plugstack.conf" 2>/dev/null || true; echo "$include"; } >"$tmp"
+    put "$tmp" "$etc/plugstack.conf" 0644
+    rm -f "$tmp"
+  fi
+}
+PCDINO_PREFIX=${PCDINO_PREFIX:-/opt/pcdino}
 
 wrapper=$PCDINO_PREFIX/libexec/pcdino/node-check  # slurm.conf's HealthCheckProgram: /opt/pcdino/libexec/pcdino/node-check
 [ -x "$wrapper" ] || fail "no $wrapper: the head node must run the pcdino image (image.custom_ami)"

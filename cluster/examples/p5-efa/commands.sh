@@ -24,8 +24,10 @@ export PUBLIC_SUBNET_ID PRIVATE_SUBNET_ID EFA_SECURITY_GROUP_ID
 # Only these three: the single quotes keep envsubst's variable list literal.
 # shellcheck disable=SC2016
 envsubst '$PUBLIC_SUBNET_ID $PRIVATE_SUBNET_ID $EFA_SECURITY_GROUP_ID' <cluster-config.yaml >cluster-config.rendered.yaml
-# The head node's OnNodeConfigured action (installs pcdino's SPANK plugin into /opt/slurm; installs pcdino's node check).
+# The head node's OnNodeConfigured action (installs pcdino's SPANK plugin into /opt/slurm; installs pcdino's node check; turns on Pyxis and sets up Enroot).
 aws s3 cp --region "$REGION" head-node.sh s3://research-bucket/pcluster/pcdino/head-node.sh
+# The compute nodes' OnNodeConfigured action (sets up Enroot for Pyxis).
+aws s3 cp --region "$REGION" compute-node.sh s3://research-bucket/pcluster/pcdino/compute-node.sh
 create() { pcluster create-cluster --region "$REGION" --cluster-name dino-p5 --cluster-configuration cluster-config.rendered.yaml "$@"; }
 create --dryrun true
 create

@@ -15,14 +15,17 @@ struct ClusterFiles {
                                ///< NAT, EFA security group, S3 gateway endpoint, flow logs)
   std::string commands;        ///< commands.sh: create the stack, fill the placeholders, upload head-node.sh,
                                ///< create the cluster
-  /// head-node.sh, the head node's OnNodeConfigured action ("" without a `spank` section or
-  /// monitoring.prometheus): with `spank`, installs
+  /// head-node.sh, the head node's OnNodeConfigured action ("" without a `spank`, `containers` or
+  /// `node_check` section or monitoring.prometheus): with `spank`, installs
   /// spank_pcdino.so and its profiles from the pcdino image (/opt/pcdino) into /opt/slurm and makes
-  /// /opt/slurm/etc/plugstack.conf include plugstack.conf.d/ with the plugin's line (and Pyxis's, when
-  /// asked); with monitoring.prometheus, installs Prometheus (prometheus.hpp). Idempotent: a second run
-  /// rewrites nothing. SLURM_PREFIX, PCDINO_PREFIX and
-  /// PARALLELCLUSTER_EXAMPLES in its environment move it off /opt (the tests' ParallelCluster-shaped tree).
+  /// /opt/slurm/etc/plugstack.conf include plugstack.conf.d/ with the plugin's line; with `containers`,
+  /// turns on Pyxis (containers.hpp); with monitoring.prometheus, installs Prometheus (prometheus.hpp).
+  /// Idempotent: a second run rewrites nothing. SLURM_PREFIX, PCDINO_PREFIX and PARALLELCLUSTER_EXAMPLES in
+  /// its environment move it off /opt (the tests' ParallelCluster-shaped tree).
   std::string head_node_script;
+  /// compute-node.sh, the compute nodes' OnNodeConfigured action ("" without a `containers` section):
+  /// Enroot set up for Pyxis (containers.hpp).
+  std::string compute_node_script;
   /// prometheus.yml ("" without monitoring.prometheus): what head-node.sh writes to
   /// /etc/prometheus/prometheus.yml (prometheus.hpp), written beside it for `promtool check config`.
   std::string prometheus_config;

@@ -57,9 +57,24 @@ struct SpankSpec {
   bool enabled = false;
   std::string s3_prefix;        ///< s3://bucket/prefix that commands.sh uploads head-node.sh to
   std::string default_profile;  ///< profile of jobs without --accel-profile (default from the queues)
-  /// Enable ParallelCluster's Pyxis (disabled by default since 3.11.1) from its example configuration;
-  /// a Pyxis line already in plugstack.conf.d is kept either way.
-  bool pyxis = false;
+};
+
+/// Containers through Pyxis and Enroot, as ParallelCluster's official images ship them (containers: true, or
+/// {s3_prefix}; issue #63). Pyxis is installed but off since 3.11.1, its example configuration under
+/// /opt/parallelcluster/examples; ParallelCluster's tutorial "Running containerized jobs with Pyxis" turns it
+/// on with an OnNodeConfigured action on the head node and on the compute nodes. pcdino generates both:
+/// head-node.sh adds Pyxis's example line to /opt/slurm/etc/plugstack.conf.d with container_scope=job (a
+/// requeued start of the same job and step ids would otherwise meet its lost start's container), and sets up
+/// Enroot there for `enroot import`; compute-node.sh (each queue's OnNodeConfigured, before the site's own
+/// custom_actions.on_node_configured) writes /etc/enroot/enroot.conf from the example with the containers'
+/// data, cache and temporary files on the queue's local_scratch where it has one (the example keeps them in
+/// memory, under /run), and enables Enroot's PMI hook for `srun --mpi=pmix`. Needs no pcdino image: the
+/// official AMI and a pcdino container image (slurm.container_image) are enough.
+struct ContainersSpec {
+  bool enabled = false;
+  /// s3://bucket/prefix that commands.sh uploads head-node.sh and compute-node.sh to: spank's, Prometheus's
+  /// or node_check's where given.
+  std::string s3_prefix;
 };
 
 /// Prometheus on the head node (monitoring.prometheus: true, or {retention, s3_prefix}): head-node.sh
@@ -115,6 +130,7 @@ struct SiteSpec {
   bool logs = true;
   std::string on_node_configured;  ///< s3:// or https:// script of the compute nodes
   SpankSpec spank;
+  ContainersSpec containers;
   PrometheusSpec prometheus;
   NodeCheckSpec node_check;
   // Existing network (else the generated VPC stack's outputs are used).
