@@ -52,6 +52,7 @@ void add_all_commands(CLI::App& app) {
 
   add_pipeline_commands(app);
   add_config_command(app);
+  add_metrics_command(app);
   add_doctor_command(app);
   add_node_check_command(app);
 

@@ -38,6 +38,9 @@ void add_pipeline_commands(CLI::App& app);
 /// `pcdino config [FILE] [--schema]` (cli/config.cpp).
 void add_config_command(CLI::App& app);
 
+/// `pcdino metrics`: the metric table (monitoring::metrics_markdown()).
+void add_metrics_command(CLI::App& app);
+
 /// The path of this program (/proc/self/exe), for running it again or a program beside it. Throws
 /// Error(kSoftware) if it cannot be read.
 std::string own_program();

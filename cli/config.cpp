@@ -1,4 +1,5 @@
-// pcdino config: the configuration schema, and a pipeline file's effective configuration.
+// pcdino config: the configuration schema, and a pipeline file's effective configuration; pcdino metrics:
+// the metric table.
 #include "pcdino/core/config.hpp"
 
 #include <iostream>
@@ -7,6 +8,7 @@
 #include "commands.hpp"
 #include "pcdino/app/app.hpp"
 #include "pcdino/core/error.hpp"
+#include "pcdino/monitoring/metrics.hpp"
 
 namespace pcdino::cli {
 
@@ -34,6 +36,12 @@ void add_config_command(CLI::App& app) {
       throw Error(ExitCode::kUsage, "pcdino config: give a pipeline file (--config FILE) or --schema");
     std::cout << dump_config(args->config.load());
   });
+}
+
+void add_metrics_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "metrics", "List the metrics pcdino's programs export to the node exporter (a Markdown table)");
+  sub->callback([] { std::cout << monitoring::metrics_markdown(); });
 }
 
 }  // namespace pcdino::cli

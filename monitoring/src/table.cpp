@@ -108,6 +108,17 @@ const MetricSpec& checked_spec(const char* name, const std::string& stage, Metri
   throw std::invalid_argument(std::string(name) + ": not in pcdino's metric table (monitoring/metrics.hpp)");
 }
 
+std::string metrics_markdown() {
+  static const char* const kTypes[] = {"counter", "gauge", "histogram"};
+  std::string out = "| metric | type | stage | extra label | what |\n|---|---|---|---|---|\n";
+  for (const auto& s : metric_table()) {
+    out += std::string("| `") + s.name + "` | " + kTypes[static_cast<int>(s.type)] + " | " +
+           (*s.stage != '\0' ? s.stage : "every stage") + " | " +
+           (*s.label != '\0' ? std::string("`") + s.label + "`" : "") + " | " + s.help + " |\n";
+  }
+  return out;
+}
+
 void check_stage(const std::string& stage) {
   const auto& table = metric_table();
   if (std::any_of(table.begin(), table.end(), [&](const MetricSpec& s) { return s.stage == stage; })) return;

@@ -6,7 +6,7 @@ source "$(dirname "$0")/../lib/assert.sh"
 
 run "$PCDINO_BIN" --help
 assert_rc 0 "--help"
-for sub in dataset meanstd train extract labels knn plots submit status logs cancel resume config cluster ami; do
+for sub in dataset meanstd train extract labels knn plots submit status logs cancel resume config metrics cluster ami; do
   assert_contains "$OUT" "  $sub" "--help lists '$sub'"
 done
 
@@ -28,6 +28,10 @@ run "$PCDINO_BIN" cluster keys
 assert_rc 0 "cluster keys"
 assert_contains "$OUT" "| key | type | default | accepts | what it does |" "the site keys are a Markdown table"
 assert_contains "$OUT" "| \`queues[].capacity_reservation_id\` |" "a queue's key, from the table parsing walks"
+run "$PCDINO_BIN" metrics
+assert_rc 0 "metrics"
+assert_contains "$OUT" "| metric | type | stage | extra label | what |" "the metric table, in Markdown"
+assert_contains "$OUT" "| \`pcdino_train_phase_seconds_total\` | counter | train | \`phase\` |" "a metric with its stage and label"
 run "$PCDINO_BIN" config
 assert_rc 64 "config needs a file or --schema"
 cli_tmp=$(mktemp -d)

@@ -253,18 +253,6 @@ TEST(Config, KeysThatAreNotImplementedRefuseOtherValues) {
             8u);  // optimizer, use_bn_in_head, dist_url, use_weighted_sampler, attention x3, topometry
 }
 
-// The README's key table is the one the schema prints.
-TEST(Config, ReadmeTableIsCurrent) {
-  const std::string readme = read_file(PCDINO_SOURCE_DIR "/README.md", "README");
-  const std::string begin = "<!-- pcdino config --schema: begin -->\n",
-                    end = "<!-- pcdino config --schema: end -->";
-  const auto from = readme.find(begin), to = readme.find(end);
-  ASSERT_NE(from, std::string::npos) << "README.md has no " << begin;
-  ASSERT_NE(to, std::string::npos);
-  EXPECT_EQ(readme.substr(from + begin.size(), to - from - begin.size()), config_schema_markdown())
-      << "regenerate it with: pcdino config --schema";
-}
-
 // A key pcdino reads but does not implement is refused with its path, never silently ignored.
 TEST(Config, UnimplementedOptionsAreRefused) {
   for (const char* optimizer : {"sgd", "lars"}) {

@@ -21,7 +21,8 @@ rm -rf "$PREFIX.new"
 // Built on the build instance as the cookbook builds Pyxis (install_pyxis.rb: against /opt/slurm/include),
 // with the OS's packages, the AMI's Open MPI and libfabric, the image's CUDA and NCCL, and the pinned
 // LibTorch. SLURM_PREFIX, MPI_HOME, EFA_HOME, PCDINO_PREFIX and PCDINO_FILES move it off ParallelCluster's
-// paths; PCDINO_LIBTORCH_DIR names a LibTorch already on the machine instead of the download (README).
+// paths; PCDINO_LIBTORCH_DIR names a LibTorch already on the machine instead of the download
+// (docs/clusters.md).
 const char* const kSourceBuild = R"SH(SLURM_PREFIX=${SLURM_PREFIX:-/opt/slurm}
 MPI_HOME=${MPI_HOME:-/opt/amazon/openmpi}
 EFA_HOME=${EFA_HOME:-/opt/amazon/efa}

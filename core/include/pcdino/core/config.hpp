@@ -266,8 +266,8 @@ const ConfigKey& config_key(const std::string& path);
 /// "[0.4, 1]", "\"teacher\"". Throws ConfigError for a path the schema does not know.
 std::string config_value(const PipelineConfig& config, const std::string& path);
 
-/// The schema as a Markdown table (key, type, default, accepted values, what it does): the README's
-/// "Configuration keys" section, printed by `pcdino config --schema`.
+/// The schema as a Markdown table (key, type, default, accepted values, what it does): the
+/// "Configuration keys" section of docs/configuration.md, printed by `pcdino config --schema`.
 std::string config_schema_markdown();
 
 }  // namespace pcdino

@@ -31,6 +31,10 @@ struct MetricSpec {
 /// Every metric pcdino exports: the only names MetricsFile accepts, the dashboard and the rules may use.
 const std::vector<MetricSpec>& metric_table();
 
+/// metric_table() as a Markdown table (metric, type, stage, extra label, what it counts), one row per
+/// metric: what `pcdino metrics` prints and docs/operations.md holds.
+std::string metrics_markdown();
+
 /// Upper bounds (seconds) of pcdino_train_step_duration_seconds's buckets: 5 ms to ~5.5 min, doubling.
 const std::vector<double>& step_duration_buckets();
 
