@@ -149,8 +149,10 @@ YAML::Node compute_iam(const SiteSpec& s) {
     }
   };
   if (s.on_node_configured.rfind("s3://", 0) == 0) grant({s3_split(s.on_node_configured).first, "", false});
-  if (s.containers.enabled)
-    grant({s3_split(compute_node_script_url(s)).first, s3_split(compute_node_script_url(s)).second, false});
+  if (s.containers.enabled) {
+    const auto [bucket, key] = s3_split(compute_node_script_url(s));
+    grant({bucket, key, false});
+  }
   return iam;
 }
 
