@@ -65,11 +65,17 @@ done
 dir="$BASE/slurmd-dies"
 fakebin="$BASE/fakebin"
 mkdir -p "$fakebin"
-printf '#!/bin/sh\necho "slurmd: fatal: simulated start failure" >&2\nexit 1\n' >"$fakebin/slurmd"
+# It answers -V as the real one does (local-cluster asks the release); started as a daemon (-D) it dies.
+cat >"$fakebin/slurmd" <<EOF
+#!/bin/sh
+case " \$* " in *" -D "*) echo "slurmd: fatal: simulated start failure" >&2; exit 1 ;; esac
+exec $(command -v slurmd) "\$@"
+EOF
 chmod +x "$fakebin/slurmd"
 run env PATH="$fakebin:$PATH" "$LC" --dir "$dir" --port "$PORT" --timeout 20 up
 assert_rc 69 "a slurmd that dies at start"
 assert_contains "$ERR" "slurmd-node1 failed to start" "message names the failed daemon"
+assert_contains "$ERR" "simulated start failure" "the daemon's own last words (its standard error) are shown"
 assert_contains "$ERR" "stopped slurmctld" "slurmctld started by this 'up' is stopped"
 assert_contains "$ERR" "stopped munged" "munged started by this 'up' is stopped"
 no_daemons_for "$dir" "a slurmd that dies at start"
