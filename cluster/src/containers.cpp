@@ -125,7 +125,7 @@ std::string compute_node_script(const SiteSpec& site) {
 }
 
 std::string compute_node_script_url(const SiteSpec& site) {
-  return site.containers.s3_prefix + "/compute-node.sh";
+  return head_node_s3_prefix(site) + "/compute-node.sh";
 }
 
 }  // namespace pcdino::cluster

@@ -70,13 +70,9 @@ std::pair<std::string, std::string> s3_split(const std::string& url) {
   return {rest.substr(0, slash), slash == std::string::npos ? "" : rest.substr(slash + 1)};
 }
 
-// Where commands.sh uploads head-node.sh: the sections' s3_prefix, equal where several are on (site.cpp).
+// Where commands.sh uploads head-node.sh.
 std::string head_node_script_url(const SiteSpec& s) {
-  return (s.spank.enabled        ? s.spank.s3_prefix
-          : s.prometheus.enabled ? s.prometheus.s3_prefix
-          : s.node_check.enabled ? s.node_check.s3_prefix
-                                 : s.containers.s3_prefix) +
-         "/head-node.sh";
+  return head_node_s3_prefix(s) + "/head-node.sh";
 }
 
 // Whether the head node has an OnNodeConfigured action (head-node.sh): the SPANK plugin, Prometheus, the

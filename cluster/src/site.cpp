@@ -315,7 +315,8 @@ const Table& prometheus_table() {
            "a Prometheus retention like 15d (hours h, days d, weeks w, years y)", never,
            "--storage.tsdb.retention.time"),
       text("s3_prefix", PCDINO_SITE(prometheus.s3_prefix), kS3Prefix, "an s3://bucket/prefix", never,
-           "where commands.sh uploads head-node.sh; unset: spank.s3_prefix",
+           "where commands.sh uploads head-node.sh; unset: another head-node.sh section's (spank, "
+           "node_check, containers)",
            trim_slashes(PCDINO_SITE(prometheus.s3_prefix))),
   };
   return rows;
@@ -330,7 +331,8 @@ const Table& node_check_table() {
       integer("min_scratch_gib", PCDINO_SITE(node_check.min_scratch_gib), 0, 1 << 20,
               "free space each queue's local_scratch needs (GiB)"),
       text("s3_prefix", PCDINO_SITE(node_check.s3_prefix), kS3Prefix, "an s3://bucket/prefix", never,
-           "where commands.sh uploads head-node.sh; unset: spank's or monitoring.prometheus's",
+           "where commands.sh uploads head-node.sh; unset: another head-node.sh section's (spank, "
+           "monitoring.prometheus, containers)",
            trim_slashes(PCDINO_SITE(node_check.s3_prefix))),
   };
   return rows;
@@ -340,7 +342,7 @@ const Table& node_check_table() {
 const char* const kNodeCheckKeys[] = {"PrologFlags", "HealthCheckProgram", "HealthCheckInterval",
                                       "HealthCheckNodeState"};
 
-// The checks of node_check against the image, the other head-node.sh sections and slurm.settings.
+// The checks of node_check against the image and slurm.settings (its s3_prefix: check_upload_prefix).
 void check_node_check(Scope& scope, SiteSpec& s) {
   if (!s.node_check.enabled) return;
   const YAML::Node at = scope.at("")["node_check"];
@@ -349,18 +351,6 @@ void check_node_check(Scope& scope, SiteSpec& s) {
         at, "node_check",
         "needs image.custom_ami, the pcdino image (`pcdino ami`) that holds pcdino and the node check's "
         "wrapper");
-  const std::string other = s.spank.enabled        ? s.spank.s3_prefix
-                            : s.prometheus.enabled ? s.prometheus.s3_prefix
-                                                   : "";
-  if (s.node_check.s3_prefix.empty()) s.node_check.s3_prefix = other;
-  if (s.node_check.s3_prefix.empty())
-    scope.fail(at, "node_check.s3_prefix",
-               "missing: where commands.sh uploads head-node.sh (s3://bucket/prefix; spank.s3_prefix serves "
-               "both when given)");
-  if (!other.empty() && s.node_check.s3_prefix != other)
-    scope.fail(at["s3_prefix"], "node_check.s3_prefix",
-               "'" + s.node_check.s3_prefix + "' is not '" + other +
-                   "', spank's or monitoring.prometheus's: " + "head-node.sh is one script, uploaded once");
   for (const auto& line : s.slurm_settings) {
     for (const auto& [key, value] : line) {
       const std::string lower = ascii_lower(key);
@@ -375,6 +365,55 @@ void check_node_check(Scope& scope, SiteSpec& s) {
             at, "node_check",
             "slurm.settings' SchedulerParameters replaces ParallelCluster's nohold_on_prolog_fail: add it, "
             "or a job whose prolog found a sick node is requeued held instead of running elsewhere");
+    }
+  }
+}
+
+// The sections of head-node.sh that say where commands.sh uploads it (and compute-node.sh beside it), in the
+// order their s3_prefix counts. It is one script, uploaded once: the prefixes given must agree, and the first
+// given serves the sections that give none.
+struct UploadSection {
+  const char* parent;  // the section's parent in the spec ("" at the top)
+  const char* name;    // its key under the parent
+  const char* path;    // its key path, as messages name it
+  bool (*on)(const SiteSpec&);
+  std::string& (*prefix)(SiteSpec&);
+};
+const UploadSection kUploadSections[] = {
+    {"", "spank", "spank", [](const SiteSpec& s) { return s.spank.enabled; },
+     [](SiteSpec& s) -> std::string& { return s.spank.s3_prefix; }},
+    {"monitoring", "prometheus", "monitoring.prometheus",
+     [](const SiteSpec& s) { return s.prometheus.enabled; },
+     [](SiteSpec& s) -> std::string& { return s.prometheus.s3_prefix; }},
+    {"", "node_check", "node_check", [](const SiteSpec& s) { return s.node_check.enabled; },
+     [](SiteSpec& s) -> std::string& { return s.node_check.s3_prefix; }},
+    {"", "containers", "containers", [](const SiteSpec& s) { return s.containers.enabled; },
+     [](SiteSpec& s) -> std::string& { return s.containers.s3_prefix; }},
+};
+
+// Every section on gets the upload prefix: its own, or the first given; one that differs is refused.
+void check_upload_prefix(Scope& scope, SiteSpec& s) {
+  const UploadSection* first = nullptr;
+  for (const auto& section : kUploadSections)
+    if (section.on(s) && !section.prefix(s).empty()) {
+      first = &section;
+      break;
+    }
+  for (const auto& section : kUploadSections) {
+    if (!section.on(s)) continue;
+    const YAML::Node at = scope.at(section.parent)[section.name];
+    std::string& prefix = section.prefix(s);
+    const std::string key = std::string(section.path) + ".s3_prefix";
+    if (first == nullptr) {
+      scope.fail(at, key,
+                 "missing: where commands.sh uploads head-node.sh (s3://bucket/prefix; one of spank, "
+                 "monitoring.prometheus, node_check and containers gives it for all)");
+    } else if (prefix.empty()) {
+      prefix = first->prefix(s);
+    } else if (prefix != first->prefix(s)) {
+      scope.fail(at["s3_prefix"], key,
+                 "'" + prefix + "' is not " + first->path + ".s3_prefix '" + first->prefix(s) +
+                     "': head-node.sh is one script, uploaded once");
     }
   }
 }
@@ -394,7 +433,7 @@ const Table& containers_table() {
 // itself, with a fault that failed job submissions (aws/aws-parallelcluster#6459).
 constexpr const char* kPyxisExamplesRelease = "3.11.1";
 
-// The checks of containers against the release and the other head-node.sh sections.
+// The checks of containers against the release (its s3_prefix: check_upload_prefix).
 void check_containers(Scope& scope, SiteSpec& s) {
   if (!s.containers.enabled) return;
   const YAML::Node at = scope.at("")["containers"];
@@ -404,19 +443,6 @@ void check_containers(Scope& scope, SiteSpec& s) {
         "ParallelCluster " + s.parallelcluster_version + " has no Pyxis example configuration to turn on (" +
             kPyxisExamplesRelease + " and later keep it in /opt/parallelcluster/examples; 3.11.0 turned " +
             "Pyxis on itself, with a fault fixed in 3.11.1): use " + kPyxisExamplesRelease + " or later");
-  const std::string other = s.spank.enabled        ? s.spank.s3_prefix
-                            : s.prometheus.enabled ? s.prometheus.s3_prefix
-                            : s.node_check.enabled ? s.node_check.s3_prefix
-                                                   : "";
-  if (s.containers.s3_prefix.empty()) s.containers.s3_prefix = other;
-  if (s.containers.s3_prefix.empty())
-    scope.fail(at, "containers.s3_prefix",
-               "missing: where commands.sh uploads head-node.sh and compute-node.sh (s3://bucket/prefix)");
-  if (!other.empty() && s.containers.s3_prefix != other)
-    scope.fail(
-        at["s3_prefix"], "containers.s3_prefix",
-        "'" + s.containers.s3_prefix + "' is not '" + other +
-            "', spank's, monitoring.prometheus's or node_check's: head-node.sh is one script, uploaded once");
 }
 
 // The checks of monitoring.prometheus against the image and spank (after both are read).
@@ -439,15 +465,6 @@ void check_prometheus(Scope& scope, SiteSpec& s) {
     scope.fail(at, "monitoring.prometheus",
                "needs image.custom_ami, the pcdino image (`pcdino ami`) that holds pcdino's alert rules and "
                "the compute nodes' node exporter");
-  if (s.prometheus.s3_prefix.empty()) s.prometheus.s3_prefix = s.spank.s3_prefix;
-  if (s.prometheus.s3_prefix.empty())
-    scope.fail(at, "monitoring.prometheus.s3_prefix",
-               "missing: where commands.sh uploads head-node.sh (s3://bucket/prefix; spank.s3_prefix serves "
-               "both when given)");
-  if (s.spank.enabled && s.prometheus.s3_prefix != s.spank.s3_prefix)
-    scope.fail(at["s3_prefix"], "monitoring.prometheus.s3_prefix",
-               "'" + s.prometheus.s3_prefix + "' is not spank.s3_prefix '" + s.spank.s3_prefix +
-                   "': head-node.sh is one script, uploaded once");
   // Slurm's own metrics: pcdino sets MetricsType for the head node's Prometheus (slurm_metrics()).
   if (!slurm_metrics(s)) return;
   for (const auto& line : s.slurm_settings)
@@ -708,7 +725,7 @@ Table service_rows() {
              "Pyxis and Enroot turned on as ParallelCluster documents (head-node.sh, compute-node.sh), for "
              "slurm.container_image; needs no pcdino image"},
             read_containers, &containers_table()),
-      rule(check_containers),
+      rule(check_containers), rule(check_upload_prefix),
 
       section("network", Need::optional, "an existing network; unset: the generated VPC stack's"),
       text("network.head_subnet_id", PCDINO_SITE(head_subnet_id), kSubnet, "a subnet id", never,
@@ -764,6 +781,12 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
   Scope scope(r, root, "", site_table());
   read_table(scope, s);
   return s;
+}
+
+std::string head_node_s3_prefix(const SiteSpec& site) {
+  for (const auto& section : kUploadSections)
+    if (section.on(site)) return section.prefix(const_cast<SiteSpec&>(site));  // read, never written
+  return "";
 }
 
 SiteSpec load_site_spec(const std::string& path) {

@@ -585,10 +585,25 @@ TEST(ClusterSite, NodeCheckWiresThePrologAndTheHealthCheck) {
   e = error(base + image + "node_check: true\n");
   EXPECT_NE(e.find("node_check.s3_prefix: missing"), std::string::npos) << e;
   e = error(base + image + "spank: {s3_prefix: s3://bkt/p}\nnode_check: {s3_prefix: s3://bkt/q}\n");
-  EXPECT_NE(e.find("'s3://bkt/q' is not 's3://bkt/p'"), std::string::npos) << e;
+  EXPECT_NE(e.find("node_check.s3_prefix: 's3://bkt/q' is not spank.s3_prefix 's3://bkt/p'"),
+            std::string::npos)
+      << e;
   EXPECT_TRUE(parse_site_spec(base + image + "spank: {s3_prefix: s3://bkt/p}\nnode_check: true\n", "s.yaml")
                   .node_check.s3_prefix == "s3://bkt/p")
       << "spank's prefix serves both";
+  // The first prefix given serves every head-node.sh section, one read before it included.
+  const SiteSpec later = parse_site_spec(
+      base + image +
+          "monitoring: {prometheus: true}\nnode_check: {s3_prefix: s3://bkt/n}\ncontainers: true\n",
+      "s.yaml");
+  EXPECT_EQ(later.prometheus.s3_prefix, "s3://bkt/n");
+  EXPECT_EQ(later.containers.s3_prefix, "s3://bkt/n");
+  EXPECT_EQ(head_node_s3_prefix(later), "s3://bkt/n");
+  e = error(base + image +
+            "monitoring: {prometheus: {s3_prefix: s3://bkt/m}}\nnode_check: {s3_prefix: s3://bkt/n}\n");
+  EXPECT_NE(e.find("node_check.s3_prefix: 's3://bkt/n' is not monitoring.prometheus.s3_prefix 's3://bkt/m'"),
+            std::string::npos)
+      << e;
   e = error(base + image +
             "node_check: {s3_prefix: s3://bkt/p}\nslurm: {settings: [{HealthCheckInterval: 60}]}\n");
   EXPECT_NE(e.find("slurm.settings sets HealthCheckInterval, which the node check sets"), std::string::npos)
@@ -680,7 +695,9 @@ TEST(ClusterSite, ContainersTurnPyxisOnAndSetUpEnrootPerQueue) {
   EXPECT_NE(e.find("containers.s3_prefix: missing"), std::string::npos) << e;
   e = error(base + "image: {os: ubuntu2204, custom_ami: ami-0123456789abcdef0}\n" +
             "spank: {s3_prefix: s3://bkt/p}\ncontainers: {s3_prefix: s3://bkt/q}\n");
-  EXPECT_NE(e.find("containers.s3_prefix: 's3://bkt/q' is not 's3://bkt/p'"), std::string::npos) << e;
+  EXPECT_NE(e.find("containers.s3_prefix: 's3://bkt/q' is not spank.s3_prefix 's3://bkt/p'"),
+            std::string::npos)
+      << e;
   e = error(base + "image: {os: ubuntu2204, custom_ami: ami-0123456789abcdef0}\n" +
             "spank: {s3_prefix: s3://bkt/p, pyxis: true}\n");
   EXPECT_NE(e.find("spank.pyxis: Pyxis is turned on by the containers section now"), std::string::npos) << e;

@@ -157,6 +157,11 @@ const std::vector<SiteKey>& site_keys();
 SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source);
 SiteSpec load_site_spec(const std::string& path);
 
+/// Where commands.sh uploads head-node.sh and compute-node.sh (s3://bucket/prefix, no trailing slash): the
+/// s3_prefix that every head-node.sh section on agrees on after parse_site_spec() (spank,
+/// monitoring.prometheus, node_check, containers); "" when none is on.
+std::string head_node_s3_prefix(const SiteSpec& site);
+
 /// Refuses an image built for another ParallelCluster release or OS than the site's: ParallelCluster
 /// runs a custom AMI only with its own release's cookbook, and Image.Os must be the AMI's OS.
 /// `image_source` names the image spec in the message. Throws ConfigError naming both files and values.
