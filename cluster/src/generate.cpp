@@ -503,7 +503,7 @@ put "$profiles" "$etc/accel-profiles.yaml" 0644
 put_text "required $SLURM_PREFIX/lib/slurm/spank_pcdino.so config=$etc/accel-profiles.yaml default=$DEFAULT_PROFILE" \
   "$etc/plugstack.conf.d/pcdino.conf"
 plugstack_include
-echo "head-node.sh: $etc/plugstack.conf loads spank_pcdino.so (default profile $DEFAULT_PROFILE)"
+echo "$PROG: $etc/plugstack.conf loads spank_pcdino.so (default profile $DEFAULT_PROFILE)"
 )SH";
 
 const char* const kNodeCheckWhat =
@@ -524,9 +524,9 @@ put_text "$(cat <<'SITE'
 )" "$etc/pcdino/node-check.yaml"
 if [ "$(readlink "$etc/scripts/prolog.d/95_pcdino_node_check" 2>/dev/null)" != "$wrapper" ]; then
   ln -sfn "$wrapper" "$etc/scripts/prolog.d/95_pcdino_node_check"
-  echo "head-node.sh: wrote $etc/scripts/prolog.d/95_pcdino_node_check -> $wrapper"
+  echo "$PROG: wrote $etc/scripts/prolog.d/95_pcdino_node_check -> $wrapper"
 fi
-echo "head-node.sh: the node check runs as prolog (prolog.d) and HealthCheckProgram ($wrapper)"
+echo "$PROG: the node check runs as prolog (prolog.d) and HealthCheckProgram ($wrapper)"
 )SH";
 
 std::string head_node_script(const SiteSpec& s) {

@@ -191,7 +191,7 @@ if [ -z "${PCDINO_NO_SYSTEMD:-}" ]; then
   done
   curl -fsS "http://localhost:@PROMETHEUS_PORT@/-/ready" >/dev/null || fail "Prometheus is not ready on :@PROMETHEUS_PORT@"
 fi
-echo "head-node.sh: Prometheus on :@PROMETHEUS_PORT@ scrapes the compute nodes on :@NODE_EXPORTER_PORT@ and their GPUs on :@DCGM_EXPORTER_PORT@ (retention @RETENTION@)"
+echo "$PROG: Prometheus on :@PROMETHEUS_PORT@ scrapes the compute nodes on :@NODE_EXPORTER_PORT@ and their GPUs on :@DCGM_EXPORTER_PORT@ (retention @RETENTION@)"
 )SH";
 
 }  // namespace

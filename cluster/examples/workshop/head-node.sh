@@ -57,6 +57,6 @@ SITE
 )" "$etc/pcdino/node-check.yaml"
 if [ "$(readlink "$etc/scripts/prolog.d/95_pcdino_node_check" 2>/dev/null)" != "$wrapper" ]; then
   ln -sfn "$wrapper" "$etc/scripts/prolog.d/95_pcdino_node_check"
-  echo "head-node.sh: wrote $etc/scripts/prolog.d/95_pcdino_node_check -> $wrapper"
+  echo "$PROG: wrote $etc/scripts/prolog.d/95_pcdino_node_check -> $wrapper"
 fi
-echo "head-node.sh: the node check runs as prolog (prolog.d) and HealthCheckProgram ($wrapper)"
+echo "$PROG: the node check runs as prolog (prolog.d) and HealthCheckProgram ($wrapper)"
