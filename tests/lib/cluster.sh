@@ -17,10 +17,16 @@ cluster_up() {
   eval "$("$LC" env)"
 }
 
-# wait_job ID [SECONDS]: until the job leaves the queue (default at most 120 s).
+# wait_job ID [SECONDS]: until the job leaves the queue (default at most 120 s). A job still there then fails
+# the test, with what Slurm says of it and of the nodes, so that the checks after it do not read a job that
+# has not ended.
 wait_job() {
-  local deadline=$((SECONDS + ${2:-120}))
+  local limit=${2:-120}
+  local deadline=$((SECONDS + limit))
   while [ -n "$(squeue -h -j "$1" 2>/dev/null)" ] && [ $SECONDS -lt $deadline ]; do sleep 0.5; done
+  [ -z "$(squeue -h -j "$1" 2>/dev/null)" ] && return 0
+  fail "job $1 still queued after $limit s: $(scontrol show job "$1" 2>&1; squeue -s 2>&1; sinfo -N 2>&1)"
+  return 1
 }
 
 # beside_cluster PID...: processes a test starts beside the cluster (a Prometheus, an exporter), ended with it.

@@ -171,5 +171,5 @@ out_of_service=$(panel "Nodes out of service (whole cluster)" B)
 assert_eq "$(query "$out_of_service")" "slurm-nodes 1" "the dashboard's drained count: node2"
 
 scancel "$job"
-wait_job "$job" 60
+wait_job "$job" 120
 finish

@@ -85,10 +85,7 @@ batch() {
   job=$OUT
   assert_rc 0 "$name: sbatch accepted the job"
   assert_no_failure "$ERR" "$name: sbatch printed no SPANK failure"
-  wait_job "$job" 300
-  if [ -n "$(squeue -h -j "$job" 2>/dev/null)" ]; then
-    fail "$name: job $job still queued after 300 s: $(scontrol show job "$job"; squeue -s; sinfo -N)"
-  fi
+  wait_job "$job" 300 || fail "$name: job $job did not end"
   JOB_OUT=$(cat "$W/jobs/${name}_$job.out" 2>/dev/null)
   assert_contains "$(scontrol show job "$job")" "JobState=COMPLETED" "$name: the job completed"
   assert_contains "$(scontrol show job "$job")" "ExitCode=0:0" "$name: the job succeeded"
