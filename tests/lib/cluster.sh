@@ -17,15 +17,43 @@ cluster_up() {
   eval "$("$LC" env)"
 }
 
+# cluster_diagnosis ID: what the daemons logged on the job and on the nodes' states, the last lines of each
+# log, sdiag's scheduler cycles and agents, the nodes as slurmctld has them, and the cluster's processes and
+# slurmctld's threads with their state and where they wait (a stuck daemon shows there).
+cluster_diagnosis() {
+  local log pids pid task
+  (cd "${LOCAL_CLUSTER_DIR:?}/log" 2>/dev/null || exit 0
+    echo "--- the daemons' lines on job $1 and on the nodes"
+    grep -E "JobId=$1([^0-9]|\$)|job $1([^0-9]|\$)|node[0-9]+.*(state|respond|drain|DOWN|[Pp]rolog)" ./*.log |
+      tail -n 60
+    for log in slurmctld.log slurmd-*.log; do
+      echo "--- the end of $log"
+      tail -n 20 "$log"
+    done)
+  echo "--- sdiag: the controller's threads, agents and scheduler cycles"
+  sdiag 2>&1 | sed -n '1,/^Remote Procedure Call statistics by message type/p'
+  echo "--- scontrol show nodes"
+  scontrol show nodes 2>&1
+  echo "--- the cluster's processes"
+  pids=$(pgrep -d, -f -- "$LOCAL_CLUSTER_DIR|slurmstepd") && ps -o pid,ppid,stat,wchan:28,etime,args -p "$pids"
+  echo "--- slurmctld's threads: how many, name, state, wait channel"
+  for pid in $(pgrep -f -- "slurmctld .*$LOCAL_CLUSTER_DIR"); do
+    for task in /proc/"$pid"/task/*; do
+      echo "$(cat "$task/comm") $(sed 's/.*) \([A-Z]\).*/\1/' "$task/stat") $(cat "$task/wchan")"
+    done | sort | uniq -c
+  done
+}
+
 # wait_job ID [SECONDS]: until the job leaves the queue (default at most 120 s). A job still there then fails
-# the test, with what Slurm says of it and of the nodes, so that the checks after it do not read a job that
-# has not ended.
+# the test, with what Slurm says of it and of the nodes and cluster_diagnosis, so that the checks after it do
+# not read a job that has not ended.
 wait_job() {
   local limit=${2:-120}
   local deadline=$((SECONDS + limit))
   while [ -n "$(squeue -h -j "$1" 2>/dev/null)" ] && [ $SECONDS -lt $deadline ]; do sleep 0.5; done
   [ -z "$(squeue -h -j "$1" 2>/dev/null)" ] && return 0
-  fail "job $1 still queued after $limit s: $(scontrol show job "$1" 2>&1; squeue -s 2>&1; sinfo -N 2>&1)"
+  fail "job $1 still queued after $limit s: $(scontrol show job "$1" 2>&1; squeue -s 2>&1; sinfo -N 2>&1)
+$(cluster_diagnosis "$1")"
   return 1
 }
 

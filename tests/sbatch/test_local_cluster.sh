@@ -7,9 +7,13 @@ source "$(dirname "$0")/../lib/assert.sh"
 : "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 
 LC="$PCDINO_SOURCE_DIR/sbatch/local-cluster"
+# 86 characters deep, as deep as munged's socket allows: a step's socket under DIR/spool would be too long
+# for a socket path (107 characters; CI's checkout, one folder deeper than this tree, met it from job 10 on).
 DIR="$PCDINO_BUILD_DIR/test-clusters/local_cluster"
-export LOCAL_CLUSTER_DIR="$DIR" LOCAL_CLUSTER_PORT=${TEST_CLUSTER_PORT:-17817}
 rm -rf "$DIR"
+pad=$((86 - ${#DIR} - 1))
+[ "$pad" -le 0 ] || DIR+="/$(printf 'd%.0s' $(seq "$pad"))"
+export LOCAL_CLUSTER_DIR="$DIR" LOCAL_CLUSTER_PORT=${TEST_CLUSTER_PORT:-17817}
 trap '"$LC" down >/dev/null 2>&1' EXIT
 
 run "$LC" up
@@ -18,6 +22,10 @@ assert_rc 0 "local-cluster up"
 
 eval "$("$LC" env)"
 assert_eq "$SLURM_CONF" "$DIR/etc/slurm.conf" "env exports SLURM_CONF"
+spool=$(scontrol show config | sed -n 's/^SlurmdSpoolDir *= *//p')
+assert_eq "$(readlink -f "${spool%/%n}")" "$DIR/spool" "Slurm's spool, $spool, is DIR's (${#DIR} characters deep)"
+socket="${spool/\%n/node8}/node8_67043328.4294967291"  # the longest step socket name of up to 8 nodes and jobs
+assert_eq "$([ ${#socket} -le 107 ] && echo fits)" fits "a step's socket there fits a socket path: $socket"
 run sinfo -h -N -o '%N %T'
 assert_eq "$OUT" $'node1 idle\nnode2 idle' "sinfo lists two idle nodes"
 
@@ -108,6 +116,7 @@ done
 assert_eq "$left" "" "no daemon started by 'up' is left running"
 run pgrep -f -- "$DIR/"
 assert_eq "$OUT" "" "no process names the cluster's directory"
+if [ -e "${spool%/spool/%n}" ]; then fail "down left the link ${spool%/spool/%n}"; else pass "down removed the spool's link"; fi
 run "$LC" status
 assert_rc 3 "status after down reports not running"
 trap - EXIT

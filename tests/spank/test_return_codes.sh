@@ -89,6 +89,7 @@ batch() {
   JOB_OUT=$(cat "$W/jobs/${name}_$job.out" 2>/dev/null)
   assert_contains "$(scontrol show job "$job")" "JobState=COMPLETED" "$name: the job completed"
   assert_contains "$(scontrol show job "$job")" "ExitCode=0:0" "$name: the job succeeded"
+  assert_contains "$(scontrol show job "$job")" "Restarts=0" "$name: it started once (a failed launch requeues)"
   assert_no_failure "$JOB_OUT" "$name: no SPANK failure in the job's output"
 }
 
