@@ -8,10 +8,20 @@ Crops are random tensors, so data loading is not part of the time (pcdino's rows
 its --synthetic-crops rows). The student has DINO's drop_path_rate 0.1, as pcdino's.
 
 usage: baseline_dino_step.py [--threads N] [--steps N] [--warmup N] [--batch N] [--device cpu|cuda]
-                             [--amp none|bfloat16|float16] [--drop-path P]   prints seconds per step (mean)
+                             [--amp none|bfloat16|float16] [--drop-path P] [--attention sdpa|explicit]
+                             [--compile MODE]   prints seconds per step (mean); with --compile, then the
+                                                compile seconds (the first step's time less a timed step's)
        baseline_dino_step.py ... --kernel-floor    prints the timed steps' GPU kernel seconds per step instead
+       baseline_dino_step.py ... --losses          prints each step's loss, one a line, instead
 On a GPU, --amp runs the forward pass under torch.autocast as main_dino.py's use_fp16 does (float16 with
-its GradScaler; bfloat16 needs none).
+its GradScaler; bfloat16 needs none). --attention sdpa (the default where PyTorch has it, 2.0 on) computes
+attention with F.scaled_dot_product_attention, as DINOv2's code and pcdino do (flash or memory-efficient
+kernels on a GPU); explicit is vision_transformer.py's softmax(q k^T / sqrt(d)) v, 1.13's only choice.
+--compile MODE (default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs) runs the forward pass
+and the loss through torch.compile with that mode as one graph (fullgraph; PyTorch 2.0 on); the backward
+pass is compiled with them (AOTAutograd), the gradient clipping and the optimizer stay eager as in
+main_dino.py.
+Exit codes: 0 success, 2 bad usage, 69 an option this PyTorch cannot run (--compile, --attention sdpa on 1.x).
 """
 import argparse
 import math
@@ -24,16 +34,19 @@ import torch.nn.functional as F
 
 
 class Attention(nn.Module):
-    def __init__(self, dim, heads):
+    def __init__(self, dim, heads, sdpa):
         super().__init__()
-        self.heads, self.scale = heads, (dim // heads) ** -0.5
+        self.heads, self.scale, self.sdpa = heads, (dim // heads) ** -0.5, sdpa
         self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
 
     def forward(self, x):
         b, n, c = x.shape
         q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
-        attn = (q @ k.transpose(-2, -1) * self.scale).softmax(dim=-1)
-        return self.proj((attn @ v).transpose(1, 2).reshape(b, n, c))
+        if self.sdpa:  # its default scale is 1/sqrt(head dim), self.scale
+            out = F.scaled_dot_product_attention(q, k, v)
+        else:
+            out = (q @ k.transpose(-2, -1) * self.scale).softmax(dim=-1) @ v
+        return self.proj(out.transpose(1, 2).reshape(b, n, c))
 
 
 def drop_path(x, p, training):
@@ -46,9 +59,9 @@ def drop_path(x, p, training):
 
 
 class Block(nn.Module):
-    def __init__(self, dim, heads, drop_path_rate):
+    def __init__(self, dim, heads, drop_path_rate, sdpa):
         super().__init__()
-        self.norm1, self.attn = nn.LayerNorm(dim, eps=1e-6), Attention(dim, heads)
+        self.norm1, self.attn = nn.LayerNorm(dim, eps=1e-6), Attention(dim, heads, sdpa)
         self.norm2 = nn.LayerNorm(dim, eps=1e-6)
         self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
         self.drop_path = drop_path_rate
@@ -59,7 +72,7 @@ class Block(nn.Module):
 
 
 class VisionTransformer(nn.Module):
-    def __init__(self, dim, heads, patch, channels, image, drop_path_rate=0.0, depth=12):
+    def __init__(self, dim, heads, patch, channels, image, drop_path_rate=0.0, depth=12, sdpa=False):
         super().__init__()
         self.patch = patch
         self.proj = nn.Conv2d(channels, dim, patch, patch)
@@ -68,7 +81,7 @@ class VisionTransformer(nn.Module):
         self.pos_embed = nn.Parameter(torch.randn(1, grid * grid + 1, dim) * 0.02)
         # Stochastic depth rising linearly over the blocks (torch.linspace(0, drop_path_rate, depth)).
         rates = torch.linspace(0, drop_path_rate, depth).tolist()
-        self.blocks = nn.ModuleList([Block(dim, heads, rate) for rate in rates])
+        self.blocks = nn.ModuleList([Block(dim, heads, rate, sdpa) for rate in rates])
         self.norm = nn.LayerNorm(dim, eps=1e-6)
 
     def pos_encoding(self, patches, height):
@@ -118,6 +131,15 @@ class MultiCropWrapper(nn.Module):
         return self.head(torch.cat(groups))
 
 
+COMPILE_MODES = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+
+
+def unavailable(what):
+    """Exits 69 (EX_UNAVAILABLE): an option this PyTorch cannot run."""
+    print(f"baseline_dino_step.py: {what}; this is PyTorch {torch.__version__}", file=sys.stderr)
+    sys.exit(69)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=2)
@@ -137,7 +159,22 @@ def main():
     p.add_argument("--amp", default="none", choices=["none", "bfloat16", "float16"])
     p.add_argument("--drop-path", type=float, default=0.1,
                    help="the student's drop_path_rate (DINO's and pcdino's default 0.1; the teacher has none)")
+    has_sdpa = hasattr(F, "scaled_dot_product_attention")
+    p.add_argument("--attention", choices=["sdpa", "explicit"], default="sdpa" if has_sdpa else "explicit",
+                   help="F.scaled_dot_product_attention or softmax(q k^T / sqrt(d)) v (default: sdpa from PyTorch 2.0)")
+    p.add_argument("--compile", default="none", choices=["none"] + COMPILE_MODES,
+                   help="torch.compile's mode for the forward pass and the loss (none: eager)")
+    p.add_argument("--compile-backend", default="inductor",
+                   help="torch.compile's backend (inductor; aot_eager traces and differentiates the same graph"
+                        " but runs it eagerly: a check that needs no compiler)")
+    p.add_argument("--losses", action="store_true", help="print each step's loss instead of the time")
     args = p.parse_args()
+    if args.attention == "sdpa" and not has_sdpa:
+        unavailable("--attention sdpa needs F.scaled_dot_product_attention (PyTorch 2.0 or later)")
+    if args.compile != "none" and not hasattr(torch, "compile"):
+        unavailable("--compile needs torch.compile (PyTorch 2.0 or later)")
+    if args.compile != "none" and args.compile_backend not in torch._dynamo.list_backends(exclude_tags=()):
+        p.error(f"--compile-backend {args.compile_backend}: not one of {', '.join(torch._dynamo.list_backends())}")
     device = torch.device(args.device)
     amp = {"none": None, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.amp]
     scaler = torch.cuda.amp.GradScaler() if amp == torch.float16 else None
@@ -145,7 +182,8 @@ def main():
     torch.manual_seed(0)
 
     def network(drop_path_rate):
-        vit = VisionTransformer(192, 3, args.patch, 1, args.global_size, drop_path_rate, args.depth)
+        vit = VisionTransformer(192, 3, args.patch, 1, args.global_size, drop_path_rate, args.depth,
+                                args.attention == "sdpa")
         return MultiCropWrapper(vit, DINOHead(192, args.out_dim))
 
     student, teacher = network(args.drop_path).to(device), network(0.0).to(device)
@@ -163,11 +201,8 @@ def main():
     if args.kernel_floor:
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     profiler = torch.profiler.profile(activities=activities)
-    for step in range(args.warmup + args.steps):
-        if (args.profile or args.kernel_floor) and step == args.warmup:
-            profiler.__enter__()
-        sync()
-        start = time.perf_counter()
+    def forward_loss(crops, center):
+        """The teacher's and the student's forward passes and DINOLoss (main_dino.py): (loss, teacher output)."""
         with torch.autocast(device.type, dtype=amp or torch.bfloat16, enabled=amp is not None):
             teacher_out = teacher(crops[:2])
             student_out = (student(crops) / 0.1).chunk(len(crops))
@@ -178,8 +213,20 @@ def main():
                     if v != iq:
                         loss = loss + torch.sum(-q * F.log_softmax(s, dim=-1), dim=-1).mean()
                         terms += 1
-            loss = loss / terms
-        loss.item()  # main_dino.py checks math.isfinite(loss.item()) every step
+            return loss / terms, teacher_out
+
+    if args.compile != "none":
+        # fullgraph: a graph break would leave part of the step eager and the bar lower than it claims
+        forward_loss = torch.compile(forward_loss, fullgraph=True, backend=args.compile_backend,
+                                     mode=None if args.compile == "default" else args.compile)
+    losses, first = [], None
+    for step in range(args.warmup + args.steps):
+        if (args.profile or args.kernel_floor) and step == args.warmup:
+            profiler.__enter__()
+        sync()
+        start = time.perf_counter()
+        loss, teacher_out = forward_loss(crops, center)
+        losses.append(loss.item())  # main_dino.py checks math.isfinite(loss.item()) every step
         optimizer.zero_grad()
         if scaler:
             scaler.scale(loss).backward()
@@ -201,16 +248,23 @@ def main():
             for t, s in zip(teacher.parameters(), student.parameters()):
                 t.mul_(0.996).add_(s.detach(), alpha=0.004)
         sync()
+        if step == 0:
+            first = time.perf_counter() - start
         if step >= args.warmup:
             seconds.append(time.perf_counter() - start)
     if args.profile or args.kernel_floor:
         profiler.__exit__(None, None, None)
     if args.profile:
         print(profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=40), file=sys.stderr)
-    if args.kernel_floor:
+    mean = sum(seconds) / len(seconds)
+    if args.losses:
+        print("\n".join(f"{loss:.6f}" for loss in losses))
+    elif args.kernel_floor:
         print(f"{kernel_seconds(profiler.events()) / args.steps:.4f}")
+    elif args.compile != "none":
+        print(f"{mean:.4f} {max(first - mean, 0.0):.1f}")
     else:
-        print(f"{sum(seconds) / len(seconds):.3f}")
+        print(f"{mean:.3f}")
 
 
 def kernel_seconds(events):

@@ -8,7 +8,7 @@ source "$(dirname "$0")/../lib/assert.sh"
 
 LC="$PCDINO_SOURCE_DIR/sbatch/local-cluster"
 # 86 characters deep, as deep as munged's socket allows: a step's socket under DIR/spool would be too long
-# for a socket path (107 characters; CI's checkout, one folder deeper than this tree, met it from job 10 on).
+# for a socket path (107 characters; CI's checkout, 6 characters longer than /work/main, met it from job 10 on).
 DIR="$PCDINO_BUILD_DIR/test-clusters/local_cluster"
 rm -rf "$DIR"
 pad=$((86 - ${#DIR} - 1))
@@ -116,7 +116,7 @@ done
 assert_eq "$left" "" "no daemon started by 'up' is left running"
 run pgrep -f -- "$DIR/"
 assert_eq "$OUT" "" "no process names the cluster's directory"
-if [ -e "${spool%/spool/%n}" ]; then fail "down left the link ${spool%/spool/%n}"; else pass "down removed the spool's link"; fi
+if [ -L "${spool%/spool/%n}" ]; then fail "down left the link ${spool%/spool/%n}"; else pass "down removed the spool's link"; fi
 run "$LC" status
 assert_rc 3 "status after down reports not running"
 trap - EXIT

@@ -79,7 +79,7 @@ step="srun --slurmd-debug=debug2 bash -c '$report'"
 # batch NAME SBATCH_ARGS...: submits the wrapped srun step and waits; the job's output (stdout and stderr,
 # the srun's included) is then in $JOB_OUT; checks the job succeeded and printed no SPANK failure.
 batch() {
-  local name=$1 job
+  local name=$1 job record
   shift
   run sbatch --parsable -o "$W/jobs/${name}_%j.out" "$@" --wrap "$step"
   job=$OUT
@@ -87,9 +87,10 @@ batch() {
   assert_no_failure "$ERR" "$name: sbatch printed no SPANK failure"
   wait_job "$job" 300 || fail "$name: job $job did not end"
   JOB_OUT=$(cat "$W/jobs/${name}_$job.out" 2>/dev/null)
-  assert_contains "$(scontrol show job "$job")" "JobState=COMPLETED" "$name: the job completed"
-  assert_contains "$(scontrol show job "$job")" "ExitCode=0:0" "$name: the job succeeded"
-  assert_contains "$(scontrol show job "$job")" "Restarts=0" "$name: it started once (a failed launch requeues)"
+  record=$(scontrol show job "$job")
+  assert_contains "$record" "JobState=COMPLETED" "$name: the job completed"
+  assert_contains "$record" "ExitCode=0:0" "$name: the job succeeded"
+  assert_contains "$record" "Restarts=0" "$name: it started once (a failed launch requeues)"
   assert_no_failure "$JOB_OUT" "$name: no SPANK failure in the job's output"
 }
 
