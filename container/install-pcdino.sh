@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and installs pcdino inside container/Dockerfile's image: the Debian/Ubuntu packages of its build
-# (the container is NVIDIA's Ubuntu), against the container's LibTorch (torch.utils.cmake_prefix_path) and the
-# EFA installer's Open MPI, into /opt/pcdino; then writes the image's manifest, /etc/pcdino/image.txt, which
+# (the container is NVIDIA's Ubuntu), against the container's LibTorch (torch.utils.cmake_prefix_path) and NCCL
+# and the EFA installer's Open MPI and libfabric, into /opt/pcdino (configure stops unless LibTorch has CUDA and
+# NCCL is found: a CPU-only pcdino is no GPU image); then writes the image's manifest, /etc/pcdino/image.txt, which
 # every pcdino program logs when it runs inside.
 #   container/install-pcdino.sh SOURCE_DIR
 set -euo pipefail
@@ -12,8 +13,10 @@ apt-get install -y --no-install-recommends build-essential cmake ninja-build pkg
   libyaml-cpp-dev libhdf5-dev libopencv-dev libtiff-dev libpugixml-dev libfaiss-dev libcli11-dev \
   libspdlog-dev libfmt-dev nlohmann-json3-dev prometheus-cpp-dev libgtest-dev gnuplot-nox
 torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+# libfabric's pkg-config file is the EFA installer's (as the image recipe's 85-pcdino.sh finds it)
+export PKG_CONFIG_PATH="/opt/amazon/efa/lib64/pkgconfig:/opt/amazon/efa/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 cmake -S "$src" -B /tmp/pcdino-build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/opt/pcdino \
-  -DCMAKE_PREFIX_PATH="$torch_prefix" -DMPI_HOME=/opt/amazon/openmpi
+  -DCMAKE_PREFIX_PATH="$torch_prefix" -DMPI_HOME=/opt/amazon/openmpi -DPCDINO_REQUIRE_TORCH_CUDA=ON
 cmake --build /tmp/pcdino-build
 cmake --install /tmp/pcdino-build
 /opt/pcdino/bin/pcdino --version

@@ -204,6 +204,9 @@ std::string cluster_config(const SiteSpec& s) {
     const auto [bucket, key] = s3_split(head_node_script_url(s));
     head_iam["S3Access"].push_back(s3_access({bucket, key, false}));
     head["CustomActions"]["OnNodeConfigured"]["Script"] = head_node_script_url(s);
+    // Run again after `pcluster update-cluster` (it is idempotent): the node check's site file then names
+    // the updated SharedStorage, not the mounts the cluster was created with.
+    head["CustomActions"]["OnNodeUpdated"]["Script"] = head_node_script_url(s);
   }
   if (head_iam.size() > 0) head["Iam"] = head_iam;
   c["HeadNode"] = head;
@@ -243,7 +246,9 @@ std::string cluster_config(const SiteSpec& s) {
       queue["Networking"]["AdditionalSecurityGroups"] = seq({YAML::Node("${EFA_SECURITY_GROUP_ID}")});
     }
     if (!q.placement_group.empty())
-      queue["Networking"]["PlacementGroup"]["Enabled"] = q.placement_group == "true";
+      queue["Networking"]["PlacementGroup"]["Enabled"] = q.placement_group != "false";
+    if (q.placement_group != "true" && q.placement_group != "false" && !q.placement_group.empty())
+      queue["Networking"]["PlacementGroup"]["Name"] = q.placement_group;
     if (!q.local_scratch.empty())
       queue["ComputeSettings"]["LocalStorage"]["EphemeralVolume"]["MountDir"] = q.local_scratch;
     if (q.root_volume_gib > 0)
@@ -512,8 +517,9 @@ const char* const kNodeCheckWhat =
 )SH";
 // prolog.d's scripts run in reverse alphabetical order and stop at the first that fails (slurm.conf(5),
 // Prolog): 95_ runs before ParallelCluster's 90_pcluster_health_check_manager, so that a sick node fails in
-// seconds, before a DCGM level 2 diagnostic of minutes. The wrapper is the image's, on every node's own
-// disk; the site file and the link live in /opt/slurm, which every node mounts from the head node.
+// seconds, before the DCGM level 2 diagnostic of minutes that script runs on a queue with HealthChecks/Gpu
+// enabled (off unless the configuration sets it; pcdino does not). The wrapper is the image's, on every
+// node's own disk; the site file and the link live in /opt/slurm, which every node mounts from the head node.
 const char* const kNodeCheckSection = R"SH(
 wrapper=$PCDINO_PREFIX/libexec/pcdino/node-check  # slurm.conf's HealthCheckProgram: @WRAPPER@
 [ -x "$wrapper" ] || fail "no $wrapper: the head node must run the pcdino image (image.custom_ami)"

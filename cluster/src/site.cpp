@@ -250,13 +250,16 @@ const Table& queue_table() {
       integer("min_count", PCDINO_SITE(queues.back().min_count), 0, 10000, "static nodes (always running)"),
       integer("max_count", PCDINO_SITE(queues.back().max_count), 0, 10000, "nodes at most"),
       boolean("efa", PCDINO_SITE(queues.back().efa), "Elastic Fabric Adapter on the nodes"),
-      other({"placement_group", "bool", "true or false", "", false,
-             "a cluster placement group; unset: not stated (a validator wants it stated for EFA queues)"},
-            [](Scope& scope, const At& at, SiteSpec& s) {
-              if (at.value().IsDefined())
-                s.queues.back().placement_group =
-                    scope.reader.boolean(at.parent, at.key, at.path, false) ? "true" : "false";
-            }),
+      other(
+          {"placement_group", "bool or text", "true, false or a placement group's name", "", false,
+           "a cluster placement group: one ParallelCluster makes (true), none (false), or an existing one by "
+           "name (an on-demand capacity reservation's own group); unset: not stated (a validator wants it "
+           "stated for EFA queues)"},
+          [](Scope& scope, const At& at, SiteSpec& s) {
+            s.queues.back().placement_group = scope.reader.text(
+                at.parent, at.key, at.path, false, "true|false|[A-Za-z0-9][A-Za-z0-9._+=:@-]{0,254}",
+                "true, false or a placement group's name");
+          }),
       text("capacity_type", PCDINO_SITE(queues.back().capacity_type), "ONDEMAND|SPOT|CAPACITY_BLOCK",
            "ONDEMAND, SPOT or CAPACITY_BLOCK", never, "how the nodes are bought"),
       text(

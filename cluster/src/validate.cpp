@@ -277,6 +277,17 @@ void check_placement_and_efa(Checker& c, const QueueFacts& queue, const YAML::No
     c.warning(pg, queue.path + ".Networking.PlacementGroup",
               "a placement group with a CAPACITY_BLOCK queue can fail to launch the reserved instances",
               validator("ec2_validators.py", "PlacementGroupCapacityTypeValidator"));
+  // An on-demand reservation and the group ParallelCluster makes: the reservation's own group cannot be
+  // that one (ParallelCluster refuses the pair when it has one, and warns of capacity when it has none).
+  const bool reserved = !text(at(cr, {"CapacityReservationTarget", "CapacityReservationId"})).empty() ||
+                        !text(at(queue.node, {"CapacityReservationTarget", "CapacityReservationId"})).empty();
+  if (!queue.block && reserved && pg_on && !pg_named)
+    c.warning(
+        pg, queue.path + ".Networking.PlacementGroup",
+        "a capacity reservation with the placement group ParallelCluster makes: a reservation made in a "
+        "cluster placement group is refused unless that group is named (PlacementGroup.Name), and one "
+        "in none may meet insufficient capacity outside it",
+        validator("ec2_validators.py", "PlacementGroupCapacityReservationValidator"));
   if (queue.multi_az && pg_on)
     c.error(pg, queue.path + ".Networking.PlacementGroup",
             "a queue over several subnets (AZs) cannot use a placement group",

@@ -94,6 +94,41 @@ TEST(ClusterValidate, EfaOnlyOnSupportedTypesWithPlacementGroupAndOneSubnet) {
             std::string::npos);
 }
 
+// A capacity reservation with a placement group (ParallelCluster's
+// PlacementGroupCapacityReservationValidator, online there): the group ParallelCluster makes cannot be the
+// reservation's own, so it is warned of; the reservation's group named in the site spec becomes
+// PlacementGroup.Name, which passes.
+TEST(ClusterValidate, AReservationWantsItsOwnPlacementGroupNamed) {
+  const std::string reserved =
+      "      ComputeResources:\n        - Name: cr\n          InstanceType: g4dn.12xlarge\n          Efa:\n"
+      "            Enabled: true\n          CapacityReservationTarget:\n            CapacityReservationId: "
+      "cr-0123456789abcdef0\n      Networking:\n        SubnetIds: [subnet-bbbb2222]\n"
+      "        PlacementGroup:\n          Enabled: true\n";
+  EXPECT_EQ(
+      findings(config(reserved)),
+      "W Scheduling.SlurmQueues[0].Networking.PlacementGroup: a capacity reservation with the placement "
+      "group ParallelCluster makes: a reservation made in a cluster placement group is refused unless "
+      "that group is named (PlacementGroup.Name), and one in none may meet insufficient capacity "
+      "outside it\n");
+  EXPECT_EQ(findings(config(reserved + "          Name: p4d-reserved\n")), "");
+
+  const std::string base =
+      "name: c\nregion: us-east-1\navailability_zone: us-east-1a\nhead_node: {ssh_allowed_cidr: "
+      "203.0.113.0/24, key_name: k}\nqueues: [{name: q, instance_type: p4d.24xlarge, efa: true, "
+      "capacity_reservation_id: cr-0123456789abcdef0, placement_group: ";
+  const SiteSpec named = parse_site_spec(base + "p4d-reserved}]\n", "s.yaml");
+  const YAML::Node pg = YAML::Load(
+      generate_cluster(named).cluster_config)["Scheduling"]["SlurmQueues"][0]["Networking"]["PlacementGroup"];
+  EXPECT_EQ(pg["Name"].as<std::string>(), "p4d-reserved");
+  EXPECT_TRUE(pg["Enabled"].as<bool>());
+  const YAML::Node off = YAML::Load(generate_cluster(parse_site_spec(base + "false}]\n", "s.yaml"))
+                                        .cluster_config)["Scheduling"]["SlurmQueues"][0]["Networking"];
+  EXPECT_FALSE(off["PlacementGroup"]["Enabled"].as<bool>());
+  EXPECT_FALSE(off["PlacementGroup"]["Name"].IsDefined());
+  EXPECT_NE(site_error(base + "'bad name'}]\n").find("queues[0].placement_group"), std::string::npos)
+      << site_error(base + "'bad name'}]\n");
+}
+
 TEST(ClusterValidate, EphemeralVolumeNeedsInstanceStore) {
   const std::string eph =
       "      ComputeSettings:\n        LocalStorage:\n          EphemeralVolume:\n            MountDir: "
@@ -286,14 +321,17 @@ TEST(ClusterGenerate, CustomActionBucketIsGrantedOnce) {
   EXPECT_EQ(d["Scheduling"]["SlurmQueues"][0]["Iam"]["S3Access"].size(), 2u) << "a key is not the script";
 }
 
-// The spank section: the head node's OnNodeConfigured action, uploaded by commands.sh before the cluster
-// is created, installing the plugin from the pcdino image into /opt/slurm.
+// The spank section: the head node's OnNodeConfigured and OnNodeUpdated action, uploaded by commands.sh
+// before the cluster is created, installing the plugin from the pcdino image into /opt/slurm.
 TEST(ClusterGenerate, SpankSectionGivesTheHeadNodeItsAction) {
   const SiteSpec site = example("p5-efa.yaml");
   const ClusterFiles files = generate_cluster(site);
   const YAML::Node c = YAML::Load(files.cluster_config);
   EXPECT_EQ(c["HeadNode"]["CustomActions"]["OnNodeConfigured"]["Script"].as<std::string>(),
             "s3://research-bucket/pcluster/pcdino/head-node.sh");
+  EXPECT_EQ(c["HeadNode"]["CustomActions"]["OnNodeUpdated"]["Script"].as<std::string>(),
+            "s3://research-bucket/pcluster/pcdino/head-node.sh")
+      << "run again after update-cluster: the node check's site file follows SharedStorage";
   const std::string& sh = files.head_node_script;
   EXPECT_NE(sh.find("DEFAULT_PROFILE=nvidia-efa\n"), std::string::npos) << "an EFA queue: the EFA profile";
   EXPECT_NE(sh.find(R"(pyxis="$pyxis container_scope=job")"), std::string::npos)

@@ -94,7 +94,7 @@ assert_eq "$(cat "$SLURM_PREFIX/etc/plugstack.conf.d/pyxis.conf")" "$pyxis_line 
 assert_eq "$(cat "$W/head/etc/enroot/enroot.conf")" "$(cat "$EXAMPLES/enroot/enroot.conf")" \
   "the head node's enroot.conf is the example (no local scratch)"
 assert_eq "$(stat -c %a "$W/head/run/enroot" "$W/head/var/enroot/cache" "$W/head/run/pyxis" | tr '\n' ' ')" \
-  "1777 1777 1777 " "the folders it names and Pyxis's runtime folder, mode 1777"
+  "1777 1777 755 " "the folders it names, mode 1777, and Pyxis's runtime folder, 0755 as Pyxis makes it"
 [ -x "$W/head/etc/enroot/hooks.d/50-slurm-pmi.sh" ]
 assert_eq "$?" 0 "Enroot's PMI hook enabled"
 
@@ -111,6 +111,19 @@ assert_not_contains "$OUT" "wrote" "and writes nothing"
 assert_not_contains "$OUT" "made" "and makes no folder"
 assert_eq "$(snapshot)" "$before" "plugstack.conf, its includes, the plugin and profiles are unchanged"
 assert_eq "$(grep -c 'plugstack.conf.d' "$SLURM_PREFIX/etc/plugstack.conf")" 1 "one include line"
+# A run that dies between writing a file and renaming it (here: mv fails) leaves its copy out of Slurm's
+# include glob (temporary files in plugstack.conf.d/ failed every job: aws-parallelcluster#6459).
+echo "# changed" >>"$SLURM_PREFIX/etc/plugstack.conf.d/pcdino.conf"
+mkdir -p "$W/failing-mv" && printf '#!/bin/sh\nexit 1\n' >"$W/failing-mv/mv" && chmod +x "$W/failing-mv/mv"
+PATH="$W/failing-mv:$PATH" head_node
+assert_rc 1 "head-node.sh stops when a rename fails"
+assert_eq "$(cd "$SLURM_PREFIX/etc/plugstack.conf.d" && echo *)" "pcdino.conf pyxis.conf" \
+  "its unrenamed copy is not among the files the include line reads"
+run srun -N1 true
+assert_rc 0 "srun works with the copy left there"
+head_node
+assert_contains "$OUT" "wrote $SLURM_PREFIX/etc/plugstack.conf.d/pcdino.conf" "the next run writes the file"
+assert_eq "$(find "$SLURM_PREFIX" "$W/head" -name '*.pcdino-new')" "" "and leaves no copy"
 
 # 4. verify.sh (ami/examples/current) on this node: the plugin is loaded and its libraries found; then the
 # plugin is broken (listed, not loadable) and verify.sh says so and fails.
@@ -179,11 +192,19 @@ assert_contains "$conf" 'ENROOT_TEMP_PATH /scratch/enroot/tmp' "and the temporar
 assert_contains "$conf" 'ENROOT_RUNTIME_PATH /run/enroot/user-$(id -u)' "the example's runtime path kept (tmpfs)"
 assert_eq "$(grep -c '^ENROOT_DATA_PATH' <<<"$conf")" 1 "the example's data path replaced, not doubled"
 assert_eq "$(stat -c %a "$C/scratch/enroot/data" "$C/scratch/enroot/cache" "$C/scratch/enroot/tmp" "$C/run/enroot" \
-  "$C/run/pyxis" | tr '\n' ' ')" "1777 1777 1777 1777 1777 " "the folders it names, mode 1777"
+  "$C/run/pyxis" | tr '\n' ' ')" "1777 1777 1777 1777 755 " "the folders it names, mode 1777; Pyxis's 0755"
 [ ! -e "$C/var/enroot" ]
 assert_eq "$?" 0 "nothing of the example's cache on the root disk"
 cmp -s "$C/etc/enroot/hooks.d/50-slurm-pmi.sh" "$W/share/enroot/hooks.d/50-slurm-pmi.sh"
 assert_eq "$?" 0 "Enroot's PMI hook enabled"
+# /run is emptied by a reboot: systemd-tmpfiles (the real one, in the node's root) makes its folders again.
+assert_eq "$(grep -v '^#' "$C/etc/tmpfiles.d/pcdino-containers.conf")" \
+  $'d /run/enroot 1777 root root -\nd /run/pyxis 0755 root root -' "tmpfiles.d names the folders under /run"
+mv "$C/run" "$C/run.before-reboot"
+run systemd-tmpfiles --create --root="$C" "$C/etc/tmpfiles.d/pcdino-containers.conf"
+assert_rc 0 "systemd-tmpfiles reads it"
+assert_eq "$(stat -c %a "$C/run/enroot" "$C/run/pyxis" | tr '\n' ' ')" "1777 755 " "and makes them, as before the reboot"
+rm -rf "$C/run" && mv "$C/run.before-reboot" "$C/run"
 before=$(find "$C" -printf '%p %T@ %m\n' | sort)
 compute_node "$C" /scratch
 assert_rc 0 "compute-node.sh a second time"

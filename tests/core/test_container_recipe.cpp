@@ -45,3 +45,21 @@ TEST(ContainerRecipe, TheBaseImageIsPinnedToARelease) {
   EXPECT_NE(install.find("-DCMAKE_INSTALL_PREFIX=/opt/pcdino"), std::string::npos);
   EXPECT_NE(install.find("/etc/pcdino/image.txt"), std::string::npos);
 }
+
+// The NGC image's HPC-X Open MPI and rdma-core are out of the way before the EFA installer, and Open MPI
+// finds its own components (awsome-distributed-training's NGC recipes); pcdino is built against EFA's
+// libfabric, and only with CUDA and NCCL.
+TEST(ContainerRecipe, TheEfaStackReplacesTheBaseImagesMpi) {
+  const std::string text = dockerfile();
+  const auto removed = text.find("rm -rf /opt/hpcx/ompi /usr/local/mpi");
+  const auto rdma = text.find("apt-get remove -y --allow-change-held-packages libmlx5-1");
+  const auto installer = text.find("./efa_installer.sh");
+  ASSERT_NE(installer, std::string::npos);
+  EXPECT_LT(removed, installer) << "HPC-X's Open MPI is removed before the EFA installer runs";
+  EXPECT_LT(rdma, installer) << "NGC's rdma-core packages are removed before the EFA installer runs";
+  EXPECT_NE(text.find("OPAL_PREFIX=/opt/amazon/openmpi"), std::string::npos);
+  const std::string install =
+      read_file(PCDINO_SOURCE_DIR "/container/install-pcdino.sh", "container/install-pcdino.sh");
+  EXPECT_NE(install.find("/opt/amazon/efa/lib/pkgconfig"), std::string::npos);
+  EXPECT_NE(install.find("-DPCDINO_REQUIRE_TORCH_CUDA=ON"), std::string::npos);
+}

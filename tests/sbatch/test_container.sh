@@ -7,7 +7,8 @@
 #     but the doctor in the image, training on both nodes through srun --mpi=pmix and enroot's PMIx hook).
 #     Every contained stage's log names the image from its manifest, read inside; the native ones do not;
 #     mean/std is byte-identical and kNN top-1 within a point of the native run's.
-#  2. spank_pcdino.so's variables (its profile's and the rank variables) reach the container's ranks.
+#  2. spank_pcdino.so's variables (its profile's and the rank variables) reach the container's ranks, two
+#     tasks on one node each with its own.
 #  3. Bad container settings are refused by `pcdino submit` before anything is submitted, naming the key.
 # Skipped (77) where the third-party sources are missing or the test is not root (debootstrap, mounts).
 source "$(dirname "$0")/../lib/assert.sh"
@@ -116,6 +117,13 @@ wait_job "$job" 300
 out=$(cat "$W/jobs/spank_$job.out")
 assert_contains "$out" "rank=0 local=0 world=2 var=from-cpu-test image=pcdino-cpu" "rank 0 in the image sees the profile"
 assert_contains "$out" "rank=1 local=0 world=2 var=from-cpu-test image=pcdino-cpu" "rank 1 too"
+# Two tasks on one node: Pyxis starts the node's container once, for the first task to get there, and copies
+# the container's environment into every task (slurm_spank_task_init in pyxis_slurmstepd.c); each task still
+# sees its own rank variables.
+job=$(sbatch --parsable -N1 -n2 -o "$W/jobs/spank2_%j.out" --wrap "srun --container-image=$IMAGE bash -c '$report'")
+wait_job "$job" 300
+assert_eq "$(sort "$W/jobs/spank2_$job.out")" $'rank=0 local=0 world=2 var=from-cpu-test image=pcdino-cpu\nrank=1 local=1 world=2 var=from-cpu-test image=pcdino-cpu' \
+  "two tasks on one node keep their own ranks in the container"
 
 # --- bad settings, refused before anything is submitted -----------------------------------------------------
 before=$(squeue -h | wc -l)

@@ -25,7 +25,8 @@ struct QueueSpec {
   int min_count = 0;
   int max_count = 1;
   bool efa = false;
-  /// Placement group: "" = not stated (a validator wants it stated for EFA queues), "true", "false".
+  /// Placement group: "" = not stated (a validator wants it stated for EFA queues), "true" (one
+  /// ParallelCluster makes), "false", or an existing group's name (PlacementGroup.Name).
   std::string placement_group;
   std::string capacity_type = "ONDEMAND";  ///< ONDEMAND, SPOT, CAPACITY_BLOCK
   /// cr-...: the capacity block (required for CAPACITY_BLOCK), or an on-demand capacity reservation
