@@ -147,6 +147,13 @@ std::string launch_command(const PipelineConfig& config, const Stage& stage, con
   const bool contained = !spec.launches_itself && !s.container_image.empty();
   if (contained) {
     for (const auto& option : container_options(config)) launch += " " + shell_quote(option);
+    // Pyxis keeps an image's value of a variable over the one the step hands it, unless --container-env
+    // names it: slurm.environment's (or spank_pcdino's) accelerator settings win over the image's ENV.
+    if (spec.accelerated && !s.environment.empty()) {
+      std::string names;
+      for (const auto& entry : s.environment) names += (names.empty() ? "" : ",") + entry.first;
+      launch += " " + shell_quote("--container-env=" + names);
+    }
     // A PMIx client in the container cannot attach the server's shared-memory data store (every rank
     // printed "PMIX ERROR: ... gds_ds12_lock_pthread.c at line 169" in 4 of 4 runs, then fell back); the hash
     // store asks the server instead, as awsome-distributed-ai's container recipes set it (0 of 4 with it).

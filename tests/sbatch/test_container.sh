@@ -50,7 +50,8 @@ pipeline() {  # pipeline NAME [SLURM-LINES]
 pipeline native
 pipeline contained "
   container_image: $IMAGE
-  container_mounts: [$W]"
+  container_mounts: [$W]
+  environment: {PCDINO_CONTAINER_ENV: from-host}"
 
 cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-18717}"
 unset OMPI_MCA_btl OMPI_MCA_btl_tcp_if_include  # the plugin's profile gives the ranks what they need
@@ -78,8 +79,8 @@ assert_contains "$OUT" "--accel-profile" "and pcdino's"
 
 cd "$W" || fatal "no $W"
 run "$P" submit contained.yaml --dry-run
-assert_contains "$OUT" "srun --mpi=pmix --kill-on-bad-exit=1 --container-image=$IMAGE --container-mounts=$W --container-workdir=$W/out/contained /opt/pcdino/bin/pcdino train" \
-  "--dry-run shows the training step in the image"
+assert_contains "$OUT" "srun --mpi=pmix --kill-on-bad-exit=1 --container-image=$IMAGE --container-mounts=$W --container-workdir=$W/out/contained --container-env=PCDINO_CONTAINER_ENV /opt/pcdino/bin/pcdino train" \
+  "--dry-run shows the training step in the image, slurm.environment's names kept over the image's"
 start=$SECONDS
 run "$P" submit native.yaml
 assert_rc 0 "submit the native run"

@@ -432,6 +432,14 @@ TEST(Script, ContainedStagesRunTheImagesPcdinoThroughPyxis) {
     }
   }
   EXPECT_EQ(render_script(example(), "train", {"/p/pcdino"}, "h").find("container"), std::string::npos);
+  // slurm.environment's names win over the image's ENV in the accelerated stages (Pyxis's --container-env).
+  const auto env = example(
+      "slurm:\n  container_image: /fsx/img/pcdino.sqsh\n  environment: {NCCL_DEBUG: WARN, FI_PROVIDER: "
+      "efa}\n");
+  EXPECT_NE(render_script(env, "train", {"/p/pcdino"}, "h").find(" --container-env=FI_PROVIDER,NCCL_DEBUG "),
+            std::string::npos)
+      << render_script(env, "train", {"/p/pcdino"}, "h");
+  EXPECT_EQ(render_script(env, "labels", {"/p/pcdino"}, "h").find("--container-env"), std::string::npos);
 }
 
 TEST(SlurmConfig, ContainerSettingsAreCheckedBeforeSubmission) {
