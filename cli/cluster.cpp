@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "pcdino/ami/spec.hpp"
+#include "pcdino/cluster/containers.hpp"
 #include "pcdino/cluster/cost.hpp"
 #include "pcdino/cluster/generate.hpp"
 #include "pcdino/cluster/site.hpp"
@@ -149,6 +150,15 @@ void add_cluster_commands(CLI::App& app) {
                 << " | " << k.accepts << " | " << k.doc << " |\n";
     }
   });
+
+  auto enroot_conf = std::make_shared<std::string>(cluster::kEnrootConf);
+  CLI::App* prolog = cluster->add_subcommand(
+      "enroot-prolog",
+      "Print the Slurm prolog that makes each job's user's own Enroot folders on a node (root's parents, the "
+      "user's 0700 folder; one someone else made is moved aside): head-node.sh links it into prolog.d");
+  prolog->add_option("--enroot-conf", *enroot_conf, "The enroot.conf it reads on the node")
+      ->capture_default_str();
+  prolog->callback([enroot_conf] { std::cout << cluster::enroot_folders_prolog(*enroot_conf); });
 
   CLI::App* cost = cluster->add_subcommand("cost", "Hourly cost of a site spec, and of a training run");
   cost->add_option("site", args->input, "Site spec (YAML)")->required();

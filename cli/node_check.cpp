@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include "commands.hpp"
 #include "pcdino/core/error.hpp"
@@ -74,9 +75,33 @@ int act_for_slurm(const doctor::NodeCheckReport& report) {
   return prolog && report.drain() ? to_int(ExitCode::kFailure) : 0;
 }
 
+// The drain guard (doctor::apply_drain_guard) with Slurm's view of every node: one `scontrol show nodes`,
+// only when the report would drain. Slurm not answering leaves the report as it is.
+std::vector<doctor::WithheldDrain> guard_drains(doctor::NodeCheckReport& report, const NodeCheckSite& site) {
+  if (!report.drain()) return {};
+  std::vector<doctor::SlurmNodeView> nodes;
+  try {
+    const ProcessResult shown = run_process({"scontrol", "show", "nodes", "-o"}, "", 5);
+    if (shown.exit_code != 0) return {};
+    std::istringstream lines(shown.out);
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("NodeName=", 0) == 0) nodes.push_back(doctor::parse_scontrol_node(line));
+  } catch (const std::exception& e) {
+    std::cerr << "pcdino node-check: the drain guard has no view of the nodes: " << e.what() << "\n";
+    return {};
+  }
+  auto withheld = doctor::apply_drain_guard(report, nodes, site.drain_guard_percent / 100.0);
+  for (const auto& w : withheld)
+    std::cerr << "pcdino node-check: not draining " << report.node << " for " << w.check << ": " << w.drained
+              << " of the " << w.nodes << " nodes of " << w.partitions << " already are (DrainGuardPercent "
+              << site.drain_guard_percent << ")\n";
+  return withheld;
+}
+
 // The verdict as the doctor's metrics (pcdino_doctor_check_ok per check, pcdino_doctor_node_healthy), so
 // that the doctor's alert rule reads both; a file of the node's own, which replaces its earlier verdicts.
-void record_metrics(const doctor::NodeCheckReport& report, const std::string& dir) {
+void record_metrics(const doctor::NodeCheckReport& report, const std::vector<doctor::WithheldDrain>& withheld,
+                    const std::string& dir) {
   if (dir.empty()) return;
   monitoring::JobLabels labels = monitoring::labels_from_environment("doctor", 0);
   labels.node = report.node;
@@ -86,6 +111,7 @@ void record_metrics(const doctor::NodeCheckReport& report, const std::string& di
     ok[c.check.name] = ok.count(c.check.name) ? ok[c.check.name] && c.check.ok : c.check.ok;
   for (const auto& [name, passed] : ok) metrics.set("pcdino_doctor_check_ok", passed ? 1 : 0, name);
   metrics.set("pcdino_doctor_node_healthy", report.drain() ? 0 : 1);
+  for (const auto& w : withheld) metrics.set("pcdino_doctor_drain_withheld", 1, w.check);
 }
 
 }  // namespace
@@ -155,7 +181,8 @@ void add_node_check_command(CLI::App& app) {
       NodeCheckSite site = a->site.empty() ? NodeCheckSite{} : read_node_check_site(a->site);
       for (const auto& d : a->shared_dirs) site.shared_storage.push_back({d, ""});
       const std::string node = a->node.empty() ? this_node() : a->node;
-      const doctor::NodeCheckReport report = doctor::run_node_check(site, node, own_program());
+      doctor::NodeCheckReport report = doctor::run_node_check(site, node, own_program());
+      const auto withheld = a->slurm ? guard_drains(report, site) : std::vector<doctor::WithheldDrain>{};
       std::cout << doctor::format_node_check(report) << std::flush;
       try {
         if (!a->json.empty()) {
@@ -165,7 +192,7 @@ void add_node_check_command(CLI::App& app) {
           std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
           write_file_atomic(path, doctor::node_check_json(report));
         }
-        record_metrics(report, site.textfile_dir);
+        record_metrics(report, withheld, site.textfile_dir);
       } catch (const std::exception& e) {  // the report's copies are not worth a wrong verdict
         std::cerr << "pcdino node-check: " << e.what() << "\n";
       }

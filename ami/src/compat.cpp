@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "accelerator_image.hpp"
+#include "pcdino/ami/downloads.hpp"
 #include "pcdino/ami/node_exporter.hpp"
 #include "pcdino/ami/source_build.hpp"
 #include "pcdino/core/parallelcluster.hpp"
@@ -248,6 +249,14 @@ std::string cuda_runfile_driver(const std::string& cuda_version) {
   return best;
 }
 
+std::string cuda_full_version(const std::string& cuda) {
+  if (std::count(cuda.begin(), cuda.end(), '.') != 1) return cuda;
+  // "11.6" -> the latest 11.6.x runfile the table knows.
+  for (const char* patch : {"9", "8", "7", "6", "5", "4", "3", "2", "1", "0"})
+    if (!cuda_runfile_driver(cuda + "." + patch).empty()) return cuda + "." + patch;
+  return cuda;
+}
+
 std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
   std::vector<Incompatibility> found;
 
@@ -275,6 +284,7 @@ std::vector<Incompatibility> check_compatibility(const ImageSpec& spec) {
   }
   check_instance_accelerator(spec, &found);
   if (const AcceleratorImage* kind = accelerator_image(spec.accelerator)) kind->check(spec, &found);
+  check_downloads(spec, &found);
   return found;
 }
 

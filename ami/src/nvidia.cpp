@@ -3,8 +3,6 @@
 // compatibility rules are compat.cpp's driver, CUDA and NCCL tables; verify.sh checks it inline.
 #include "recipes/nvidia.hpp"
 
-#include <algorithm>
-
 #include "accelerator_image.hpp"
 
 namespace pcdino::ami {
@@ -13,17 +11,7 @@ namespace {
 
 // The CUDA runfile's placeholders, and the AMI's description.
 void nvidia_facts(const ImageSpec& spec, Vars* v) {
-  const std::string cuda = spec.versions.at("cuda");
-  std::string full = cuda;
-  if (std::count(cuda.begin(), cuda.end(), '.') == 1) {
-    // "11.6" -> the latest 11.6.x runfile the table knows.
-    for (const char* patch : {"9", "8", "7", "6", "5", "4", "3", "2", "1", "0"}) {
-      if (!cuda_runfile_driver(cuda + "." + patch).empty()) {
-        full = cuda + "." + patch;
-        break;
-      }
-    }
-  }
+  const std::string full = cuda_full_version(spec.versions.at("cuda"));
   (*v)["CUDA_FULL"] = full;
   (*v)["CUDA_MM"] = full.substr(0, full.find('.', full.find('.') + 1));
   (*v)["CUDA_MAJOR"] = full.substr(0, full.find('.'));

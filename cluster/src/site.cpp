@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "pcdino/cluster/prometheus.hpp"
+#include "pcdino/cluster/script_grants.hpp"
 #include "pcdino/cluster/validate.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
@@ -427,6 +428,10 @@ const Table& containers_table() {
            "where commands.sh uploads head-node.sh and compute-node.sh; unset: spank's, "
            "monitoring.prometheus's or node_check's",
            trim_slashes(PCDINO_SITE(containers.s3_prefix))),
+      text("cache", PCDINO_SITE(containers.cache), "user|group", "user or group", never,
+           "whose Enroot layer cache each compute node keeps: each user's own (cache/user-UID), or one per "
+           "Unix group (cache/group-GID, shared by its members: a member can replace what the others "
+           "run)"),
   };
   return rows;
 }
@@ -739,6 +744,12 @@ Table service_rows() {
         if (s.head_subnet_id.empty() != s.compute_subnet_id.empty())
           scope.fail(scope.at("network"), "network",
                      "give both head_subnet_id and compute_subnet_id, or neither (a VPC stack is generated)");
+      }),
+      // Last, once every script's place is known: no write grant on a script run as root (script_grants.hpp).
+      rule([](Scope& scope, SiteSpec& s) {
+        for (std::size_t i = 0; i < s.s3_access.size(); ++i)
+          if (const std::string why = write_grant_problem(s.s3_access[i], s); !why.empty())
+            scope.fail(scope.at("iam")["s3_access"][i], "iam.s3_access[" + std::to_string(i) + "]", why);
       })};
 }
 

@@ -4,7 +4,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <iterator>
 #include <limits>
@@ -375,12 +377,126 @@ Check<T> only(T supported, const std::string& shown, const std::string& what) {
                        : "not implemented in pcdino (" + what + "): only " + shown + " is accepted";
           }};
 }
-// A value that goes into an #SBATCH line: one word, no quotes or comment signs.
+// --- What a value written into a batch script cannot hold. ---
+
+// A character that a reader of the generated batch script takes for syntax, not as itself. sbatch splits each
+// #SBATCH line into words with get_argument() (Slurm's src/sbatch/opt.c, line 473 at slurm-25-11-1-1; alike
+// in 22.05): whitespace ends a word, quotes group words and are taken out, a backslash escapes the next
+// character and is taken out, and an unquoted '#' ends the line's options. --output and --error are filename
+// patterns (sbatch(1) "filename pattern"; expand_stdio_fields() in src/common/print_fields.c, line 608): '%'
+// begins one, and a backslash anywhere turns them all off (the scripts' %j with them). The last row is the
+// shell's: `pcdino submit --dry-run` prints sbatch commands that leave words holding '$' to it (shell_join()
+// in sbatch/src/submitter.cpp).
+struct ScriptSyntax {
+  const char* characters;
+  const char* named;    // in "without whitespace, quotes, ..."
+  const char* read_as;  // after "holds '#', which "
+  bool paths_only;      // read only in the file names of --output and --error, not in every word
+};
+const ScriptSyntax kScriptSyntax[] = {
+    {" \t\n\v\f\r", "whitespace", "ends a word of an #SBATCH line (sbatch splits the line at whitespace)",
+     false},
+    {"'\"", "quotes", "sbatch takes out of an #SBATCH word (quotes group words)", false},
+    {"\\", "'\\'",
+     "sbatch takes out of an #SBATCH word (it escapes the next character); in --output it also turns off "
+     "the filename patterns (%j)",
+     false},
+    {"#", "'#'", "begins a comment in an #SBATCH line (sbatch ignores the rest of the line)", false},
+    {"%", "'%'", "begins a filename pattern in --output and --error (%j, %x, %%: Slurm replaces it)", true},
+    {"$`", "'$' or '`'", "a shell expands in the commands pcdino prints (pcdino submit --dry-run)", false},
+};
+
+// `c` as a message names it.
+std::string shown(char c) {
+  switch (c) {
+    case ' ':
+      return "a space";
+    case '\t':
+      return "a tab";
+    case '\n':
+      return "a line break";
+    case '\'':
+      return "\"'\"";
+    default:
+      return std::isprint(static_cast<unsigned char>(c)) ? fmt::format("'{}'", c)
+                                                         : fmt::format("the character {:#04x}", c);
+  }
+}
+
+// The first character of `v` that a row of kScriptSyntax names (in a path every row, else those read in any
+// word) as "holds '#', which begins a comment ...", or "" when there is none.
+std::string script_syntax_in(const std::string& v, bool path) {
+  for (char c : v) {
+    for (const auto& row : kScriptSyntax) {
+      if ((path || !row.paths_only) && c != '\0' && std::strchr(row.characters, c) != nullptr) {
+        return "holds " + shown(c) + ", which " + row.read_as;
+      }
+    }
+  }
+  return "";
+}
+
+// What script_syntax_in() looks for: "whitespace, quotes, ..." (in a path every row, else those read in any
+// word).
+std::string script_syntax_named(bool path) {
+  std::string named;
+  for (const auto& row : kScriptSyntax) {
+    if (path || !row.paths_only) named += (named.empty() ? "" : ", ") + std::string(row.named);
+  }
+  return named;
+}
+
+// A value that goes into an #SBATCH line: one word that sbatch reads as it is.
 Check<std::string> sbatch_word() {
   return {"one word", [](const std::string& v) {
-            return v.find_first_of(" \t\r\n'\"\\#$`") == std::string::npos
-                       ? ""
-                       : std::string("expected one word without spaces, quotes, '#', '$' or '`'");
+            const std::string problem = script_syntax_in(v, false);
+            return problem.empty() ? problem
+                                   : problem + "; expected one word without " + script_syntax_named(false);
+          }};
+}
+// meta.name_of_run: a folder's name in the run folder's path (#SBATCH --output, --chdir) and the jobs' name
+// (--job-name).
+Check<std::string> run_name() {
+  const std::string rule = "a name without '/', " + script_syntax_named(true);
+  return {rule, [rule](const std::string& v) {
+            if (v.empty()) return std::string("expected a non-empty name");
+            const std::string problem = v.find('/') != std::string::npos ? "holds '/', which makes it a path"
+                                                                         : script_syntax_in(v, true);
+            return problem.empty() ? problem : problem + "; expected " + rule;
+          }};
+}
+
+// srun's --mpi plugins (`srun --mpi=list`; Slurm's doc/html/mpi_guide.shtml), by where Slurm builds them, at
+// the tags slurm-22-05-1-1 (Debian 12's Slurm, the local test cluster's) to slurm-25-11-1-1
+// (ParallelCluster 3.15's and 3.16's), lines at the latter. A cluster has the pmix_vN of the PMIx versions it
+// was built with, and pmix, a link to the newest of them. (pmix_v1 ended with 21.08; srun takes "openmpi" as
+// none, unlisted.)
+struct MpiPlugin {
+  const char* name;
+  const char* releases;
+  const char* source;
+};
+const MpiPlugin kMpiPlugins[] = {
+    {"none", "22.05 on",
+     "src/plugins/mpi/none to 23.02; from 23.11 src/interfaces/mpi.c:271 (_is_none_plugin(), no plugin)"},
+    {"pmi2", "22.05 on", "src/plugins/mpi/Makefile.am:3 (SUBDIRS)"},
+    {"pmix", "22.05 on", "src/plugins/mpi/pmix/Makefile.am:116 (mpi_pmix.so, a link to the newest pmix_vN)"},
+    {"pmix_v2", "22.05 on", "src/plugins/mpi/pmix/Makefile.am:36 (PMIx 2)"},
+    {"pmix_v3", "22.05 on", "src/plugins/mpi/pmix/Makefile.am:47 (PMIx 3)"},
+    {"pmix_v4", "22.05 on", "src/plugins/mpi/pmix/Makefile.am:58 (PMIx 4)"},
+    {"pmix_v5", "22.05 on", "src/plugins/mpi/pmix/Makefile.am:69 (PMIx 5)"},
+    {"pmix_v6", "25.05.2 on", "src/plugins/mpi/pmix/Makefile.am:80 (PMIx 6; commit 483f5f29a7)"},
+    {"cray_shasta", "22.05 on", "src/plugins/mpi/Makefile.am:3 (SUBDIRS)"},
+};
+
+// slurm.mpi: a name from kMpiPlugins; it is a word of the srun line.
+Check<std::string> mpi_plugin() {
+  std::string list;
+  for (const auto& plugin : kMpiPlugins) list += (list.empty() ? "" : ", ") + std::string(plugin.name);
+  return {"one of " + list, [list](const std::string& v) {
+            const bool known = std::any_of(std::begin(kMpiPlugins), std::end(kMpiPlugins),
+                                           [&](const MpiPlugin& plugin) { return v == plugin.name; });
+            return known ? std::string() : "expected one of Slurm's MPI plugins (" + list + ")";
           }};
 }
 
@@ -411,8 +527,13 @@ Check<std::vector<std::string>> sbatch_words() {
 Check<std::string> container_image() {
   return {"\"\", an absolute .sqsh path or [USER@][REGISTRY#]IMAGE[:TAG]", [](const std::string& v) {
             if (v.empty()) return std::string();
-            const std::string word = sbatch_word().test(v);
-            if (!word.empty()) return word;
+            // The registry's '#' goes onto the srun line (quoted there), never into an #SBATCH line.
+            if (std::count(v.begin(), v.end(), '#') > 1)
+              return std::string("expected one '#' (after REGISTRY)");
+            std::string word = v;
+            if (const auto hash = word.find('#'); hash != std::string::npos) word[hash] = '/';
+            const std::string problem = sbatch_word().test(word);
+            if (!problem.empty()) return problem;
             if (v.find(',') != std::string::npos) return std::string("expected one image, not a list");
             if (v.front() == '.')
               return std::string("expected an absolute path (the job's folder is not this one)");
@@ -540,13 +661,7 @@ Entry key(const char* path, T& (*member)(PipelineConfig&), Check<T> check, const
 // `meta`: the run's folder, its images and their channels.
 std::vector<Entry> meta_keys() {
   return {
-      key("meta.name_of_run", PCDINO_MEMBER(meta.name_of_run),
-          {"no '/'",
-           [](const std::string& v) {
-             return !v.empty() && v.find('/') == std::string::npos
-                        ? ""
-                        : std::string("expected a non-empty name without '/'");
-           }},
+      key("meta.name_of_run", PCDINO_MEMBER(meta.name_of_run), run_name(),
           "the run's folder under output_dir: every stage writes into {output_dir}/{name_of_run}/", true),
       key("meta.output_dir", PCDINO_MEMBER(meta.output_dir), any_string(), "where runs' folders are made",
           true),
@@ -792,7 +907,7 @@ std::vector<Entry> slurm_keys() {
           "pcdino: MPI ranks of the mean/std stage"),
       key("slurm.launcher", PCDINO_MEMBER(slurm.launcher), one_of({"srun", "mpirun"}),
           "pcdino: srun --mpi={mpi}, or mpirun inside the allocation"),
-      key("slurm.mpi", PCDINO_MEMBER(slurm.mpi), sbatch_word(), "pcdino: srun's --mpi plugin"),
+      key("slurm.mpi", PCDINO_MEMBER(slurm.mpi), mpi_plugin(), "pcdino: srun's --mpi plugin"),
       key("slurm.container_image", PCDINO_MEMBER(slurm.container_image), container_image(),
           "Pyxis: srun --container-image of every stage but the doctor: an enroot .sqsh on the shared "
           "filesystem or [USER@][REGISTRY#]IMAGE[:TAG]; \"\" = the nodes' own pcdino"),
@@ -977,6 +1092,10 @@ std::string config_schema_markdown() {
              cell(k.allowed) + " | " + cell(k.doc) + " |\n";
   }
   return table;
+}
+
+std::string sbatch_path_problem(const std::string& path) {
+  return script_syntax_in(path, true);
 }
 
 std::string PipelineConfig::run_dir() const {

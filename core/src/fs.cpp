@@ -1,14 +1,17 @@
 #include "pcdino/core/fs.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -17,8 +20,45 @@
 namespace pcdino {
 
 std::string temporary_name(const std::string& path) {
-  return path + ".tmp." + std::to_string(getpid()) + "." +
-         std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000);
+  // The second number is random: a name nobody can take first for a writer that opens it O_EXCL.
+  static thread_local std::mt19937_64 draw(std::random_device{}() ^
+                                           std::hash<std::thread::id>()(std::this_thread::get_id()));
+  return path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(draw() % 1000000000000ULL);
+}
+
+int create_temporary(const std::string& path, std::string& tmp, mode_t mode) {
+  for (int attempt = 0;; ++attempt) {
+    tmp = temporary_name(path);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd >= 0) return fd;
+    if (errno != EEXIST || attempt == 8)
+      throw CantCreateError("cannot create '" + tmp + "': " + std::strerror(errno));
+  }
+}
+
+std::string read_regular_file(const std::string& path, std::size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO returns at once (and it is then refused); O_NOFOLLOW: a link is refused.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    const std::string why = errno == ELOOP ? "a symbolic link" : std::strerror(errno);
+    throw NoInputError("cannot read '" + path + "': " + why);
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw NoInputError("cannot read '" + path + "': not a regular file");
+  }
+  std::string text(std::min<std::size_t>(static_cast<std::size_t>(st.st_size), max_bytes), '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  text.resize(got);
+  return text;
 }
 
 namespace {
@@ -76,9 +116,8 @@ void rename_into_place(const std::string& from, const std::string& to) {
 
 void write_file_atomic(const std::string& path, const std::string& content) {
   make_directories(std::filesystem::path(path).parent_path().string());
-  const std::string tmp = temporary_name(path);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw CantCreateError("cannot create '" + tmp + "': " + std::strerror(errno));
+  std::string tmp;
+  const int fd = create_temporary(path, tmp, 0644);
   std::size_t written = 0;
   while (written < content.size()) {
     const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
@@ -87,7 +126,7 @@ void write_file_atomic(const std::string& path, const std::string& content) {
       const std::string why = std::strerror(errno);
       ::close(fd);
       std::remove(tmp.c_str());
-      throw CantCreateError("cannot write '" + tmp + "': " + why);
+      throw CantCreateError("cannot write '" + path + "' (as '" + tmp + "'): " + why);
     }
     written += static_cast<std::size_t>(n);
   }

@@ -30,6 +30,9 @@ const std::vector<NodeCheckSiteKey>& node_check_site_keys() {
        "HealthCheckProgram"},
       {"Dcgm", "run dcgmi diag -r 1 where dcgmi exists (true/false)"},
       {"TextfileDir", "the node exporter's textfile collector folder for the verdict's metrics (\"\": none)"},
+      {"DrainGuardPercent",
+       "the drain guard, 1 to 100: no node is drained for a finding that this share (%) of its partitions' "
+       "nodes are already drained for (a fault they share); 100: off"},
   };
   return keys;
 }
@@ -86,6 +89,8 @@ NodeCheckSite parse_node_check_site(const std::string& text, const std::string& 
   if (root["TextfileDir"].IsDefined())
     site.textfile_dir = r.text(root, "TextfileDir", "TextfileDir", false, std::string("|") + kAbsolute,
                                "an absolute folder or \"\"");
+  site.drain_guard_percent =
+      r.integer(root, "DrainGuardPercent", "DrainGuardPercent", 1, 100, site.drain_guard_percent);
   return site;
 }
 
@@ -107,6 +112,7 @@ std::string write_node_check_site(const NodeCheckSite& site, const std::string& 
   root["ProbeSeconds"] = site.probe_seconds;
   root["Dcgm"] = site.dcgm;
   root["TextfileDir"] = site.textfile_dir;
+  root["DrainGuardPercent"] = site.drain_guard_percent;
   YAML::Emitter out;
   out.SetIndent(2);
   out << root;

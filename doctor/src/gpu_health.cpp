@@ -106,37 +106,61 @@ std::string decode_kmsg(const std::string& text) {
   return out;
 }
 
-// The message of one log line: after "PRIO,SEQ,USEC,FLAGS;" of a kmsg record; other lines whole.
-std::string message_of(const std::string& line) {
-  static const std::regex record(R"(^[0-9]+,[0-9]+,[0-9]+,[^;]*;)");
+// The message of one kernel-log line, where the driver's text must start; nullopt for a record the kernel
+// did not write. A /dev/kmsg record ("PRIO,SEQ,USEC,FLAGS[,...];MESSAGE") carries PRIO = facility * 8 +
+// level, and user space cannot write facility 0 (LOG_KERN) to /dev/kmsg: LOG_USER when it names none, "to
+// make sure that the origin of the messages can always be reliably determined" (the kernel's
+// Documentation/ABI/testing/dev-kmsg; printk.c devkmsg_write). FLAGS '+' is a fragment that continues the
+// record before it, mid-line (kernels 3.5 to 4.x, printk.c devkmsg_read). dmesg's lines lose the facility:
+// their message follows an optional "[  123.456789] ".
+std::optional<std::string> kernel_message(const std::string& line) {
+  static const std::regex record(R"(^([0-9]{1,4}),[0-9]+,[0-9]+,([^;,]*)[^;]*;)");
+  static const std::regex stamp(R"(^\[\s*[0-9]+\.[0-9]+\] ?)");
   std::smatch m;
-  if (std::regex_search(line, m, record)) return decode_kmsg(m.suffix().str());
+  if (std::regex_search(line, m, record)) {
+    if (std::stoi(m[1].str()) >= 8 || m[2].str() == "+") return std::nullopt;
+    return decode_kmsg(m.suffix().str());
+  }
+  if (std::regex_search(line, m, stamp)) return m.suffix().str();
   return line;
 }
 
 }  // namespace
 
 std::vector<XidEvent> parse_xids(const std::string& log) {
+  // Each pattern matches at the message's start only: the kernel prints what users choose elsewhere in its
+  // own lines (a crashing program's file name in its segfault line). A line that starts with a program's
+  // name has at most 15 bytes of it (TASK_COMM_LEN) and then "[pid]", which none of these reaches.
   // "NVRM: Xid (PCI:0000:3b:00 GPU-I:05): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
   static const std::regex xid(
       R"(NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)(?: GPU-I:[0-9]+)?(?: GPU-CI:[0-9]+)?\): ([0-9]+),(.*))");
   static const std::regex pid_name(R"(^\s*pid=('[^']*'|[^,]*),(\s*name=[^,]*,)?\s*)");
-  // osinit.c's "NVRM: GPU 0000:2b:00.0: GPU has fallen off the bus." and osapi.c's "NVRM: The NVIDIA GPU
-  // 0000:b3:00.0 ... has fallen off the bus" (one record with its newlines escaped).
-  static const std::regex off_bus(
-      R"(NVRM: (?:The NVIDIA )?GPU (?:at PCI:)?([0-9A-Fa-f:.]+)[\s\S]*fallen off the bus)");
+  // osinit.c's NV_DEV_PRINTF "NVRM: GPU 0000:2b:00.0: GPU has fallen off the bus." and older drivers'
+  // "NVRM: GPU at 0000:06:00.0 has fallen off the bus.": the driver's words right after the address.
+  static const std::string pci = R"([0-9A-Fa-f]{4,}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})";  // %04x:%02x:%02x
+  static const std::regex off_bus("NVRM: GPU (?:at (?:PCI:)?)?(" + pci +
+                                  R"((?:\.[0-9A-Fa-f])?):? (?:GPU )?has fallen off the bus)");
+  // osapi.c's "NVRM: The NVIDIA GPU %04x:%02x:%02x.%x\nNVRM: (PCI ID: %04x:%04x) installed in this system
+  // has\nNVRM: fallen off the bus and is not responding to commands.", one record.
+  static const std::regex off_bus_osapi(
+      "NVRM: The NVIDIA GPU (" + pci +
+      R"(\.[0-9A-Fa-f])\nNVRM: (?:\(PCI ID: [0-9A-Fa-f]{4}:[0-9A-Fa-f]{4}\) )?)"
+      R"(installed in this system has\nNVRM: fallen off the bus)");
+  const auto at_start = std::regex_constants::match_continuous;
   std::vector<XidEvent> events;
   std::istringstream in(log);
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.front() == ' ') continue;  // a kmsg record's dictionary (" SUBSYSTEM=pci")
-    const std::string text = message_of(line);
+    const auto text = kernel_message(line);
+    if (!text) continue;
     std::smatch m;
-    if (std::regex_search(text, m, xid)) {
+    if (std::regex_search(*text, m, xid, at_start)) {
       std::string message = m[3].str();
       std::smatch p;
       if (std::regex_search(message, p, pid_name)) message = p.suffix().str();
       events.push_back({m[1].str(), std::stoi(m[2].str()), trim(message)});
-    } else if (std::regex_search(text, m, off_bus)) {
+    } else if (std::regex_search(*text, m, off_bus, at_start) ||
+               std::regex_search(*text, m, off_bus_osapi, at_start)) {
       // The same fault as its Xid 79 line when the driver printed both: counted once per GPU.
       const std::string gpu = m[1].str();
       const bool seen = std::any_of(events.begin(), events.end(), [&](const XidEvent& e) {

@@ -54,11 +54,17 @@ std::string unescape_mount_path(const std::string& s) {
 // --- the probes
 // ----------------------------------------------------------------------------------------------
 
+Check shared_dir_failure(const std::string& error, int error_number) {
+  if (!filesystem_wide_error(error_number)) return {"shared_fs", false, error};
+  return {"shared_fs", false, error + " (the filesystem's state, the same on every node: not drained)",
+          Severity::kWarn};
+}
+
 Check check_shared_dir(const std::string& dir, std::size_t bytes, double min_write_mb_s, double min_read_mb_s,
                        double seconds, std::pair<double, double>* rates) {
   const auto fs = within<FilesystemProbe>(seconds, [dir, bytes] { return probe_filesystem(dir, bytes); });
   if (!fs) return {"shared_fs", false, dir + ": " + timed_out(seconds)};
-  if (!fs->writable) return {"shared_fs", false, fs->error};
+  if (!fs->writable) return shared_dir_failure(fs->error, fs->error_number);
   if (rates != nullptr) *rates = {fs->write_mb_s, fs->read_mb_s};
   const bool fast = fs->write_mb_s >= min_write_mb_s && fs->read_mb_s >= min_read_mb_s;
   return {"shared_fs", fast,
@@ -67,11 +73,9 @@ Check check_shared_dir(const std::string& dir, std::size_t bytes, double min_wri
 }
 
 std::string filesystem_probe_json(const FilesystemProbe& probe) {
-  return nlohmann::json{{"exists", probe.exists},
-                        {"writable", probe.writable},
-                        {"write_mb_s", probe.write_mb_s},
-                        {"read_mb_s", probe.read_mb_s},
-                        {"error", probe.error}}
+  return nlohmann::json{{"exists", probe.exists},         {"writable", probe.writable},
+                        {"write_mb_s", probe.write_mb_s}, {"read_mb_s", probe.read_mb_s},
+                        {"error", probe.error},           {"errno", probe.error_number}}
       .dump();
 }
 
@@ -88,7 +92,8 @@ Check check_shared_dir_in_child(const std::string& dir, std::size_t bytes, doubl
   const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
   if (r.exit_code != 0 || !j.is_object())
     return {"shared_fs", false, fmt::format("{}: the probe exited {}: {}", dir, r.exit_code, trim(r.err))};
-  if (!j.value("writable", false)) return {"shared_fs", false, j.value("error", dir + ": not writable")};
+  if (!j.value("writable", false))
+    return shared_dir_failure(j.value("error", dir + ": not writable"), j.value("errno", 0));
   return {"shared_fs", true,
           fmt::format("{}: write {:.0f} MB/s, read {:.0f} MB/s", dir, j.value("write_mb_s", 0.0),
                       j.value("read_mb_s", 0.0))};
@@ -491,6 +496,42 @@ std::string node_check_json(const NodeCheckReport& report) {
                         {"checks", checks}}
              .dump(2) +
          "\n";
+}
+
+std::vector<WithheldDrain> apply_drain_guard(NodeCheckReport& report, const std::vector<SlurmNodeView>& nodes,
+                                             double share) {
+  const auto self =
+      std::find_if(nodes.begin(), nodes.end(), [&](const SlurmNodeView& n) { return n.name == report.node; });
+  if (self == nodes.end() || self->partitions.empty()) return {};
+  const auto shares_partition = [&](const SlurmNodeView& n) {
+    return std::any_of(n.partitions.begin(), n.partitions.end(), [&](const std::string& p) {
+      return std::find(self->partitions.begin(), self->partitions.end(), p) != self->partitions.end();
+    });
+  };
+  // reason() writes "pcdino: CHECK: detail; CHECK: detail".
+  const auto drained_for = [](const SlurmNodeView& n, const std::string& check) {
+    const std::string& r = n.reason;
+    return drained(n) && r.rfind("pcdino: ", 0) == 0 &&
+           (r.compare(8, check.size() + 2, check + ": ") == 0 ||
+            r.find("; " + check + ": ") != std::string::npos);
+  };
+  std::vector<WithheldDrain> withheld;
+  for (auto& c : report.checks) {
+    if (c.check.ok || c.check.severity != Severity::kDrain) continue;
+    WithheldDrain w{c.check.name, 0, 0, join(self->partitions, ",")};
+    for (const auto& n : nodes) {
+      if (!shares_partition(n)) continue;
+      ++w.nodes;
+      if (n.name != report.node && drained_for(n, c.check.name)) ++w.drained;
+    }
+    if (w.drained == 0 || w.drained < share * w.nodes) continue;
+    c.check.severity = Severity::kWarn;
+    c.check.detail +=
+        fmt::format(" (not drained: {} of the {} nodes of {} already are for {}; DrainGuardShare {:g})",
+                    w.drained, w.nodes, w.partitions, w.check, share);
+    withheld.push_back(w);
+  }
+  return withheld;
 }
 
 std::vector<std::vector<std::string>> slurm_actions(const NodeCheckReport& report, const SlurmNodeView* view,

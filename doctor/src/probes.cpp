@@ -1,8 +1,10 @@
 #include "pcdino/doctor/probes.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <mpi.h>
 #include <rdma/fabric.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -19,6 +21,7 @@
 #include <sstream>
 
 #include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
 #include "pcdino/core/version.hpp"
 #include "pcdino/spank/versions.hpp"
 
@@ -44,25 +47,59 @@ struct ProbeFile {
   }
 };
 
+// Removes the files that earlier probes of this host left in `dir` (a probe killed at its time limit): names
+// `{base}.tmp.{pid}.{n}` of a process that no longer runs, regular files of this user. A live probe's file
+// (a prolog and a health check at once) is left alone, and so is anything another user made.
+void remove_leftovers(const std::string& dir, const std::string& base) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  const std::string prefix = base + ".tmp.";
+  for (const dirent* e = ::readdir(d); e != nullptr; e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string rest = name.substr(prefix.size());
+    const long pid = std::strtol(rest.c_str(), nullptr, 10);
+    if (pid <= 0 || pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != ::geteuid())
+      continue;
+    ::unlinkat(::dirfd(d), e->d_name, 0);
+  }
+  ::closedir(d);
+}
+
 }  // namespace
+
+bool filesystem_wide_error(int error_number) {
+  // A full filesystem, a user's or group's quota, root squashed to nobody: the same on every node.
+  return error_number == ENOSPC || error_number == EDQUOT || error_number == EACCES || error_number == EPERM;
+}
 
 FilesystemProbe probe_filesystem(const std::string& dir, std::size_t bytes) {
   FilesystemProbe r;
+  const auto failed = [&r](const std::string& what, const std::string& path) {
+    r.error_number = errno;
+    r.error = system_error(what, path);
+    return r;
+  };
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    r.error = errno != 0 ? system_error("no directory", dir) : "not a directory '" + dir + "'";
+    if (errno != 0) return failed("no directory", dir);
+    r.error = "not a directory '" + dir + "'";
     return r;
   }
   r.exists = true;
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
+  const std::string base = dir + "/.pcdino-doctor-" + host;
+  remove_leftovers(dir, ".pcdino-doctor-" + std::string(host));
   ProbeFile file;
-  file.path = dir + "/.pcdino-doctor-" + host + "-" + std::to_string(::getpid());
-  file.fd = ::open(file.path.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
-  if (file.fd < 0) {
-    r.error = system_error("cannot create", file.path);
+  try {  // a random name, O_EXCL|O_NOFOLLOW: no user can plant a link or take the name first
+    file.fd = create_temporary(base, file.path, 0600);
+  } catch (const Error&) {
     file.path.clear();
-    return r;
+    return failed("cannot create", base + ".tmp.*");
   }
   // A pattern that differs per block, so that a filesystem that deduplicates or compresses still moves it.
   std::vector<unsigned char> block(1 << 20);
@@ -71,23 +108,18 @@ FilesystemProbe probe_filesystem(const std::string& dir, std::size_t bytes) {
   const auto write_start = std::chrono::steady_clock::now();
   for (std::size_t b = 0; b < blocks; ++b) {
     block[0] = static_cast<unsigned char>(b);
-    if (::write(file.fd, block.data(), block.size()) != static_cast<ssize_t>(block.size())) {
-      r.error = system_error("cannot write", file.path);
-      return r;
+    const ssize_t n = ::write(file.fd, block.data(), block.size());
+    if (n != static_cast<ssize_t>(block.size())) {
+      if (n >= 0) errno = ENOSPC;  // a short write: the filesystem filled up
+      return failed("cannot write", file.path);
     }
   }
-  if (::fsync(file.fd) != 0) {
-    r.error = system_error("cannot sync", file.path);
-    return r;
-  }
+  if (::fsync(file.fd) != 0) return failed("cannot sync", file.path);
   r.write_mb_s =
       static_cast<double>(blocks * block.size()) / 1e6 / std::max(seconds_since(write_start), 1e-9);
   ::close(file.fd);
-  file.fd = ::open(file.path.c_str(), O_RDONLY);
-  if (file.fd < 0) {
-    r.error = system_error("cannot reopen", file.path);
-    return r;
-  }
+  file.fd = ::open(file.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (file.fd < 0) return failed("cannot reopen", file.path);
   ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED);
   std::vector<unsigned char> back(block.size());
   const auto read_start = std::chrono::steady_clock::now();
@@ -152,10 +184,11 @@ SlurmNodeView parse_scontrol_node(const std::string& line) {
           v.gpus += std::stoi((*it)[1]);
       } else if (key == "State") {
         v.state = value;
-      } else if (key == "AvailableFeatures" && value != "(null)") {
+      } else if ((key == "AvailableFeatures" || key == "Partitions") && value != "(null)") {
         std::istringstream list(value);
-        for (std::string feature; std::getline(list, feature, ',');)
-          if (!feature.empty()) v.features.push_back(feature);
+        auto& into = key == "Partitions" ? v.partitions : v.features;
+        for (std::string item; std::getline(list, item, ',');)
+          if (!item.empty()) into.push_back(item);
       }
     } catch (const std::exception&) {
       throw DataError("scontrol show node: " + key + " is not a number in '" + line + "'");

@@ -6,9 +6,11 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -22,6 +24,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "pcdino/core/error.hpp"
+#include "pcdino/core/fs.hpp"
 #include "pcdino/core/version.hpp"
 #include "table.hpp"
 
@@ -42,10 +46,20 @@ std::set<std::string>& live_files() {
   return files;
 }
 
+// The most of a metrics file read to tell whose it is (its build_info line comes first).
+constexpr std::size_t kMaxMetricsFileBytes = 1 << 20;
+
 // Whether `path` is a metrics file of `labels`' stage on its node that an earlier process left: ended, or
-// (`unfinished_too`) any.
+// (`unfinished_too`) any. The folder is writable by every user: a FIFO, a link or a huge file there is
+// nobody's (read_regular_file refuses the first two and reads at most 1 MiB of the last).
 bool replaced_by(const fs::path& path, const JobLabels& labels, bool unfinished_too) {
-  std::ifstream in(path);
+  std::string text;
+  try {
+    text = read_regular_file(path.string(), kMaxMetricsFileBytes);
+  } catch (const Error&) {
+    return false;
+  }
+  std::istringstream in(text);
   std::string line;
   const std::string stage = "stage=\"" + labels.stage + "\"", node = "node=\"" + labels.node + "\"";
   bool ours = false, ended = false;
@@ -62,7 +76,7 @@ bool replaced_by(const fs::path& path, const JobLabels& labels, bool unfinished_
 struct MetricsFile::Impl {
   MetricsFileOptions options;
   JobLabels labels;
-  std::string path, temporary;
+  std::string path, hidden, temporary;  // hidden: the temporaries' base name, a name the collector skips
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   std::mutex mutex;  // the map below and the writes
   std::map<std::string, prometheus::Counter*> counters;
@@ -106,14 +120,32 @@ struct MetricsFile::Impl {
       std::lock_guard<std::mutex> lock(mutex);
       prometheus::TextSerializer().Serialize(text, registry->Collect());
     }
+    // A new temporary each time (O_EXCL, a random name): the folder is every user's, and a name known in
+    // advance could be a link planted there.
     std::error_code error;
-    {
-      std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-      out << text.str();
-      out.flush();
-      if (!out) error = std::make_error_code(std::errc::io_error);
+    try {
+      const int fd = create_temporary(hidden, temporary, 0644);
+      const std::string bytes = text.str();
+      std::size_t written = 0;
+      while (written < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+          error = std::error_code(errno, std::generic_category());
+          break;
+        }
+        written += static_cast<std::size_t>(n);
+      }
+      // create_temporary's mode is cut by the umask: the node exporter reads the file as another user.
+      if (::fchmod(fd, 0644) != 0 && !error) error = std::error_code(errno, std::generic_category());
+      if (::close(fd) != 0 && !error) error = std::error_code(errno, std::generic_category());
+    } catch (const Error& e) {  // no temporary of ours to remove
+      temporary.clear();
+      error = std::make_error_code(std::errc::permission_denied);
+      if (!write_failed) spdlog::warn("metrics: {}", e.what());
     }
     if (!error) fs::rename(temporary, path, error);
+    if (error && !temporary.empty()) ::unlink(temporary.c_str());
     if (error && !write_failed) {
       write_failed = true;
       spdlog::warn("metrics: cannot write {}: {} (no metrics from this process)", path, error.message());
@@ -136,7 +168,7 @@ MetricsFile::MetricsFile(const MetricsFileOptions& options, const JobLabels& lab
                                                               std::to_string(labels.rank) + ".prom";
     m.path = (fs::path(options.dir) / name).string();
     // A hidden name the collector skips (it reads *.prom), in the same folder so that rename is atomic.
-    m.temporary = (fs::path(options.dir) / ("." + name + "." + std::to_string(::getpid()))).string();
+    m.hidden = (fs::path(options.dir) / ("." + name)).string();
     for (const auto& entry : fs::directory_iterator(options.dir, error)) {
       const std::string file = entry.path().filename().string();
       if (file.rfind("pcdino_", 0) == 0 && entry.path().extension() == ".prom" &&
@@ -186,8 +218,6 @@ MetricsFile::~MetricsFile() {
   set_to_now("pcdino_heartbeat_timestamp_seconds");
   set_to_now("pcdino_job_end_timestamp_seconds");
   m.write();
-  std::error_code error;
-  fs::remove(m.temporary, error);
   std::lock_guard<std::mutex> lock(live_mutex);
   live_files().erase(m.path);
 }

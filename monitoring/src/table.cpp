@@ -57,6 +57,9 @@ const std::vector<MetricSpec>& metric_table() {
       {"pcdino_doctor_check_ok", T::kGauge, "doctor", "check",
        "1 when the node passed the check, 0 when not"},
       {"pcdino_doctor_node_healthy", T::kGauge, "doctor", "", "1 when the node passed every check"},
+      {"pcdino_doctor_drain_withheld", T::kGauge, "doctor", "check",
+       "1 when the node check did not drain the node for the check's finding: its partitions' nodes "
+       "already drained for it reach DrainGuardPercent"},
       {"pcdino_doctor_shared_fs_write_bytes_per_second", T::kGauge, "doctor", "",
        "The node's write throughput to the shared filesystem"},
       {"pcdino_doctor_shared_fs_read_bytes_per_second", T::kGauge, "doctor", "",

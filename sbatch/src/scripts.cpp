@@ -140,7 +140,7 @@ std::string launch_command(const PipelineConfig& config, const Stage& stage, con
   if (s.launcher == "mpirun") {
     launch = "mpirun --bind-to none";
   } else {
-    launch = "srun --mpi=" + s.mpi + " --kill-on-bad-exit=1";
+    launch = "srun " + shell_quote("--mpi=" + s.mpi) + " --kill-on-bad-exit=1";
   }
   // In a container (Pyxis) the step runs the image's pcdino; the doctor, which starts its own steps, stays
   // on the host.

@@ -233,9 +233,8 @@ PipelineConfig with_absolute_paths(PipelineConfig config, const std::string& bas
   absolute(config.meta.output_dir);
   if (config.meta.output_dir.empty()) config.meta.output_dir = base;
   const std::string run = config.run_dir();
-  if (run.find_first_of(" \t\n'\"\\$`") != std::string::npos) {
-    throw ConfigError("meta.output_dir/meta.name_of_run: the run folder '" + run +
-                      "' holds whitespace, quotes or '$', which #SBATCH --output lines cannot carry");
+  if (const std::string problem = sbatch_path_problem(run); !problem.empty()) {
+    throw ConfigError("meta.output_dir/meta.name_of_run: the run folder '" + run + "' " + problem);
   }
   return config;
 }

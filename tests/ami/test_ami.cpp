@@ -1,14 +1,18 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <utility>
 
+#include "examples.hpp"
 #include "pcdino/ami/accelerators.hpp"
 #include "pcdino/ami/compat.hpp"
+#include "pcdino/ami/downloads.hpp"
 #include "pcdino/ami/neuron.hpp"
 #include "pcdino/ami/packer.hpp"
 #include "pcdino/ami/source_build.hpp"
@@ -19,15 +23,8 @@
 namespace pcdino::ami {
 namespace {
 
-ImageSpec example(const std::string& name) {
-  return load_image_spec(std::string(PCDINO_SOURCE_DIR) + "/ami/examples/" + name);
-}
-
-std::string all_messages(const ImageSpec& s) {
-  std::string out;
-  for (const auto& p : check_compatibility(s)) out += p.message() + "\n";
-  return out;
-}
+using test::all_messages;
+using test::example;
 
 std::string spec_error(const std::string& yaml) {
   try {
@@ -50,8 +47,11 @@ TEST(AmiSpec, ExamplesAreCompatible) {
   EXPECT_EQ(all_messages(example("workshop.yaml")), "");
   EXPECT_EQ(all_messages(example("current.yaml")), "");
   EXPECT_EQ(all_messages(example("p5-3.11.yaml")), "");
-  EXPECT_EQ(all_messages(example("dl1.yaml")), "");
   EXPECT_EQ(all_messages(example("trn1.yaml")), "");
+  // Intel publishes no fingerprint of its repository's key: the Gaudi example is refused (AmiDownloads).
+  EXPECT_NE(all_messages(example("dl1.yaml")).find("no fingerprint of the habana signing key is recorded"),
+            std::string::npos)
+      << all_messages(example("dl1.yaml"));
   EXPECT_EQ(example("workshop.yaml").versions.at("nccl"), "2.12.7-1");
 }
 
@@ -199,7 +199,16 @@ TEST(AmiGenerate, FabricManagerPinnedToTheDriver) {
   ASSERT_FALSE(fm.empty());
   EXPECT_NE(fm.find("VERSION=550.127.05\n"), std::string::npos) << fm;
   EXPECT_NE(fm.find("apt-mark unhold \"$PKG\""), std::string::npos) << fm;
-  EXPECT_NE(fm.find("repos/ubuntu2204/x86_64/${PKG}_${VERSION}-1_amd64.deb"), std::string::npos) << fm;
+  // From NVIDIA's CUDA repository, checked by apt against its signed index, the key checked first.
+  EXPECT_NE(fm.find("[ \"$fpr\" = EB693B3035CD5710E231E123A4B469963BF863CC ]"), std::string::npos) << fm;
+  EXPECT_NE(fm.find("signed-by=/usr/share/keyrings/pcdino-cuda.gpg] "
+                    "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /"),
+            std::string::npos)
+      << fm;
+  EXPECT_NE(fm.find("apt-get download -q \"$PKG=${VERSION}-1\""), std::string::npos) << fm;
+  EXPECT_LT(fm.find("rm -f /etc/apt/sources.list.d/pcdino-cuda.list"),
+            fm.find("apt-get install -y -q --allow"))
+      << "no NVIDIA repository stays behind";
   EXPECT_NE(fm.find("\napt-mark hold \"$PKG\"\n"), std::string::npos) << fm;
   for (const auto& f : generate_image(example("workshop.yaml")))
     EXPECT_NE(f.path, "scripts/15-fabric-manager.sh") << "g4dn has no NVSwitch and pins none";
@@ -302,7 +311,15 @@ TEST(AmiGenerate, SourceBuildChecksSlurmFirstAndWhatTheBaseShipsIsNotRebuilt) {
   EXPECT_NE(p5.at("files/README").find("scripts/package --source"), std::string::npos);
   // 3.11.1's AMI: enroot 3.4.1 and Pyxis 0.20.0. The spec wants enroot 3.5.0 and Pyxis 0.20.0.
   const std::string& ep = p5.at("scripts/70-enroot-pyxis.sh");
-  EXPECT_NE(ep.find("enroot_$VERSION-1_amd64.deb"), std::string::npos) << "another enroot: installed";
+  // Another enroot: built from its tag's commit (its packages have no published digest).
+  EXPECT_NE(ep.find("git clone -q --depth 1 --branch v3.5.0 https://github.com/NVIDIA/enroot.git"),
+            std::string::npos)
+      << ep;
+  EXPECT_NE(ep.find("= c7dc4a6b66e817af5ceb7d5315850696067b3f80 ]"), std::string::npos) << ep;
+  EXPECT_NE(ep.find("make -C /tmp/enroot-src install prefix= exec_prefix=/usr datarootdir=/usr/share\n"
+                    "make -C /tmp/enroot-src setcap"),
+            std::string::npos)
+      << ep;
   EXPECT_EQ(ep.find("pyxis.git"), std::string::npos) << "the base's Pyxis: not rebuilt\n" << ep;
   EXPECT_NE(ep.find("ParallelCluster 3.11.1's AMI ships Pyxis 0.20.0"), std::string::npos) << ep;
   EXPECT_EQ(ep.find("plugstack"), std::string::npos) << "the head node enables Pyxis, not the image";
@@ -318,7 +335,7 @@ TEST(AmiGenerate, SourceBuildChecksSlurmFirstAndWhatTheBaseShipsIsNotRebuilt) {
   same.versions["efa_installer"] = "1.34.0";
   std::map<std::string, std::string> as_base;
   for (const auto& f : generate_image(same)) as_base[f.path] = f.content;
-  EXPECT_EQ(as_base.at("scripts/70-enroot-pyxis.sh").find(".deb"), std::string::npos);
+  EXPECT_EQ(as_base.at("scripts/70-enroot-pyxis.sh").find("enroot.git"), std::string::npos);
   EXPECT_EQ(as_base.at("scripts/50-efa.sh").find("curl"), std::string::npos)
       << as_base.at("scripts/50-efa.sh");
 }
@@ -363,6 +380,9 @@ TEST(AmiSourceBuild, TablesAndRules) {
   s.pcdino_from = "package";
   s.versions.erase("libtorch");
   s.versions.erase("node_exporter");  // not an alinux2023 package (AmiNodeExporter)
+  // The AMI's driver and Fabric Manager: NVIDIA's rpm key has no published fingerprint (AmiDownloads).
+  s.versions.erase("fabric_manager");
+  s.versions["nvidia_driver"] = "550.90.07";
   EXPECT_EQ(all_messages(s), "") << "a package built elsewhere needs no packages of the image's OS";
   s = example("p5-3.11.yaml");
   s.parallelcluster_version = "3.15.0";  // in the table, its Slurm patch unknown
@@ -503,36 +523,30 @@ versions: {efa_installer: "1.36.0", enroot: "3.5.0", pyxis: "0.20.0", pcdino: "0
 }
 
 TEST(AmiGenerate, GaudiAndNeuronScriptsPinEveryPackage) {
-  std::map<std::string, std::string> dl1, trn1;
-  for (const auto& f : generate_image(example("dl1.yaml"))) dl1[f.path] = f.content;
+  // Gaudi: refused until Intel's key has a recorded fingerprint; nothing is generated.
+  EXPECT_THROW(generate_image(example("dl1.yaml")), ConfigError);
+  std::map<std::string, std::string> trn1;
   for (const auto& f : generate_image(example("trn1.yaml"))) trn1[f.path] = f.content;
-  for (const auto* files : {&dl1, &trn1}) {
-    for (const char* nvidia : {"scripts/10-nvidia-driver.sh", "scripts/20-cuda.sh", "scripts/40-nccl.sh"})
-      EXPECT_EQ(files->count(nvidia), 0u) << nvidia;
-  }
-  const std::string& gaudi = dl1.at("scripts/20-gaudi.sh");
-  EXPECT_NE(gaudi.find("VERSION=1.21.0-555"), std::string::npos);
-  EXPECT_NE(gaudi.find("habanalabs-dkms habanalabs-thunk"), std::string::npos);
-  EXPECT_NE(gaudi.find("https://vault.habana.ai/artifactory/debian $codename main"), std::string::npos);
+  for (const char* nvidia : {"scripts/10-nvidia-driver.sh", "scripts/20-cuda.sh", "scripts/40-nccl.sh"})
+    EXPECT_EQ(trn1.count(nvidia), 0u) << nvidia;
   const NeuronRelease* r = neuron_release("2.22.0");
   ASSERT_NE(r, nullptr);
   const std::string& neuron = trn1.at("scripts/20-neuron.sh");
   EXPECT_NE(neuron.find(std::string("aws-neuronx-dkms=") + r->dkms + "*"), std::string::npos) << neuron;
   EXPECT_NE(neuron.find(std::string("aws-neuronx-collectives=") + r->collectives + "*"), std::string::npos);
+  // AWS's repository, its key checked against the recorded fingerprint before apt trusts it.
+  EXPECT_LT(neuron.find("[ \"$fpr\" = 00FA2C1079260870A76D2C285749CAD8646D9185 ]"),
+            neuron.find("deb [signed-by=/usr/share/keyrings/neuron.gpg]"))
+      << neuron;
   EXPECT_NE(trn1.at("verify.sh").find("check neuron_driver 2.20.28.0"), std::string::npos);
   EXPECT_NE(trn1.at("verify.sh").find("\"Neuron devices (trn1.32xlarge)\" 16"), std::string::npos);
-  EXPECT_NE(dl1.at("verify.sh").find("\"Gaudi cards (dl1.24xlarge)\" 8"), std::string::npos);
-  EXPECT_EQ(nlohmann::json::parse(dl1.at("files/manifest.json"))["components"]["gaudi_software"],
-            "1.21.0-555");
-  EXPECT_NE(dl1.at("image.pkr.hcl").find("Intel Gaudi software 1.21.0-555"), std::string::npos);
   // Each verify.sh checks its own accelerator only, and no generated file keeps a placeholder.
-  EXPECT_EQ(dl1.at("verify.sh").find("neuron"), std::string::npos);
   EXPECT_EQ(trn1.at("verify.sh").find("hl-smi"), std::string::npos);
   const std::regex placeholder("@[A-Z_]+@");
-  for (const char* name : {"workshop.yaml", "current.yaml", "dl1.yaml", "trn1.yaml"}) {
+  for (const char* name : {"workshop.yaml", "current.yaml", "p5-3.11.yaml", "trn1.yaml"}) {
     for (const auto& f : generate_image(example(name))) {
       EXPECT_FALSE(std::regex_search(f.content, placeholder)) << name << " " << f.path;
-      if (f.path == "verify.sh" && std::string(name) != "dl1.yaml") {
+      if (f.path == "verify.sh") {
         EXPECT_EQ(f.content.find("Gaudi cards"), std::string::npos) << name;
       }
     }

@@ -16,6 +16,7 @@
 #include "pcdino/cluster/cost.hpp"
 #include "pcdino/cluster/generate.hpp"
 #include "pcdino/cluster/prometheus.hpp"
+#include "pcdino/cluster/script_grants.hpp"
 #include "pcdino/cluster/site.hpp"
 #include "pcdino/cluster/validate.hpp"
 #include "pcdino/core/error.hpp"
@@ -1366,6 +1367,117 @@ TEST(ClusterCost, ReportUsesTheDatedPriceTable) {
       parse_config("train_scDINO:\n  epochs: 10\n  nnodes: 2\n  num_gpus: 1\n", "p.yaml");
   const std::string run = cost_report(example("workshop.yaml"), &p, {72000, 10});
   EXPECT_NE(run.find("= 10.00 h"), std::string::npos) << run;  // 10 * 72000 / (10 * 2) / 3600
+}
+
+// Issue #70: the p5 example with one more iam.s3_access item (a YAML flow mapping), as parse_site_spec()
+// reads it: its error, or "(accepted)".
+std::string with_grant(const std::string& grant, const std::string& on_node_configured = "") {
+  std::ifstream in(std::string(PCDINO_SOURCE_DIR) + "/cluster/examples/p5-efa.yaml");
+  std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string actions = "custom_actions:\n";
+  yaml.replace(yaml.find(actions), actions.size(), "    - " + grant + "\n" + actions);
+  if (!on_node_configured.empty()) {
+    const std::string script = "s3://research-bucket/pcluster/post-install.sh";
+    yaml.replace(yaml.find(script), script.size(), on_node_configured);
+  }
+  return site_error(yaml);
+}
+
+// A write grant that reaches head-node.sh, compute-node.sh or the site's own custom action hands root on the
+// nodes to every job (the compute nodes give jobs the instance role): refused at its key, naming the grant's
+// key pattern and the script's key. The p5 example uploads both scripts to
+// s3://research-bucket/pcluster/pcdino.
+TEST(ClusterSite, AWriteGrantOnAScriptRunAsRootIsRefused) {
+  const std::string refused = with_grant("{bucket: research-bucket, key: pcluster/*, write: true}");
+  EXPECT_NE(refused.find("s.yaml:59:7: iam.s3_access[2]: write access to key 'pcluster/*' in bucket "
+                         "research-bucket covers key 'pcluster/pcdino/head-node.sh' "
+                         "(s3://research-bucket/pcluster/pcdino/head-node.sh), head-node.sh"),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("which ParallelCluster runs as root"), std::string::npos) << refused;
+  // The whole bucket; the site's own custom action (its key only); compute-node.sh.
+  EXPECT_NE(with_grant("{bucket: research-bucket, write: true}")
+                .find("the whole bucket research-bucket covers key"),
+            std::string::npos);
+  EXPECT_NE(
+      with_grant("{bucket: research-bucket, key: pcluster/post-install.sh, write: true}")
+          .find("covers key 'pcluster/post-install.sh' (s3://research-bucket/pcluster/post-install.sh), "
+                "custom_actions.on_node_configured"),
+      std::string::npos);
+  EXPECT_NE(with_grant("{bucket: research-bucket, key: pcluster/pcdino/compute-*, write: true}")
+                .find("covers key 'pcluster/pcdino/compute-node.sh'"),
+            std::string::npos);
+  // Read access, another prefix, another bucket: accepted.
+  EXPECT_EQ(with_grant("{bucket: research-bucket, key: pcluster/*}"), "(accepted)");
+  EXPECT_EQ(with_grant("{bucket: research-bucket, key: results/*, write: true}"), "(accepted)");
+  EXPECT_EQ(with_grant("{bucket: research-bucket, key: pcluster/pcdino, write: true}"), "(accepted)")
+      << "a key without '*' is that one object";
+  EXPECT_EQ(with_grant("{bucket: research-results-2, write: true}"), "(accepted)");
+  // IAM's '*' spans '/', and '?' is one character.
+  EXPECT_NE(with_grant("{bucket: research-bucket, key: '*.sh', write: true}").find("iam.s3_access[2]"),
+            std::string::npos);
+  const std::string one =
+      with_grant("{bucket: research-bucket, key: 'p?luster/pcdino/head-node.sh', write: true}");
+  EXPECT_NE(one.find("covers key 'pcluster/pcdino/head-node.sh'"), std::string::npos) << one;
+  // The site's custom action as an https:// URL of S3 is judged as its bucket and key.
+  EXPECT_NE(with_grant("{bucket: scripts-bucket, key: boot/*, write: true}",
+                       "https://scripts-bucket.s3.us-east-1.amazonaws.com/boot/post-install.sh")
+                .find("covers key 'boot/post-install.sh'"),
+            std::string::npos);
+  EXPECT_EQ(with_grant("{bucket: scripts-bucket, key: boot/*, write: true}", "https://example.com/boot/x.sh"),
+            "(accepted)")
+      << "a URL of another host names no bucket";
+
+  // A spec built in code is checked by generate_cluster() too.
+  SiteSpec s = example("p5-efa.yaml");
+  s.s3_access.push_back({"research-bucket", "pcluster/pcdino/*", true});
+  try {
+    generate_cluster(s);
+    ADD_FAILURE() << "generated";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("iam.s3_access[2]: write access to key 'pcluster/pcdino/*'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ClusterSite, IamPatternsAndS3Urls) {
+  EXPECT_TRUE(iam_pattern_matches("pcluster/*", "pcluster/pcdino/head-node.sh"));
+  EXPECT_TRUE(iam_pattern_matches("*", ""));
+  EXPECT_TRUE(iam_pattern_matches("*/head-node.sh", "a/b/head-node.sh"));
+  EXPECT_TRUE(iam_pattern_matches("a*b*c", "aXbYbZc"));
+  EXPECT_TRUE(iam_pattern_matches("a?c", "abc"));
+  EXPECT_FALSE(iam_pattern_matches("a?c", "ac"));
+  EXPECT_FALSE(iam_pattern_matches("pcluster", "pcluster/x"));
+  EXPECT_FALSE(iam_pattern_matches("PCluster/*", "pcluster/x")) << "case-sensitive";
+  const auto at = [](const std::string& url) {
+    const auto o = s3_object(url);
+    return o ? o->bucket + " " + o->key : std::string("(none)");
+  };
+  EXPECT_EQ(at("s3://b/k/x.sh"), "b k/x.sh");
+  EXPECT_EQ(at("s3://b"), "(none)");
+  EXPECT_EQ(at("https://my.bucket.s3.amazonaws.com/k/x.sh"), "my.bucket k/x.sh");
+  EXPECT_EQ(at("https://bkt.s3.eu-west-1.amazonaws.com/k%20x.sh?versionId=1"), "bkt k x.sh");
+  EXPECT_EQ(at("https://bkt.s3-us-west-2.amazonaws.com/x.sh"), "bkt x.sh");
+  EXPECT_EQ(at("https://bkt.s3.dualstack.us-east-1.amazonaws.com/x.sh"), "bkt x.sh");
+  EXPECT_EQ(at("https://s3.us-east-1.amazonaws.com/bkt/k/x.sh"), "bkt k/x.sh");
+  EXPECT_EQ(at("https://s3.amazonaws.com/bkt/x.sh"), "bkt x.sh");
+  EXPECT_EQ(at("https://bkt.s3.cn-north-1.amazonaws.com.cn/x.sh"), "bkt x.sh");
+  EXPECT_EQ(at("https://ap-111122223333.s3-accesspoint.us-east-1.amazonaws.com/x.sh"), "(none)");
+  EXPECT_EQ(at("https://d111111abcdef8.cloudfront.net/x.sh"), "(none)");
+}
+
+// commands.sh quotes what it takes from the spec: an upload prefix may hold any character but blanks.
+TEST(ClusterGenerate, CommandsQuoteTheUploadUrls) {
+  SiteSpec s = example("p5-efa.yaml");
+  s.spank.s3_prefix = s.containers.s3_prefix = s.node_check.s3_prefix = "s3://research-bucket/a$(id)'b;c";
+  const std::string sh = generate_cluster(s).commands;
+  EXPECT_NE(sh.find("head-node.sh 's3://research-bucket/a$(id)'\\''b;c/head-node.sh'\n"), std::string::npos)
+      << sh;
+  EXPECT_NE(sh.find("compute-node.sh 's3://research-bucket/a$(id)'\\''b;c/compute-node.sh'\n"),
+            std::string::npos)
+      << sh;
+  EXPECT_EQ(sh.find("a$(id)'b"), std::string::npos) << "no unquoted substitution";
 }
 
 }  // namespace

@@ -91,10 +91,18 @@ run sbatch --accel-profile=bogus --wrap true
 assert_rc 255 "an unknown profile is refused at submission"
 assert_eq "$(cat "$SLURM_PREFIX/etc/plugstack.conf.d/pyxis.conf")" "$pyxis_line container_scope=job" \
   "Pyxis turned on from the example, with container_scope=job (containers)"
-assert_eq "$(cat "$W/head/etc/enroot/enroot.conf")" "$(cat "$EXAMPLES/enroot/enroot.conf")" \
-  "the head node's enroot.conf is the example (no local scratch)"
-assert_eq "$(stat -c %a "$W/head/run/enroot" "$W/head/var/enroot/cache" "$W/head/run/pyxis" | tr '\n' ' ')" \
-  "1777 1777 755 " "the folders it names, mode 1777, and Pyxis's runtime folder, 0755 as Pyxis makes it"
+head_conf=$(cat "$W/head/etc/enroot/enroot.conf")
+assert_not_contains "$head_conf" "ENROOT_RUNTIME_PATH" "the head node keeps Enroot's per-user runtime default"
+assert_not_contains "$head_conf" "ENROOT_DATA_PATH" "and its data default (~/.local/share/enroot)"
+assert_not_contains "$head_conf" "ENROOT_CACHE_PATH" "and its cache default (~/.cache/enroot)"
+assert_eq "$(stat -c %a "$W/head/run/pyxis")" 755 "Pyxis's runtime folder, 0755 as Pyxis makes it"
+[ ! -e "$W/head/run/enroot" ] && [ ! -e "$W/head/var/enroot" ]
+assert_eq "$?" 0 "no folder every user shares on the head node"
+assert_eq "$(readlink "$SLURM_PREFIX/etc/scripts/prolog.d/94_pcdino_enroot_folders")" "$SLURM_PREFIX/etc/pcdino/enroot-folders" \
+  "the compute nodes' prolog that makes each job's user's Enroot folders is in prolog.d"
+assert_eq "$(stat -c '%a %U' "$SLURM_PREFIX/etc/pcdino/enroot-folders")" "755 root" "root's, executable"
+assert_eq "$(cat "$SLURM_PREFIX/etc/pcdino/enroot-folders")" "$("$PCDINO_BIN" cluster enroot-prolog)" \
+  "it is pcdino cluster enroot-prolog's, for /etc/enroot/enroot.conf"
 [ -x "$W/head/etc/enroot/hooks.d/50-slurm-pmi.sh" ]
 assert_eq "$?" 0 "Enroot's PMI hook enabled"
 
@@ -173,7 +181,7 @@ assert_contains "$ERR" "no $W/none/opt/pcdino/lib/slurm/spank_pcdino.so: the hea
 
 # 7. compute-node.sh (containers), as each queue's OnNodeConfigured runs it with the queue's local scratch:
 # the example's configuration with the containers' data, cache and temporary files on the scratch, the folders
-# made (1777), the PMI hook; a second run changes nothing; no argument keeps the example; a scratch that is
+# made (root's 0755 above each user's folder, the temporary one 1777), the PMI hook; a second run changes nothing; no argument keeps the example; a scratch that is
 # not there fails, naming it.
 compute_node() {  # compute_node ROOT [SCRATCH]
   local root=$1
@@ -187,23 +195,24 @@ compute_node "$C" /scratch
 assert_rc 0 "compute-node.sh /scratch"
 conf=$(cat "$C/etc/enroot/enroot.conf")
 assert_contains "$conf" 'ENROOT_DATA_PATH /scratch/enroot/data/user-$(id -u)' "the containers' data on the scratch"
-assert_contains "$conf" 'ENROOT_CACHE_PATH /scratch/enroot/cache/group-$(id -g)' "their cache too"
+assert_contains "$conf" 'ENROOT_CACHE_PATH /scratch/enroot/cache/user-$(id -u)' "their cache too, each user's own"
 assert_contains "$conf" 'ENROOT_TEMP_PATH /scratch/enroot/tmp' "and the temporary files of imports"
 assert_contains "$conf" 'ENROOT_RUNTIME_PATH /run/enroot/user-$(id -u)' "the example's runtime path kept (tmpfs)"
 assert_eq "$(grep -c '^ENROOT_DATA_PATH' <<<"$conf")" 1 "the example's data path replaced, not doubled"
 assert_eq "$(stat -c %a "$C/scratch/enroot/data" "$C/scratch/enroot/cache" "$C/scratch/enroot/tmp" "$C/run/enroot" \
-  "$C/run/pyxis" | tr '\n' ' ')" "1777 1777 1777 1777 755 " "the folders it names, mode 1777; Pyxis's 0755"
+  "$C/run/pyxis" | tr '\n' ' ')" "755 755 1777 755 755 " \
+  "the folders above each user's root's (0755: the prolog makes each user's), the temporary one 1777, Pyxis's 0755"
 [ ! -e "$C/var/enroot" ]
 assert_eq "$?" 0 "nothing of the example's cache on the root disk"
 cmp -s "$C/etc/enroot/hooks.d/50-slurm-pmi.sh" "$W/share/enroot/hooks.d/50-slurm-pmi.sh"
 assert_eq "$?" 0 "Enroot's PMI hook enabled"
 # /run is emptied by a reboot: systemd-tmpfiles (the real one, in the node's root) makes its folders again.
 assert_eq "$(grep -v '^#' "$C/etc/tmpfiles.d/pcdino-containers.conf")" \
-  $'d /run/enroot 1777 root root -\nd /run/pyxis 0755 root root -' "tmpfiles.d names the folders under /run"
+  $'d /run/enroot 0755 root root -\nd /run/pyxis 0755 root root -' "tmpfiles.d names the folders under /run"
 mv "$C/run" "$C/run.before-reboot"
 run systemd-tmpfiles --create --root="$C" "$C/etc/tmpfiles.d/pcdino-containers.conf"
 assert_rc 0 "systemd-tmpfiles reads it"
-assert_eq "$(stat -c %a "$C/run/enroot" "$C/run/pyxis" | tr '\n' ' ')" "1777 755 " "and makes them, as before the reboot"
+assert_eq "$(stat -c %a "$C/run/enroot" "$C/run/pyxis" | tr '\n' ' ')" "755 755 " "and makes them, as before the reboot"
 rm -rf "$C/run" && mv "$C/run.before-reboot" "$C/run"
 before=$(find "$C" -printf '%p %T@ %m\n' | sort)
 compute_node "$C" /scratch
@@ -211,8 +220,15 @@ assert_rc 0 "compute-node.sh a second time"
 assert_eq "$(find "$C" -printf '%p %T@ %m\n' | sort)" "$before" "changes nothing"
 compute_node "$W/compute-noscratch"
 assert_rc 0 "compute-node.sh without a local scratch"
-assert_eq "$(cat "$W/compute-noscratch/etc/enroot/enroot.conf")" "$(cat "$EXAMPLES/enroot/enroot.conf")" \
-  "the example as it is"
+assert_eq "$(cat "$W/compute-noscratch/etc/enroot/enroot.conf")" \
+  "$(sed 's#^ENROOT_CACHE_PATH /var/enroot/cache/group-$(id -g)$#ENROOT_CACHE_PATH /var/enroot/cache/user-$(id -u)#' "$EXAMPLES/enroot/enroot.conf")" \
+  "the example with each user's own cache"
+# A node set up by an earlier version, its folders every user's (1777): made root's 0755 again.
+chmod 1777 "$C/scratch/enroot/data" "$C/run/enroot"
+compute_node "$C" /scratch
+assert_rc 0 "compute-node.sh on a node whose folders were 1777"
+assert_contains "$OUT" "made $C/scratch/enroot/data root's, 0755 (it was writable by every user)" "says so"
+assert_eq "$(stat -c %a "$C/scratch/enroot/data" "$C/run/enroot" | tr '\n' ' ')" "755 755 " "and tightens them"
 compute_node "$W/compute-missing" /scratch
 assert_rc 1 "a scratch that is not mounted fails"
 assert_contains "$ERR" "no local scratch at $W/compute-missing/scratch" "naming it"

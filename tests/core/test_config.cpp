@@ -297,6 +297,57 @@ TEST(Config, PcdinoTrainingKeys) {
   EXPECT_NE(e.find("train_scDINO.hyperparameters.depth"), std::string::npos) << e;
 }
 
+// meta.name_of_run goes into #SBATCH --job-name, --output and --chdir (issue #70): sbatch ends an #SBATCH
+// word at whitespace, takes quotes and backslashes out and ignores the rest of the line from a '#', and Slurm
+// expands '%' in --output; the jobs would write elsewhere. Refused, naming the key and the character.
+TEST(Config, ARunNameThatSbatchWouldReadOtherwiseIsRefused) {
+  const std::vector<std::pair<std::string, std::string>> refused = {{"run#2", "'#'"},
+                                                                    {"run%j", "'%'"},
+                                                                    {"my run", "a space"},
+                                                                    {"tab\there", "a tab"},
+                                                                    {"two\nlines", "a line break"},
+                                                                    {"it's", "\"'\""},
+                                                                    {"say\"hi\"", "'\"'"},
+                                                                    {"back\\slash", "'\\'"},
+                                                                    {"$HOME", "'$'"},
+                                                                    {"a/b", "'/'"}};
+  for (const auto& [name, shown] : refused) {
+    const std::string e = error_of("", {{"meta.name_of_run", name, "--name-of-run " + name, true}});
+    EXPECT_NE(e.find("--name-of-run " + name + ": meta.name_of_run: holds " + shown), std::string::npos)
+        << name << ": " << e;
+  }
+  const std::string e = error_of("meta:\n  name_of_run: run#2-meanstd\n");
+  EXPECT_NE(e.find("pipeline.yaml:2:16: meta.name_of_run: holds '#', which"), std::string::npos) << e;
+  EXPECT_NE(e.find("comment"), std::string::npos) << e;
+  EXPECT_NE(error_of("meta:\n  name_of_run: \"\"\n").find("meta.name_of_run: expected a non-empty name"),
+            std::string::npos);
+  for (const char* name :
+       {"scDINO_run", "fashion-mnist-gpu", "u16x5-np2", "cells.v2", "run:2", "run,2", "r@x"}) {
+    EXPECT_EQ(
+        parse_config("", "p.yaml", {{"meta.name_of_run", name, "--name-of-run", true}}).meta.name_of_run,
+        name);
+  }
+  for (const char* example : {"demo", "fashion-mnist-gpu", "workshop"}) {
+    const std::string file = std::string(PCDINO_SOURCE_DIR "/sbatch/examples/") + example + ".yaml";
+    EXPECT_EQ(load_config(file).meta.name_of_run, example);
+  }
+}
+
+// slurm.mpi goes into the srun line of the batch scripts: only a plugin srun --mpi=list can name.
+TEST(Config, MpiIsOneOfSlurmsPlugins) {
+  const std::string e = error_of("", {parse_override("slurm.mpi=pmix;date>/tmp/x")});
+  EXPECT_NE(
+      e.find("--set slurm.mpi=pmix;date>/tmp/x: slurm.mpi: expected one of Slurm's MPI plugins (none, pmi2, "
+             "pmix, pmix_v2, pmix_v3, pmix_v4, pmix_v5, pmix_v6, cray_shasta)"),
+      std::string::npos)
+      << e;
+  EXPECT_NE(error_of("slurm:\n  mpi: openmpi\n").find("pipeline.yaml:2:8: slurm.mpi: expected one of"),
+            std::string::npos);
+  for (const char* mpi : {"none", "pmi2", "pmix", "pmix_v3", "pmix_v4", "pmix_v5", "cray_shasta"}) {
+    EXPECT_EQ(parse_config(std::string("slurm:\n  mpi: ") + mpi + "\n", "p.yaml").slurm.mpi, mpi);
+  }
+}
+
 TEST(Config, MissingFileIsNoInput) {
   EXPECT_THROW(load_config("/nonexistent/pipeline.yaml"), NoInputError);
   test::TempDir dir;

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "../lib/temp_dir.hpp"
 #include "pcdino/core/error.hpp"
@@ -79,6 +81,53 @@ TEST(GpuXid, ResetAndTheDriversOwnVerdictDrainTheMostSevereFirst) {
   EXPECT_EQ(xid_severity(xid_rule(9999).action), Severity::kWarn) << "an unknown code is monitored";
   for (int xid : {46, 48, 54, 62, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 143, 151})
     EXPECT_EQ(xid_severity(xid_rule(xid).action), Severity::kDrain) << xid;
+}
+
+// The lines of `log` that parse_xids() finds an Xid in when it reads each alone, counted from 1.
+std::vector<int> lines_with_xids(const std::string& log) {
+  std::vector<int> found;
+  std::istringstream in(log);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (!parse_xids(line).empty()) found.push_back(n);
+  }
+  return found;
+}
+
+TEST(GpuXid, AProgramNamedLikeTheDriverInTheKernelsOwnLinesIsNoXid) {
+  // Issue #70: the kernel's records (facility 0) that carry a user's text: segfault lines whose program file
+  // or name is the driver's text, and a fragment that continues a line. Only the driver's Xid 48 counts.
+  const std::string log = fixture("kmsg-user-text.txt");
+  EXPECT_EQ(lines_with_xids(log), std::vector<int>{7});
+  const auto events = parse_xids(log);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].gpu, "0000:5d:00");
+  EXPECT_EQ(events[0].xid, 48);
+}
+
+TEST(GpuXid, WhatUserSpaceWritesToKmsgIsNoXid) {
+  // Issue #70: a user's writes to /dev/kmsg in the driver's words: no level (LOG_USER: PRIO 12), "<3>" and
+  // "<0>" (still LOG_USER: PRIO 11, 8), local7 ("<187>"); then the driver's own records.
+  const std::string log = fixture("kmsg-user-writes.txt");
+  EXPECT_EQ(lines_with_xids(log), (std::vector<int>{6, 7, 8}));
+  const auto events = parse_xids(log);
+  ASSERT_EQ(events.size(), 2u) << "the Xid 79 and osinit.c's line of 0000:5d:00, osapi.c's of 0000:b3:00.0";
+  EXPECT_EQ(events[0].gpu, "0000:5d:00");
+  EXPECT_EQ(events[0].xid, 79);
+  EXPECT_EQ(events[1].gpu, "0000:b3:00.0");
+  EXPECT_EQ(events[1].xid, 79);
+}
+
+TEST(GpuXid, TheDriversTextMidLineIsNoXid) {
+  // Issue #70: dmesg's lines: the driver's Xid 79 and an older driver's "GPU at ... has fallen off the bus"
+  // count; the driver's text after a segfault or general protection line's "in " does not.
+  const std::string log = fixture("dmesg-user-text.txt");
+  EXPECT_EQ(lines_with_xids(log), (std::vector<int>{2, 3}));
+  const auto events = parse_xids(log);
+  ASSERT_EQ(events.size(), 1u) << "one fault of 0000:06:00";
+  EXPECT_EQ(events[0].gpu, "0000:06:00");
+  EXPECT_EQ(events[0].xid, 79);
 }
 
 TEST(GpuQuery, HealthyH100sPass) {

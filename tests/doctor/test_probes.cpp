@@ -1,8 +1,11 @@
 // The doctor's per-node probes and its report (issue #21), on this machine's real filesystem, libfabric
 // and Slurm's own output format; the multi-node check runs on the local cluster (test_doctor.sh).
 #include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +24,7 @@
 #include "pcdino/doctor/doctor.hpp"
 #include "pcdino/doctor/habana.hpp"
 #include "pcdino/doctor/neuron.hpp"
+#include "pcdino/doctor/node_check.hpp"
 #include "pcdino/doctor/probes.hpp"
 
 namespace pcdino::doctor {
@@ -200,6 +204,124 @@ TEST(DoctorProbes, FilesystemProbeWritesReadsAndRemoves) {
   EXPECT_TRUE(refused.exists);
   EXPECT_FALSE(refused.writable);
   EXPECT_NE(refused.error.find("cannot create '/proc/.pcdino-doctor-"), std::string::npos) << refused.error;
+}
+
+// A probe killed at its time limit leaves its file: the next probe of the host removes it, but not the file
+// of a probe that still runs (a prolog and the health check at once), nor anything of another name.
+TEST(DoctorProbes, FilesystemProbeRemovesTheLeftoversOfDeadProbesOnly) {
+  test::TempDir d;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string base = std::string(".pcdino-doctor-") + host + ".tmp.";
+  // A pid that no process has: one past the kernel's largest.
+  std::ifstream max_pid("/proc/sys/kernel/pid_max");
+  long pid_max = 4194304;
+  max_pid >> pid_max;
+  const std::string dead = base + std::to_string(pid_max + 1) + ".17", live = base + "1.18";
+  std::ofstream(d / dead) << "left";
+  std::ofstream(d / live) << "running";
+  std::ofstream(d / "user-file") << "mine";
+  const FilesystemProbe ok = probe_filesystem(d.path(), 1u << 20);
+  EXPECT_TRUE(ok.writable) << ok.error;
+  EXPECT_FALSE(std::filesystem::exists(d / dead)) << "a dead probe's file is removed";
+  EXPECT_TRUE(std::filesystem::exists(d / live)) << "pid 1 runs: its file stays";
+  EXPECT_TRUE(std::filesystem::exists(d / "user-file"));
+}
+
+// A full filesystem, a quota, root squashed: the filesystem's own state, the same from every node, warns; a
+// read-only mount or an I/O error of this node drains.
+TEST(DoctorProbes, AFilesystemWideErrorWarnsAndANodesOwnDrains) {
+  for (int e : {ENOSPC, EDQUOT, EACCES, EPERM}) EXPECT_TRUE(filesystem_wide_error(e)) << e;
+  for (int e : {EROFS, EIO, ENOTCONN, ESTALE, 0}) EXPECT_FALSE(filesystem_wide_error(e)) << e;
+  const Check full = shared_dir_failure("cannot write '/fsx/x': No space left on device", ENOSPC);
+  EXPECT_FALSE(full.ok);
+  EXPECT_EQ(full.severity, Severity::kWarn);
+  EXPECT_NE(full.detail.find("No space left on device"), std::string::npos) << full.detail;
+  EXPECT_EQ(shared_dir_failure("cannot create '/fsx/x': Read-only file system", EROFS).severity,
+            Severity::kDrain);
+  // Through the child process, as the node check runs it: the errno travels in its JSON.
+  FilesystemProbe p;
+  p.exists = true, p.error = "cannot write '/fsx/x': Disk quota exceeded", p.error_number = EDQUOT;
+  EXPECT_EQ(nlohmann::json::parse(filesystem_probe_json(p)).value("errno", 0), EDQUOT);
+}
+
+// A filesystem that fills up as the probe writes: a small tmpfs of root's (skipped where mounts are refused).
+TEST(DoctorProbes, AFullFilesystemIsAWarning) {
+  test::TempDir d;
+  const std::string mnt = d / "fsx";
+  std::filesystem::create_directories(mnt);
+  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=2m") != 0) GTEST_SKIP() << "cannot mount a tmpfs here";
+  const Check c = check_shared_dir(mnt, 4u << 20, 0, 0, 10);
+  const FilesystemProbe p = probe_filesystem(mnt, 4u << 20);
+  const bool empty = std::filesystem::is_empty(mnt);
+  ::umount2(mnt.c_str(), MNT_DETACH);
+  EXPECT_EQ(p.error_number, ENOSPC) << p.error;
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.severity, Severity::kWarn) << c.detail;
+  EXPECT_TRUE(empty) << "the probe's file is removed after the failed write";
+}
+
+// The drain guard: a finding that half a partition's nodes are already drained for drains no more of them.
+TEST(DoctorProbes, TheDrainGuardHoldsBackAFindingHalfThePartitionCarries) {
+  const auto node = [](const std::string& name, const std::string& partitions, const std::string& state,
+                       const std::string& reason) {
+    return parse_scontrol_node("NodeName=" + name + " CPUTot=4 State=" + state + " Partitions=" + partitions +
+                               (reason.empty() ? "" : " Reason=" + reason + " [root@2026-11-29T07:00:00]"));
+  };
+  const auto report = [] {
+    NodeCheckReport r;
+    r.node = "q-4";
+    r.checks = {{{"shared_fs", false, "/fsx: did not finish within 10 s"}, "shared_fs", 10},
+                {{"gpus", true, "4 GPUs"}, "gpus", 1}};
+    return r;
+  };
+  std::vector<SlurmNodeView> nodes = {
+      node("q-1", "q", "IDLE+DRAIN", "pcdino: shared_fs: /fsx: did not finish within 10 s"),
+      node("q-2", "q,debug", "MIXED+DRAIN", "pcdino: gpus: 3 of 4; shared_fs: /fsx: not mounted"),
+      node("q-3", "q", "IDLE", ""),
+      node("q-4", "q", "IDLE", ""),
+      node("other-1", "other", "IDLE+DRAIN", "pcdino: shared_fs: /fsx: not mounted"),
+      node("other-2", "other", "IDLE+DRAIN", "pcdino: shared_fs: /fsx: not mounted")};
+  EXPECT_EQ(nodes[1].partitions, (std::vector<std::string>{"q", "debug"}));
+
+  NodeCheckReport r = report();
+  auto withheld = apply_drain_guard(r, nodes, 0.5);
+  ASSERT_EQ(withheld.size(), 1u);
+  EXPECT_EQ(withheld[0].check, "shared_fs");
+  EXPECT_EQ(withheld[0].drained, 2);
+  EXPECT_EQ(withheld[0].nodes, 4) << "the other partition's nodes do not count";
+  EXPECT_FALSE(r.drain());
+  EXPECT_NE(r.checks[0].check.detail.find("not drained: 2 of the 4 nodes of q already are for shared_fs"),
+            std::string::npos)
+      << r.checks[0].check.detail;
+
+  // Drained by an admin, or for another check: not the same fault.
+  nodes[0].reason = "replacing the GPU";
+  r = report();
+  EXPECT_TRUE(apply_drain_guard(r, nodes, 0.5).empty());
+  EXPECT_TRUE(r.drain()) << "one of four drained for it: this node is drained as before";
+  nodes[0].reason = "pcdino: gpus: 3 of 4";
+  r = report();
+  EXPECT_TRUE(apply_drain_guard(r, nodes, 0.5).empty());
+  EXPECT_TRUE(r.drain());
+  // 100 %: off.
+  nodes[0].reason = "pcdino: shared_fs: /fsx: not mounted";
+  r = report();
+  EXPECT_TRUE(apply_drain_guard(r, nodes, 1.0).empty());
+  EXPECT_TRUE(r.drain());
+  // Two nodes: the first drains, the second is the guard's.
+  r = report();
+  r.node = "other-3";
+  std::vector<SlurmNodeView> pair = {node("other-3", "pair", "IDLE", ""),
+                                     node("other-4", "pair", "IDLE", "")};
+  EXPECT_TRUE(apply_drain_guard(r, pair, 0.5).empty());
+  pair[1] = node("other-4", "pair", "IDLE+DRAIN", "pcdino: shared_fs: /fsx: not mounted");
+  EXPECT_EQ(apply_drain_guard(r, pair, 0.5).size(), 1u);
+  // A node Slurm does not list is judged as before.
+  r = report();
+  r.node = "elsewhere";
+  EXPECT_TRUE(apply_drain_guard(r, nodes, 0.5).empty());
+  EXPECT_TRUE(r.drain());
 }
 
 TEST(DoctorProbes, ScratchResourcesVariablesAndProviders) {

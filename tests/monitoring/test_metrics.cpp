@@ -1,12 +1,17 @@
 // The metrics files of issue #40: what a process writes into the node exporter's textfile directory, when
 // it goes away, the names it accepts, and that the alert rules and the dashboard use only those names.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -173,6 +178,62 @@ TEST(Metrics, TheNodeChecksVerdictHasItsNodesFile) {
   }
   EXPECT_EQ(dir.files(), (std::vector<std::string>{"pcdino_node_check_node1.prom"}));
   EXPECT_EQ(value_of(slurp(dir.path / "pcdino_node_check_node1.prom"), "pcdino_doctor_node_healthy{"), 0);
+}
+
+// The textfile folder is every user's (1777): a FIFO, a link and a huge sparse file that a user put there
+// under the names a stage reads at its start (issue #70) neither block it nor drown it, and are left alone.
+TEST(Metrics, AFifoALinkAndAHugeFileInTheFolderLeaveAStageUnharmed) {
+  if (!PCDINO_HAVE_PROMETHEUS_CPP) GTEST_SKIP() << "built without prometheus-cpp: no files";
+  Folder dir("hostile");
+  const fs::path fifo = dir.path / "pcdino_1_0.prom";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  fs::create_symlink("/dev/zero", dir.path / "pcdino_2_0.prom");
+  std::ofstream(dir.path / "pcdino_3_0.prom") << "pcdino_build_info{";
+  fs::resize_file(dir.path / "pcdino_3_0.prom", std::uintmax_t{64} << 30);
+  // Were the stage to block on the FIFO, a writer opens it after 5 s to let it go, and says so.
+  std::mutex mutex;
+  std::condition_variable done;
+  bool constructed = false, released = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (done.wait_for(lock, std::chrono::seconds(5), [&] { return constructed; })) return;
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) released = true, ::close(fd);
+  });
+  {
+    MetricsFile m({dir.path.string(), 60, true}, job("doctor", 0, "node1"));
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      constructed = true;
+    }
+    done.notify_all();
+    EXPECT_TRUE(m.enabled());
+  }
+  watchdog.join();
+  EXPECT_FALSE(released) << "the stage blocked on a FIFO in the textfile folder";
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo)));
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir.path / "pcdino_2_0.prom")));
+  EXPECT_TRUE(fs::exists(dir.path / "pcdino_42_0.prom"));
+}
+
+// Its file is written through a new temporary each time, never through a link planted at a name known in
+// advance (the old ".NAME.PID").
+TEST(Metrics, AFileIsNeverWrittenThroughAPlantedLink) {
+  if (!PCDINO_HAVE_PROMETHEUS_CPP) GTEST_SKIP() << "built without prometheus-cpp: no files";
+  Folder dir("planted");
+  const fs::path victim = dir.path / "victim";
+  std::ofstream(victim) << "root's";
+  fs::create_symlink(victim, dir.path / (".pcdino_42_0.prom." + std::to_string(::getpid())));
+  {
+    MetricsFile m({dir.path.string(), 60}, job("train", 0));
+    m.add("pcdino_train_steps_total", 1);
+    m.write_now();
+  }
+  EXPECT_EQ(slurp(victim), "root's");
+  EXPECT_GT(value_of(slurp(dir.path / "pcdino_42_0.prom"), "pcdino_train_steps_total{"), 0);
+  EXPECT_EQ(fs::status(dir.path / "pcdino_42_0.prom").permissions() & fs::perms::others_read,
+            fs::perms::others_read)
+      << "the node exporter reads it as another user";
 }
 
 TEST(Metrics, NoFolderNoMetricsNoError) {

@@ -492,6 +492,55 @@ TEST(SlurmConfig, ContainerSettingsAreCheckedBeforeSubmission) {
   rmdir(dir.c_str());
 }
 
+// The run folder, {output_dir}/{name_of_run}, is known only once output_dir is absolute: there the folder is
+// refused when #SBATCH --output or --chdir would not carry it as it is (issue #70).
+TEST(SlurmConfig, ARunFolderThatSbatchWouldReadOtherwiseIsRefused) {
+  const auto error = [](const std::string& output_dir) {
+    PipelineConfig c = example();
+    c.meta.output_dir = output_dir;  // any string: the schema cannot know the folder it is relative to
+    try {
+      with_absolute_paths(c, "/home/u");
+      return std::string();
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+  };
+  for (const auto& [dir, shown] : std::vector<std::pair<std::string, std::string>>{
+           {"/fsx/out#1", "'#'"}, {"/fsx/%u", "'%'"}, {"/fsx/my out", "a space"}, {"/fsx/$USER", "'$'"}}) {
+    EXPECT_NE(
+        error(dir).find("meta.output_dir/meta.name_of_run: the run folder '" + dir + "/run1' holds " + shown),
+        std::string::npos)
+        << dir << ": " << error(dir);
+  }
+  EXPECT_NE(error("out#1").find("the run folder '/home/u/out#1/run1' holds '#'"), std::string::npos);
+  EXPECT_EQ(error("/fsx/out-2.v1"), "");
+  EXPECT_EQ(error("out"), "");
+}
+
+// The srun line quotes its --mpi word: the script does not rely on the schema alone for what reaches bash.
+TEST(Script, TheSrunLineQuotesItsMpiPlugin) {
+  PipelineConfig c = example();
+  EXPECT_TRUE(has_line(render_script(c, "train", {"/p/pcdino"}, "h"),
+                       "srun --mpi=pmix --kill-on-bad-exit=1 /p/pcdino train --config "
+                       "/fsx/out/run1/logs/submitted_pipeline.yaml"));
+  c.slurm.mpi = "pmix;date>/tmp/x";  // what the schema refuses, set past it
+  EXPECT_NE(render_script(c, "train", {"/p/pcdino"}, "h")
+                .find("srun '--mpi=pmix;date>/tmp/x' --kill-on-bad-exit=1"),
+            std::string::npos);
+}
+
+// enroot's image reference, [USER@][REGISTRY#]IMAGE[:TAG], goes onto the srun line (quoted), never into an
+// #SBATCH line: its registry's '#' is accepted (one of them).
+TEST(SlurmConfig, AContainerImageMayNameItsRegistry) {
+  const auto image = [](const std::string& reference) {
+    return parse_config("slurm:\n  container_image: \"" + reference + "\"\n", "t.yaml").slurm.container_image;
+  };
+  EXPECT_EQ(image("nvcr.io#nvidia/pytorch:24.01-py3"), "nvcr.io#nvidia/pytorch:24.01-py3");
+  EXPECT_EQ(image("user@nvcr.io#nvidia/pytorch"), "user@nvcr.io#nvidia/pytorch");
+  EXPECT_THROW(image("a#b#c"), ConfigError);
+  EXPECT_THROW(image("nvcr.io#two words"), ConfigError);
+}
+
 TEST(Script, EveryStageParsesAsBash) {
   const auto c = example("slurm:\n  environment: {A: \"it's $HOME\"}\n");
   for (const auto& stage : all_stages()) {
@@ -536,8 +585,9 @@ TEST(SlurmConfig, BadValuesNameTheKey) {
             std::string::npos);
   EXPECT_NE(error_of("slurm:\n  time_limit: {train: soon}\n").find("expected a Slurm time"),
             std::string::npos);
-  EXPECT_NE(error_of("slurm:\n  partition: 'gpu; rm'\n").find("slurm.partition: expected one word"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("slurm:\n  partition: 'gpu; rm'\n").find("slurm.partition: holds a space, which ends a word"),
+      std::string::npos);
   EXPECT_NE(error_of("slurm:\n  environment: {'1X': a}\n").find("'1X' is not an environment variable name"),
             std::string::npos);
   EXPECT_NE(error_of("slurm:\n  launcher: ssh\n").find("expected one of srun, mpirun"), std::string::npos);

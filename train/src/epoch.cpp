@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 
 #include "pcdino/core/error.hpp"
@@ -278,8 +280,11 @@ EpochStats train_one_epoch(EpochContext& ctx, Prefetcher<Batch>& loader, int epo
 
 void append_line(const std::string& path, const std::string& line) {
   std::ofstream out(path, std::ios::app);
-  if (!out) throw CantCreateError("cannot append to '" + path + "'");
+  if (!out) throw CantCreateError("cannot append to '" + path + "': " + std::strerror(errno));
   out << line << "\n";
+  out.flush();
+  // A full filesystem fails the write itself: the line must not be lost without a word.
+  if (!out) throw CantCreateError("cannot append to '" + path + "': " + std::strerror(errno));
 }
 
 }  // namespace pcdino::train

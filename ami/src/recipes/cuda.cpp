@@ -5,9 +5,8 @@ namespace pcdino::ami {
 
 namespace {
 
-const char* const kRunfile = R"SH(RUNFILE=cuda_@CUDA_FULL@_@CUDA_RUNFILE_DRIVER@_linux.run
-wget -q -O /tmp/cuda.run "https://developer.download.nvidia.com/compute/cuda/@CUDA_FULL@/local_installers/$RUNFILE"
-sh /tmp/cuda.run --silent --toolkit --toolkitpath="/usr/local/cuda-$CUDA_MM" --no-opengl-libs --override
+const char* const kRunfile =
+    R"SH(sh /tmp/cuda.run --silent --toolkit --toolkitpath="/usr/local/cuda-$CUDA_MM" --no-opengl-libs --override
 rm -f /tmp/cuda.run
 )SH";
 
@@ -16,9 +15,7 @@ const char* const kCudaCheck = R"SH(ln -sfn "/usr/local/cuda-$CUDA_MM" /usr/loca
 done_ok
 )SH";
 
-const char* const kCudnn = R"SH(ARCHIVE=cudnn-linux-x86_64-${VERSION}_cuda@CUDA_MAJOR@-archive
-wget -q -O /tmp/cudnn.tar.xz "https://developer.download.nvidia.com/compute/cudnn/redist/cudnn/linux-x86_64/$ARCHIVE.tar.xz"
-tar -xf /tmp/cudnn.tar.xz -C /tmp
+const char* const kCudnn = R"SH(tar -xf /tmp/cudnn.tar.xz -C /tmp
 cp -a "/tmp/$ARCHIVE/include/." /usr/local/cuda/include/
 cp -a "/tmp/$ARCHIVE/lib/." /usr/local/cuda/lib64/
 rm -rf /tmp/cudnn.tar.xz "/tmp/$ARCHIVE"
@@ -30,13 +27,19 @@ done_ok
 }  // namespace
 
 std::string cuda_recipe(const RecipeContext& c) {
-  const bool base_cuda = c.ships(c.vars.at("CUDA_FULL"), &parallelcluster::Release::cuda);
-  return std::string("CUDA_MM=@CUDA_MM@\n") + (base_cuda ? shipped("CUDA @CUDA_FULL@") : kRunfile) +
+  const std::string& full = c.vars.at("CUDA_FULL");
+  const bool base_cuda = c.ships(full, &parallelcluster::Release::cuda);
+  return std::string("CUDA_MM=@CUDA_MM@\n") +
+         (base_cuda ? shipped("CUDA @CUDA_FULL@")
+                    : fetch_pinned(pin_of("cuda", full), "/tmp/cuda.run") + kRunfile) +
          kCudaCheck;
 }
 
-std::string cudnn_recipe(const RecipeContext&) {
-  return kCudnn;
+// NVIDIA's redistributable archive for the image's CUDA major.
+std::string cudnn_recipe(const RecipeContext& c) {
+  const PinnedDownload& pin = pin_of("cudnn", c.spec.versions.at("cudnn"), "cuda" + c.vars.at("CUDA_MAJOR"));
+  return "ARCHIVE=cudnn-linux-x86_64-${VERSION}_cuda@CUDA_MAJOR@-archive\n" +
+         fetch_pinned(pin, "/tmp/cudnn.tar.xz") + kCudnn;
 }
 
 }  // namespace pcdino::ami

@@ -1,5 +1,6 @@
 // 50-efa.sh: the EFA installer (libfabric, the EFA driver and its Open MPI), or the base AMI's where it
 // ships the wanted release.
+#include "pcdino/core/text_template.hpp"
 #include "recipes/recipe.hpp"
 
 namespace pcdino::ami {
@@ -9,8 +10,7 @@ namespace {
 const char* const kInstall =
     R"SH(if ! grep -q "EFA installer version: $VERSION" /opt/amazon/efa_installed_packages 2>/dev/null; then
   cd /tmp
-  curl -fsSL -o efa.tar.gz "https://efa-installer.amazonaws.com/aws-efa-installer-$VERSION.tar.gz"
-  tar -xf efa.tar.gz
+@FETCH@  tar -xf efa.tar.gz
   (cd aws-efa-installer && ./efa_installer.sh -y)
   rm -rf efa.tar.gz aws-efa-installer
 fi
@@ -28,7 +28,9 @@ done_ok
 std::string efa_recipe(const RecipeContext& c) {
   const bool base_efa =
       c.ships(c.spec.versions.at("efa_installer"), &parallelcluster::Release::efa_installer);
-  return (base_efa ? shipped("EFA installer $VERSION") : std::string(kInstall)) + kCheck;
+  if (base_efa) return shipped("EFA installer $VERSION") + kCheck;
+  const PinnedDownload& pin = pin_of("efa_installer", c.spec.versions.at("efa_installer"));
+  return fill_template(kInstall, {{"FETCH", indented(fetch_pinned(pin, "/tmp/efa.tar.gz"), "  ")}}) + kCheck;
 }
 
 }  // namespace pcdino::ami

@@ -9,12 +9,14 @@ namespace {
 // repository, which this script uses directly (the source line HabanaAI's READMEs and Dockerfiles use) so
 // that every package is pinned and checked. The modules are built by DKMS, not loaded: the build instance
 // has no Gaudi. The versions start with the pinned release and build (a prefix: the Debian revision's exact
-// form was not confirmed from a package listing).
+// form was not confirmed from a package listing). Intel publishes no fingerprint of the repository's key
+// (downloads.hpp): check_compatibility() refuses the image until one is recorded, which trusted_key() then
+// checks.
 std::string gaudi_recipe(const RecipeContext&) {
   return R"SH(@INSTALL@ "linux-headers-$(uname -r)" gnupg
 codename=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)
-curl -fsSL https://vault.habana.ai/artifactory/api/gpg/key/public | gpg --dearmor --yes -o /usr/share/keyrings/habana.gpg
-echo "deb [signed-by=/usr/share/keyrings/habana.gpg] https://vault.habana.ai/artifactory/debian $codename main" \
+)SH" + trusted_key(signing_key("habana"), "/usr/share/keyrings/habana.gpg", false) +
+         R"SH(echo "deb [signed-by=/usr/share/keyrings/habana.gpg] https://vault.habana.ai/artifactory/debian $codename main" \
   >/etc/apt/sources.list.d/habana.list
 @UPDATE@
 packages=(habanalabs-firmware habanalabs-dkms habanalabs-thunk habanalabs-graph habanalabs-rdma-core habanalabs-firmware-tools)

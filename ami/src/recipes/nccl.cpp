@@ -4,10 +4,10 @@
 
 namespace pcdino::ami {
 
-std::string nccl_recipe(const RecipeContext&) {
-  return R"SH(rm -rf /tmp/nccl-src
-git clone -q --depth 1 --branch "v$VERSION" https://github.com/NVIDIA/nccl.git /tmp/nccl-src
-make -C /tmp/nccl-src -j "$(nproc)" src.build CUDA_HOME=/usr/local/cuda BUILDDIR=/opt/nccl
+std::string nccl_recipe(const RecipeContext& c) {
+  return "rm -rf /tmp/nccl-src\n" +
+         clone_pinned(pin_of("nccl", c.spec.versions.at("nccl")), "/tmp/nccl-src") +
+         R"SH(make -C /tmp/nccl-src -j "$(nproc)" src.build CUDA_HOME=/usr/local/cuda BUILDDIR=/opt/nccl
 rm -rf /tmp/nccl-src
 want=${VERSION%-*}
 got=$(awk '/#define NCCL_(MAJOR|MINOR|PATCH) / {printf "%s%s", sep, $3; sep="."}' /opt/nccl/include/nccl.h)
@@ -17,10 +17,10 @@ done_ok
 )SH";
 }
 
-std::string aws_ofi_nccl_recipe(const RecipeContext&) {
-  return R"SH(rm -rf /tmp/aws-ofi-nccl
-git clone -q --depth 1 --branch "v$VERSION-aws" https://github.com/aws/aws-ofi-nccl.git /tmp/aws-ofi-nccl
-cd /tmp/aws-ofi-nccl
+std::string aws_ofi_nccl_recipe(const RecipeContext& c) {
+  return "rm -rf /tmp/aws-ofi-nccl\n" +
+         clone_pinned(pin_of("aws_ofi_nccl", c.spec.versions.at("aws_ofi_nccl")), "/tmp/aws-ofi-nccl") +
+         R"SH(cd /tmp/aws-ofi-nccl
 ./autogen.sh
 ./configure --prefix=/opt/aws-ofi-nccl --with-libfabric=/opt/amazon/efa --with-cuda=/usr/local/cuda \
   --with-nccl=/opt/nccl --with-mpi=/opt/amazon/openmpi
@@ -33,10 +33,10 @@ done_ok
 )SH";
 }
 
-std::string nccl_tests_recipe(const RecipeContext&) {
-  return R"SH(rm -rf /opt/nccl-tests
-git clone -q --depth 1 --branch "v$VERSION" https://github.com/NVIDIA/nccl-tests.git /opt/nccl-tests
-make -C /opt/nccl-tests -j "$(nproc)" MPI=1 MPI_HOME=/opt/amazon/openmpi CUDA_HOME=/usr/local/cuda NCCL_HOME=/opt/nccl
+std::string nccl_tests_recipe(const RecipeContext& c) {
+  return "rm -rf /opt/nccl-tests\n" +
+         clone_pinned(pin_of("nccl_tests", c.spec.versions.at("nccl_tests")), "/opt/nccl-tests") +
+         R"SH(make -C /opt/nccl-tests -j "$(nproc)" MPI=1 MPI_HOME=/opt/amazon/openmpi CUDA_HOME=/usr/local/cuda NCCL_HOME=/opt/nccl
 [ -x /opt/nccl-tests/build/all_reduce_perf ] || fail "all_reduce_perf not built"
 done_ok
 )SH";

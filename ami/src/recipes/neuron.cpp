@@ -2,14 +2,15 @@
 // AWS's repository; the driver is built by DKMS, not loaded: the build instance has no Neuron device.
 #include "recipes/neuron.hpp"
 
+#include "pcdino/core/text_template.hpp"
+
 namespace pcdino::ami {
 
 namespace {
 
 const char* const kAptRepository = R"SH(@INSTALL@ "linux-headers-$(uname -r)" gnupg
 codename=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)
-curl -fsSL https://apt.repos.neuron.amazonaws.com/GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB | gpg --dearmor --yes -o /usr/share/keyrings/neuron.gpg
-echo "deb [signed-by=/usr/share/keyrings/neuron.gpg] https://apt.repos.neuron.amazonaws.com $codename main" \
+@KEY@echo "deb [signed-by=/usr/share/keyrings/neuron.gpg] https://apt.repos.neuron.amazonaws.com $codename main" \
   >/etc/apt/sources.list.d/neuron.list
 @UPDATE@
 @INSTALL@ "aws-neuronx-dkms=@NEURON_DKMS@*" "aws-neuronx-runtime-lib=@NEURON_RUNTIME@*" \
@@ -18,14 +19,16 @@ installed() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true; }
 )SH";
 
 const char* const kYumRepository = R"SH(@INSTALL@ "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)"
-cat >/etc/yum.repos.d/neuron.repo <<'REPO'
+@KEY@cat >/etc/yum.repos.d/neuron.repo <<'REPO'
 [neuron]
 name=Neuron YUM Repository
 baseurl=https://yum.repos.neuron.amazonaws.com
 enabled=1
 metadata_expire=0
+gpgcheck=1
+gpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-neuron
 REPO
-rpm --import https://yum.repos.neuron.amazonaws.com/GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB
+rpm --import /etc/pki/rpm-gpg/RPM-GPG-KEY-neuron
 @INSTALL@ "aws-neuronx-dkms-@NEURON_DKMS@*" "aws-neuronx-runtime-lib-@NEURON_RUNTIME@*" \
   "aws-neuronx-collectives-@NEURON_COLLECTIVES@*" "aws-neuronx-tools-@NEURON_TOOLS@*"
 installed() { rpm -q --qf '%{VERSION}' "$1" 2>/dev/null || true; }
@@ -43,8 +46,12 @@ echo "export PATH=/opt/aws/neuron/bin:\$PATH" >/etc/profile.d/neuron.sh
 done_ok
 )SH";
 
+// AWS's repository, checked against its signing key (downloads.hpp) before anything is installed from it.
 std::string neuron_sdk_recipe(const RecipeContext& c) {
-  return std::string(c.apt ? kAptRepository : kYumRepository) + kChecks;
+  const std::string key =
+      c.apt ? trusted_key(signing_key("neuron"), "/usr/share/keyrings/neuron.gpg", false)
+            : trusted_key(signing_key("neuron-rpm"), "/etc/pki/rpm-gpg/RPM-GPG-KEY-neuron", true);
+  return fill_template(c.apt ? kAptRepository : kYumRepository, {{"KEY", key}}) + kChecks;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "pcdino/ami/downloads.hpp"
 #include "pcdino/ami/spec.hpp"
 #include "pcdino/core/parallelcluster.hpp"
 
@@ -35,6 +36,34 @@ struct RecipeContext {
 
 /// The comment a recipe writes in place of installing what the base AMI ships.
 std::string shipped(const std::string& what);
+
+// What a recipe fetches, each pinned (pinned.cpp, over pcdino/ami/downloads.hpp's table). Every line that
+// fetches is followed by the check of what it fetched: tests/ami scans every generated script for that.
+
+/// The row of `component` at `version`; throws ConfigError where check_compatibility() would have refused
+/// the image (a recipe asked for a download the table lacks).
+const PinnedDownload& pin_of(const std::string& component, const std::string& version,
+                             const std::string& variant = "");
+
+/// Lines that download `pin`'s file to `file` (a shell word) and stop the build unless its sha256 is the
+/// pin's.
+std::string fetch_pinned(const PinnedDownload& pin, const std::string& file);
+
+/// Lines that clone `pin`'s tag into `dir` and stop the build unless it is the pin's commit (a moved tag).
+std::string clone_pinned(const PinnedDownload& pin, const std::string& dir);
+
+/// Lines that fetch `key`, stop the build unless it is exactly the one key of the recorded fingerprint, and
+/// write it to `keyring` (binary, for apt's signed-by; ASCII-armoured for rpm when `armor`). Throws
+/// ConfigError for a key without a recorded fingerprint (check_compatibility() refuses those first).
+std::string trusted_key(const SigningKey& key, const std::string& keyring, bool armor);
+
+/// Lines that fetch `package` ("name=version") from NVIDIA's CUDA repository for the OS (@FM_REPO@) into
+/// /tmp/pcdino-apt, the package checked by apt against the repository's signed index, the repository
+/// listed only while it is fetched; ${debs[0]} is the file.
+std::string cuda_repo_download(const std::string& package);
+
+/// `text` with `prefix` before each of its lines.
+std::string indented(const std::string& text, const std::string& prefix);
 
 /// When a recipe's script is part of the image.
 enum class When {

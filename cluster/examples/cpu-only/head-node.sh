@@ -53,6 +53,7 @@ Manifest: /opt/pcdino/manifest.json
 ProbeSeconds: 10
 Dcgm: true
 TextfileDir: /var/lib/prometheus/node-exporter
+DrainGuardPercent: 50
 SITE
 )" "$etc/pcdino/node-check.yaml"
 if [ "$(readlink "$etc/scripts/prolog.d/95_pcdino_node_check" 2>/dev/null)" != "$wrapper" ]; then

@@ -33,11 +33,13 @@ EXAMPLES=${PARALLELCLUSTER_EXAMPLES:-/opt/parallelcluster/examples}
 ENROOT_SYSCONF_DIR=${ENROOT_SYSCONF_DIR:-/etc/enroot}
 ENROOT_SHARE_DIR=${ENROOT_SHARE_DIR:-/usr/share/enroot}
 NODE_ROOT=${NODE_ROOT:-}
+CACHE_BY=user
 RUN_FOLDERS=""
-# shared_folder PATH [MODE]: PATH (its part above the first component with a '$') made with MODE (1777) if
-# missing; one under /run (a tmpfs) is also kept in RUN_FOLDERS for boot_folders.
+# shared_folder PATH MODE: PATH (its part above the first component with a '$') made with MODE if missing;
+# one under /run (a tmpfs) is also kept in RUN_FOLDERS for boot_folders. A 0755 folder that an earlier
+# version left writable by everyone (1777) is made root's 0755 again.
 shared_folder() {
-  local dir=$1 mode=${2:-1777}
+  local dir=$1 mode=$2
   case "$dir" in /*) ;; *) return 0 ;; esac
   if [[ $dir == *'$'* ]]; then dir=${dir%/*\$*}; fi
   if [ -z "$dir" ] || [ "$dir" = / ]; then return 0; fi
@@ -46,17 +48,31 @@ shared_folder() {
     mkdir -p "$NODE_ROOT$dir"
     chmod "$mode" "$NODE_ROOT$dir"
     echo "$PROG: made $NODE_ROOT$dir ($mode)"
+  elif [ "$mode" = 0755 ] && [ -n "$(find "$NODE_ROOT$dir" -maxdepth 0 -perm -0002)" ]; then
+    case "$dir" in /tmp | /var/tmp | /dev/shm | /run)
+      fail "$dir holds each user's Enroot folder but every user can write it: another could make a user's first" ;;
+    esac
+    chown root:root "$NODE_ROOT$dir"
+    chmod 0755 "$NODE_ROOT$dir"
+    echo "$PROG: made $NODE_ROOT$dir root's, 0755 (it was writable by every user)"
   fi
 }
-# enroot_setup SCRATCH: enroot.conf from ParallelCluster's example, the containers' data, cache and temporary
-# files under SCRATCH/enroot when SCRATCH is given (the example keeps them on the root disk and in memory);
-# the folders it names; Enroot's PMI hook, which `srun --mpi=pmix` in a container needs (Pyxis's setup page).
+# enroot_setup SCRATCH ROLE: enroot.conf from ParallelCluster's example; on a compute node (ROLE compute) the
+# containers' data, cache and temporary files under SCRATCH/enroot when SCRATCH is given (the example keeps
+# them on the root disk and in memory) and the cache per user unless CACHE_BY is group; on the head node
+# (ROLE head) no runtime, data or cache path, so that Enroot's own per-user defaults hold there (users import
+# images outside any job, where no prolog makes their folders): $XDG_RUNTIME_DIR/enroot, ~/.local/share/enroot,
+# ~/.cache/enroot. The folders it names; Enroot's PMI hook, which `srun --mpi=pmix` in a container needs
+# (Pyxis's setup page).
 enroot_setup() {
-  local scratch=$1 tmp key value hook
+  local scratch=$1 role=$2 tmp key value hook
   [ -f "$EXAMPLES/enroot/enroot.conf" ] ||
     fail "no $EXAMPLES/enroot/enroot.conf: this image has no Enroot example (ParallelCluster 3.11.1 and later)"
   tmp=$(mktemp)
-  if [ -n "$scratch" ]; then
+  if [ "$role" = head ]; then
+    grep -vE '^[[:space:]]*ENROOT_(RUNTIME|DATA|CACHE)_PATH([[:space:]]|$)' "$EXAMPLES/enroot/enroot.conf" >"$tmp" || true
+    echo "# pcdino cluster generate: Enroot's per-user defaults for runtime, data and cache on the head node" >>"$tmp"
+  elif [ -n "$scratch" ]; then
     [ -d "$NODE_ROOT$scratch" ] || fail "no local scratch at $NODE_ROOT$scratch (the queue's EphemeralVolume)"
     grep -vE '^[[:space:]]*ENROOT_(DATA|CACHE|TEMP)_PATH([[:space:]]|$)' "$EXAMPLES/enroot/enroot.conf" >"$tmp" || true
     {
@@ -68,11 +84,18 @@ enroot_setup() {
   else
     cp "$EXAMPLES/enroot/enroot.conf" "$tmp"
   fi
+  if [ "$CACHE_BY" = user ]; then
+    # shellcheck disable=SC2016  # $(id -u) is enroot.conf's, expanded by Enroot
+    sed -i -E 's#^([[:space:]]*ENROOT_CACHE_PATH[[:space:]]+.*/)group-\$\(id -g\)[[:space:]]*$#\1user-$(id -u)#' "$tmp"
+  fi
   mkdir -p "$ENROOT_SYSCONF_DIR/hooks.d"
   put "$tmp" "$ENROOT_SYSCONF_DIR/enroot.conf" 0644
   rm -f "$tmp"
   while read -r key value; do
-    case "$key" in ENROOT_*_PATH) shared_folder "$value" ;; esac
+    case "$key" in
+      ENROOT_TEMP_PATH) shared_folder "$value" 1777 ;;
+      ENROOT_*_PATH) shared_folder "$value" 0755 ;;
+    esac
   done <"$ENROOT_SYSCONF_DIR/enroot.conf"
   hook=$ENROOT_SHARE_DIR/hooks.d/50-slurm-pmi.sh
   [ -f "$hook" ] || fail "no $hook: Enroot's PMI hook (srun --mpi=pmix in a container needs it)"
@@ -96,7 +119,7 @@ boot_folders() {
 ${RUN_FOLDERS%$'\n'}" "$NODE_ROOT/etc/tmpfiles.d/pcdino-containers.conf"
 }
 
-enroot_setup "$SCRATCH"
+enroot_setup "$SCRATCH" compute
 pyxis_runtime
 boot_folders
 echo "$PROG: Enroot set up ($ENROOT_SYSCONF_DIR/enroot.conf${SCRATCH:+, containers on $SCRATCH})"

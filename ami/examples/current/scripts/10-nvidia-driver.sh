@@ -13,15 +13,7 @@ fi
 mkdir -p "$PREFIX/versions"
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q "linux-headers-$(uname -r)"
-# The installed module, not nvidia-smi: the build instance has no GPU.
-current=$(modinfo -F version nvidia 2>/dev/null || true)
-if [ "$current" != "$VERSION" ]; then
-  wget -q -O /tmp/nvidia.run "https://us.download.nvidia.com/tesla/$VERSION/NVIDIA-Linux-x86_64-$VERSION.run"
-  # Built for the running kernel, not loaded: the build instance needs no GPU.
-  sh /tmp/nvidia.run --silent --dkms --ui=none --no-questions --skip-module-load
-  rm -f /tmp/nvidia.run
-fi
+# ParallelCluster 3.16.3's AMI ships NVIDIA driver $VERSION (release page v3.16.3 (2026-11-17): 'NVIDIA driver, Fabric Manager, and IMEX to version 595.112.07', 'EFA installer to 1.51.0' (libfabric-aws 2.7.0-1, openmpi40-aws 4.1.8-1, openmpi50-aws 5.0.9-11); no Slurm line (25.11.8 since 3.16.1); its CUDA was not read at the tag).
 installed=$(modinfo -F version nvidia 2>/dev/null || true)
 [ "$installed" = "$VERSION" ] || fail "kernel module nvidia is '$installed'"
 done_ok

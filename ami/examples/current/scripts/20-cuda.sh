@@ -14,8 +14,9 @@ mkdir -p "$PREFIX/versions"
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
 CUDA_MM=12.4
-RUNFILE=cuda_12.4.1_550.54.15_linux.run
-wget -q -O /tmp/cuda.run "https://developer.download.nvidia.com/compute/cuda/12.4.1/local_installers/$RUNFILE"
+# cuda 12.4.1: sha256 from Spack's cuda package (var/spack/repos/builtin/packages/cuda/package.py and spack-packages' packages/cuda/package.py, _versions Linux-x86_64, 2024-2026); the same as nixpkgs' cuda-modules/cudatoolkit/releases.nix where it lists the runfile.
+wget -q -O /tmp/cuda.run "https://developer.download.nvidia.com/compute/cuda/12.4.1/local_installers/cuda_12.4.1_550.54.15_linux.run"
+echo "367d2299b3a4588ab487a6d27276ca5d9ead6e394904f18bccb9e12433b9c4fb  /tmp/cuda.run" | sha256sum -c --quiet - || fail "the cuda 12.4.1 download is not the pinned file (sha256 differs)"
 sh /tmp/cuda.run --silent --toolkit --toolkitpath="/usr/local/cuda-$CUDA_MM" --no-opengl-libs --override
 rm -f /tmp/cuda.run
 ln -sfn "/usr/local/cuda-$CUDA_MM" /usr/local/cuda

@@ -14,7 +14,9 @@ mkdir -p "$PREFIX/versions"
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
 rm -rf /tmp/aws-ofi-nccl
-git clone -q --depth 1 --branch "v$VERSION-aws" https://github.com/aws/aws-ofi-nccl.git /tmp/aws-ofi-nccl
+# aws/aws-ofi-nccl v1.12.0-aws is commit 142e0a8c2d1332d7200ddfd426eaa8cc3408d134 (read from the repository's tags on 2026-11-29).
+git clone -q --depth 1 --branch v1.12.0-aws https://github.com/aws/aws-ofi-nccl.git /tmp/aws-ofi-nccl
+[ "$(git -C /tmp/aws-ofi-nccl rev-parse HEAD)" = 142e0a8c2d1332d7200ddfd426eaa8cc3408d134 ] || fail "aws/aws-ofi-nccl's tag v1.12.0-aws is not commit 142e0a8c2d1332d7200ddfd426eaa8cc3408d134: the tag moved"
 cd /tmp/aws-ofi-nccl
 ./autogen.sh
 ./configure --prefix=/opt/aws-ofi-nccl --with-libfabric=/opt/amazon/efa --with-cuda=/usr/local/cuda \

@@ -13,15 +13,20 @@ fi
 mkdir -p "$PREFIX/versions"
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
-base=https://github.com/NVIDIA/enroot/releases/download/v$VERSION
-wget -q -O /tmp/enroot.deb "$base/enroot_$VERSION-1_amd64.deb"
-wget -q -O /tmp/enroot-caps.deb "$base/enroot+caps_$VERSION-1_amd64.deb"
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades /tmp/enroot.deb /tmp/enroot-caps.deb
-rm -f /tmp/enroot.deb /tmp/enroot-caps.deb
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q curl gawk jq squashfs-tools parallel libcap2-bin libmd-dev
+rm -rf /tmp/enroot-src
+# NVIDIA/enroot v3.5.0 is commit c7dc4a6b66e817af5ceb7d5315850696067b3f80 (read from the repository's tags on 2026-11-29).
+git clone -q --depth 1 --branch v3.5.0 https://github.com/NVIDIA/enroot.git /tmp/enroot-src
+[ "$(git -C /tmp/enroot-src rev-parse HEAD)" = c7dc4a6b66e817af5ceb7d5315850696067b3f80 ] || fail "NVIDIA/enroot's tag v3.5.0 is not commit c7dc4a6b66e817af5ceb7d5315850696067b3f80: the tag moved"
+git -C /tmp/enroot-src submodule update -q --init
+make -C /tmp/enroot-src install prefix= exec_prefix=/usr datarootdir=/usr/share
+make -C /tmp/enroot-src setcap prefix= exec_prefix=/usr
+rm -rf /tmp/enroot-src
 enroot version | grep -qx "$VERSION" || fail "enroot version is $(enroot version)"
-PYXIS=0.20.0
 rm -rf /tmp/pyxis
-git clone -q --depth 1 --branch "v$PYXIS" https://github.com/NVIDIA/pyxis.git /tmp/pyxis
+# NVIDIA/pyxis v0.20.0 is commit 424563865a491f2d8f3c396a095d18db81f1fb07 (read from the repository's tags on 2026-11-29).
+git clone -q --depth 1 --branch v0.20.0 https://github.com/NVIDIA/pyxis.git /tmp/pyxis
+[ "$(git -C /tmp/pyxis rev-parse HEAD)" = 424563865a491f2d8f3c396a095d18db81f1fb07 ] || fail "NVIDIA/pyxis's tag v0.20.0 is not commit 424563865a491f2d8f3c396a095d18db81f1fb07: the tag moved"
 make -C /tmp/pyxis CPPFLAGS="-I /opt/slurm/include"
 mkdir -p /usr/local/lib/slurm
 install -m 0755 /tmp/pyxis/spank_pyxis.so /usr/local/lib/slurm/spank_pyxis.so.new

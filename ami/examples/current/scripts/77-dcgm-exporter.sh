@@ -16,13 +16,34 @@ done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$CO
 # NVIDIA's dcgm-exporter from its CUDA repository for ubuntu2204, at the pinned package version; the
 # head node's Prometheus scrapes it on :9400 (its default) for the dashboard's GPU panels.
 PKG=datacenter-gpu-manager-exporter
-wget -q -O /tmp/dcgm-exporter.deb "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/${PKG}_${VERSION}_amd64.deb"
-needs=$(dpkg-deb -f /tmp/dcgm-exporter.deb Depends)
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q gnupg
+# The nvidia-cuda-deb signing key, EB693B3035CD5710E231E123A4B469963BF863CC (NVIDIA Data Center Driver Installation Guide, 'GPG Keys Used to Sign the Packages' (deb: 3bf863cc; NVIDIA/cuda-repo-management#4, 2022-04-28); the full fingerprint as apt reports it for the CUDA repository in NVIDIA/cuda-repo-management#39 (2026-02-02)).
+key=$(mktemp)
+wget -q -O "$key" "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/3bf863cc.pub"
+gnupg=$(mktemp -d)
+gpg --homedir "$gnupg" --batch --quiet --import "$key"
+fpr=$(gpg --homedir "$gnupg" --with-colons --fingerprint | awk -F: '$1 == "pub" {p = 1; next} $1 == "fpr" && p {print $10; p = 0}')
+[ "$fpr" = EB693B3035CD5710E231E123A4B469963BF863CC ] || fail "the nvidia-cuda-deb key is '${fpr:-none}', not EB693B3035CD5710E231E123A4B469963BF863CC"
+gpg --homedir "$gnupg" --batch --export EB693B3035CD5710E231E123A4B469963BF863CC >/usr/share/keyrings/pcdino-cuda.gpg.tmp
+mv -f /usr/share/keyrings/pcdino-cuda.gpg.tmp /usr/share/keyrings/pcdino-cuda.gpg
+rm -rf "$gnupg" "$key"
+# NVIDIA's CUDA repository only while the package is fetched: apt checks it against the signed index.
+echo "deb [signed-by=/usr/share/keyrings/pcdino-cuda.gpg] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /" \
+  >/etc/apt/sources.list.d/pcdino-cuda.list
+apt-get update -q
+rm -rf /tmp/pcdino-apt && mkdir -p /tmp/pcdino-apt
+chown _apt /tmp/pcdino-apt 2>/dev/null || true
+(cd /tmp/pcdino-apt && apt-get download -q "$PKG=$VERSION")
+rm -f /etc/apt/sources.list.d/pcdino-cuda.list
+apt-get update -q
+debs=(/tmp/pcdino-apt/*.deb)
+[ -f "${debs[0]}" ] || fail "apt-get download $PKG=$VERSION fetched nothing"
+needs=$(dpkg-deb -f "${debs[0]}" Depends)
 dcgm=$(dpkg-query -W -f='${Package} ${Version}\n' 'datacenter-gpu-manager*' 2>/dev/null || true)
-if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades /tmp/dcgm-exporter.deb; then
+if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades "${debs[0]}"; then
   fail "$PKG $VERSION needs '$needs'; the AMI has '${dcgm:-no DCGM package}'"
 fi
-rm -f /tmp/dcgm-exporter.deb
+rm -rf /tmp/pcdino-apt
 installed=$(dpkg-query -W -f='${Version}' "$PKG")
 [ "$installed" = "$VERSION" ] || fail "$PKG is '$installed', not $VERSION"
 # The fields the dashboard and the alert read are among the ones the service exports.

@@ -17,7 +17,9 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y -q "linux-headers-$(uname -r)"
 # The installed module, not nvidia-smi: the build instance has no GPU.
 current=$(modinfo -F version nvidia 2>/dev/null || true)
 if [ "$current" != "$VERSION" ]; then
-  wget -q -O /tmp/nvidia.run "https://us.download.nvidia.com/tesla/$VERSION/NVIDIA-Linux-x86_64-$VERSION.run"
+  # nvidia_driver 550.127.05: sha256 from nixpkgs nvidiaPackages.mkDriver sha256_64bit of the XFree86 runfile (SRI form read as hex), the same in seven independent NixOS configurations that build it (production branch, 2024-10).
+  wget -q -O /tmp/nvidia.run "https://us.download.nvidia.com/XFree86/Linux-x86_64/550.127.05/NVIDIA-Linux-x86_64-550.127.05.run"
+  echo "d384f34f5d2a896bd7536d3deb6a6d973d8094a3ad485a1c2ee3bf5192086ae9  /tmp/nvidia.run" | sha256sum -c --quiet - || fail "the nvidia_driver 550.127.05 download is not the pinned file (sha256 differs)"
   # Built for the running kernel, not loaded: the build instance needs no GPU.
   sh /tmp/nvidia.run --silent --dkms --ui=none --no-questions --skip-module-load
   rm -f /tmp/nvidia.run

@@ -16,9 +16,30 @@ done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$CO
 BRANCH=${VERSION%%.*}
 PKG=nvidia-fabricmanager-$BRANCH
 apt-mark unhold "$PKG" >/dev/null 2>&1 || true
-wget -q -O /tmp/fm.deb "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/${PKG}_${VERSION}-1_amd64.deb"
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades /tmp/fm.deb
-rm -f /tmp/fm.deb
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q gnupg
+# The nvidia-cuda-deb signing key, EB693B3035CD5710E231E123A4B469963BF863CC (NVIDIA Data Center Driver Installation Guide, 'GPG Keys Used to Sign the Packages' (deb: 3bf863cc; NVIDIA/cuda-repo-management#4, 2022-04-28); the full fingerprint as apt reports it for the CUDA repository in NVIDIA/cuda-repo-management#39 (2026-02-02)).
+key=$(mktemp)
+wget -q -O "$key" "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/3bf863cc.pub"
+gnupg=$(mktemp -d)
+gpg --homedir "$gnupg" --batch --quiet --import "$key"
+fpr=$(gpg --homedir "$gnupg" --with-colons --fingerprint | awk -F: '$1 == "pub" {p = 1; next} $1 == "fpr" && p {print $10; p = 0}')
+[ "$fpr" = EB693B3035CD5710E231E123A4B469963BF863CC ] || fail "the nvidia-cuda-deb key is '${fpr:-none}', not EB693B3035CD5710E231E123A4B469963BF863CC"
+gpg --homedir "$gnupg" --batch --export EB693B3035CD5710E231E123A4B469963BF863CC >/usr/share/keyrings/pcdino-cuda.gpg.tmp
+mv -f /usr/share/keyrings/pcdino-cuda.gpg.tmp /usr/share/keyrings/pcdino-cuda.gpg
+rm -rf "$gnupg" "$key"
+# NVIDIA's CUDA repository only while the package is fetched: apt checks it against the signed index.
+echo "deb [signed-by=/usr/share/keyrings/pcdino-cuda.gpg] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /" \
+  >/etc/apt/sources.list.d/pcdino-cuda.list
+apt-get update -q
+rm -rf /tmp/pcdino-apt && mkdir -p /tmp/pcdino-apt
+chown _apt /tmp/pcdino-apt 2>/dev/null || true
+(cd /tmp/pcdino-apt && apt-get download -q "$PKG=${VERSION}-1")
+rm -f /etc/apt/sources.list.d/pcdino-cuda.list
+apt-get update -q
+debs=(/tmp/pcdino-apt/*.deb)
+[ -f "${debs[0]}" ] || fail "apt-get download $PKG=${VERSION}-1 fetched nothing"
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades "${debs[0]}"
+rm -rf /tmp/pcdino-apt
 apt-mark hold "$PKG"
 installed=$(dpkg-query -W -f='${Version}' "$PKG")
 [ "${installed%-*}" = "$VERSION" ] || fail "$PKG is $installed, the driver is $VERSION"

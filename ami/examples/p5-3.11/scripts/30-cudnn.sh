@@ -14,7 +14,9 @@ mkdir -p "$PREFIX/versions"
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
 ARCHIVE=cudnn-linux-x86_64-${VERSION}_cuda12-archive
-wget -q -O /tmp/cudnn.tar.xz "https://developer.download.nvidia.com/compute/cudnn/redist/cudnn/linux-x86_64/$ARCHIVE.tar.xz"
+# cudnn 9.1.0.70: sha256 from NVIDIA's redistrib_9.1.0.json (2024-04-12; as vendored in nixpkgs cuda-modules/cudnn/manifests).
+wget -q -O /tmp/cudnn.tar.xz "https://developer.download.nvidia.com/compute/cudnn/redist/cudnn/linux-x86_64/cudnn-linux-x86_64-9.1.0.70_cuda12-archive.tar.xz"
+echo "fdc6d6f28217b82c400adfdae8f0364fa36c5fb6cb683933e8900a748e70b263  /tmp/cudnn.tar.xz" | sha256sum -c --quiet - || fail "the cudnn 9.1.0.70 download is not the pinned file (sha256 differs)"
 tar -xf /tmp/cudnn.tar.xz -C /tmp
 cp -a "/tmp/$ARCHIVE/include/." /usr/local/cuda/include/
 cp -a "/tmp/$ARCHIVE/lib/." /usr/local/cuda/lib64/

@@ -14,7 +14,9 @@ mkdir -p "$PREFIX/versions"
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
 rm -rf /tmp/nccl-src
-git clone -q --depth 1 --branch "v$VERSION" https://github.com/NVIDIA/nccl.git /tmp/nccl-src
+# NVIDIA/nccl v2.21.5-1 is commit ab2b89c4c339bd7f816fbc114a4b05d386b66290 (read from the repository's tags on 2026-11-29).
+git clone -q --depth 1 --branch v2.21.5-1 https://github.com/NVIDIA/nccl.git /tmp/nccl-src
+[ "$(git -C /tmp/nccl-src rev-parse HEAD)" = ab2b89c4c339bd7f816fbc114a4b05d386b66290 ] || fail "NVIDIA/nccl's tag v2.21.5-1 is not commit ab2b89c4c339bd7f816fbc114a4b05d386b66290: the tag moved"
 make -C /tmp/nccl-src -j "$(nproc)" src.build CUDA_HOME=/usr/local/cuda BUILDDIR=/opt/nccl
 rm -rf /tmp/nccl-src
 want=${VERSION%-*}

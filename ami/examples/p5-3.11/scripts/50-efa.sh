@@ -15,7 +15,9 @@ fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
 if ! grep -q "EFA installer version: $VERSION" /opt/amazon/efa_installed_packages 2>/dev/null; then
   cd /tmp
-  curl -fsSL -o efa.tar.gz "https://efa-installer.amazonaws.com/aws-efa-installer-$VERSION.tar.gz"
+  # efa_installer 1.36.0: sha256 from aws-parallelcluster-cookbook d9013ae6 (PR #2842, 2024-10), attributes/environment.rb.
+  wget -q -O /tmp/efa.tar.gz "https://efa-installer.amazonaws.com/aws-efa-installer-1.36.0.tar.gz"
+  echo "de183f333cfb58aeb7908a67bf9106985ba3ccb7f8638b851d2a0d8dbfacaec4  /tmp/efa.tar.gz" | sha256sum -c --quiet - || fail "the efa_installer 1.36.0 download is not the pinned file (sha256 differs)"
   tar -xf efa.tar.gz
   (cd aws-efa-installer && ./efa_installer.sh -y)
   rm -rf efa.tar.gz aws-efa-installer

@@ -15,7 +15,16 @@ fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q "linux-headers-$(uname -r)" gnupg
 codename=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)
-curl -fsSL https://apt.repos.neuron.amazonaws.com/GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB | gpg --dearmor --yes -o /usr/share/keyrings/neuron.gpg
+# The neuron signing key, 00FA2C1079260870A76D2C285749CAD8646D9185 (bottlerocket-os/bottlerocket's kernel packages (gpgkey-00FA2C1079260870A76D2C285749CAD8646D9185.asc, which checks aws-neuronx-dkms's signature; 2025); its key id 5749CAD8646D9185 in the Neuron documentation's setup troubleshooting (gpg_key_update, 2022-11)).
+key=$(mktemp)
+wget -q -O "$key" "https://apt.repos.neuron.amazonaws.com/GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB"
+gnupg=$(mktemp -d)
+gpg --homedir "$gnupg" --batch --quiet --import "$key"
+fpr=$(gpg --homedir "$gnupg" --with-colons --fingerprint | awk -F: '$1 == "pub" {p = 1; next} $1 == "fpr" && p {print $10; p = 0}')
+[ "$fpr" = 00FA2C1079260870A76D2C285749CAD8646D9185 ] || fail "the neuron key is '${fpr:-none}', not 00FA2C1079260870A76D2C285749CAD8646D9185"
+gpg --homedir "$gnupg" --batch --export 00FA2C1079260870A76D2C285749CAD8646D9185 >/usr/share/keyrings/neuron.gpg.tmp
+mv -f /usr/share/keyrings/neuron.gpg.tmp /usr/share/keyrings/neuron.gpg
+rm -rf "$gnupg" "$key"
 echo "deb [signed-by=/usr/share/keyrings/neuron.gpg] https://apt.repos.neuron.amazonaws.com $codename main" \
   >/etc/apt/sources.list.d/neuron.list
 apt-get update -q

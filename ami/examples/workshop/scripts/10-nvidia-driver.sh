@@ -17,7 +17,9 @@ yum install -y -q "kernel-devel-$(uname -r)" || yum install -y -q kernel-devel
 # The installed module, not nvidia-smi: the build instance has no GPU.
 current=$(modinfo -F version nvidia 2>/dev/null || true)
 if [ "$current" != "$VERSION" ]; then
-  wget -q -O /tmp/nvidia.run "https://us.download.nvidia.com/tesla/$VERSION/NVIDIA-Linux-x86_64-$VERSION.run"
+  # nvidia_driver 510.47.03: sha256 from nixpkgs pkgs/os-specific/linux/nvidia-x11/default.nix 'stable' 510.47.03 (2022-02), sha256_64bit 8qQh2ug2... read as hex.
+  wget -q -O /tmp/nvidia.run "https://us.download.nvidia.com/XFree86/Linux-x86_64/510.47.03/NVIDIA-Linux-x86_64-510.47.03.run"
+  echo "f2a421dae836318d3c0d96459ccb3af27e90e50c95b0faa4288af76279e5d690  /tmp/nvidia.run" | sha256sum -c --quiet - || fail "the nvidia_driver 510.47.03 download is not the pinned file (sha256 differs)"
   # Built for the running kernel, not loaded: the build instance needs no GPU.
   sh /tmp/nvidia.run --silent --dkms --ui=none --no-questions --skip-module-load
   rm -f /tmp/nvidia.run

@@ -14,8 +14,9 @@ mkdir -p "$PREFIX/versions"
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
 CUDA_MM=11.6
-RUNFILE=cuda_11.6.2_510.47.03_linux.run
-wget -q -O /tmp/cuda.run "https://developer.download.nvidia.com/compute/cuda/11.6.2/local_installers/$RUNFILE"
+# cuda 11.6.2: sha256 from Spack's cuda package (var/spack/repos/builtin/packages/cuda/package.py and spack-packages' packages/cuda/package.py, _versions Linux-x86_64, 2024-2026); the same as nixpkgs' cuda-modules/cudatoolkit/releases.nix where it lists the runfile.
+wget -q -O /tmp/cuda.run "https://developer.download.nvidia.com/compute/cuda/11.6.2/local_installers/cuda_11.6.2_510.47.03_linux.run"
+echo "99b7a73dcc52a52cef4c1fceb4a60c3015ac9b6404082c1677d9efdaba1d4593  /tmp/cuda.run" | sha256sum -c --quiet - || fail "the cuda 11.6.2 download is not the pinned file (sha256 differs)"
 sh /tmp/cuda.run --silent --toolkit --toolkitpath="/usr/local/cuda-$CUDA_MM" --no-opengl-libs --override
 rm -f /tmp/cuda.run
 ln -sfn "/usr/local/cuda-$CUDA_MM" /usr/local/cuda

@@ -14,7 +14,9 @@ mkdir -p "$PREFIX/versions"
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
 ARCHIVE=cudnn-linux-x86_64-${VERSION}_cuda11-archive
-wget -q -O /tmp/cudnn.tar.xz "https://developer.download.nvidia.com/compute/cudnn/redist/cudnn/linux-x86_64/$ARCHIVE.tar.xz"
+# cudnn 8.9.7.29: sha256 from Spack's cudnn package (_versions '8.9.7.29-11', 2024), whose '8.9.7.29-12' row is NVIDIA's redistrib_8.9.7.29.json digest.
+wget -q -O /tmp/cudnn.tar.xz "https://developer.download.nvidia.com/compute/cudnn/redist/cudnn/linux-x86_64/cudnn-linux-x86_64-8.9.7.29_cuda11-archive.tar.xz"
+echo "a3e2509028cecda0117ce5a0f42106346e82e86d390f4bb9475afc976c77402e  /tmp/cudnn.tar.xz" | sha256sum -c --quiet - || fail "the cudnn 8.9.7.29 download is not the pinned file (sha256 differs)"
 tar -xf /tmp/cudnn.tar.xz -C /tmp
 cp -a "/tmp/$ARCHIVE/include/." /usr/local/cuda/include/
 cp -a "/tmp/$ARCHIVE/lib/." /usr/local/cuda/lib64/

@@ -14,7 +14,9 @@ mkdir -p "$PREFIX/versions"
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
 rm -rf /tmp/nccl-src
-git clone -q --depth 1 --branch "v$VERSION" https://github.com/NVIDIA/nccl.git /tmp/nccl-src
+# NVIDIA/nccl v2.12.7-1 is commit 3c223c105a24dff651a67c26fd5f92ba45844345 (read from the repository's tags on 2026-11-29).
+git clone -q --depth 1 --branch v2.12.7-1 https://github.com/NVIDIA/nccl.git /tmp/nccl-src
+[ "$(git -C /tmp/nccl-src rev-parse HEAD)" = 3c223c105a24dff651a67c26fd5f92ba45844345 ] || fail "NVIDIA/nccl's tag v2.12.7-1 is not commit 3c223c105a24dff651a67c26fd5f92ba45844345: the tag moved"
 make -C /tmp/nccl-src -j "$(nproc)" src.build CUDA_HOME=/usr/local/cuda BUILDDIR=/opt/nccl
 rm -rf /tmp/nccl-src
 want=${VERSION%-*}

@@ -15,7 +15,9 @@ fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
 if ! grep -q "EFA installer version: $VERSION" /opt/amazon/efa_installed_packages 2>/dev/null; then
   cd /tmp
-  curl -fsSL -o efa.tar.gz "https://efa-installer.amazonaws.com/aws-efa-installer-$VERSION.tar.gz"
+  # efa_installer 1.25.1: sha256 from aws-parallelcluster-cookbook 5b2c7738 (2023-08-28, release 3.7), resources/efa/partial/_common.rb.
+  wget -q -O /tmp/efa.tar.gz "https://efa-installer.amazonaws.com/aws-efa-installer-1.25.1.tar.gz"
+  echo "d2abc553d22b89a4ce92882052c1fa6de450d3a801fe005da718b7d4b9602b06  /tmp/efa.tar.gz" | sha256sum -c --quiet - || fail "the efa_installer 1.25.1 download is not the pinned file (sha256 differs)"
   tar -xf efa.tar.gz
   (cd aws-efa-installer && ./efa_installer.sh -y)
   rm -rf efa.tar.gz aws-efa-installer

@@ -13,13 +13,20 @@ fi
 mkdir -p "$PREFIX/versions"
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
-base=https://github.com/NVIDIA/enroot/releases/download/v$VERSION
-rpm -q "enroot-$VERSION" >/dev/null 2>&1 || yum install -y -q "$base/enroot-$VERSION-1.el7.x86_64.rpm" \
-  "$base/enroot+caps-$VERSION-1.el7.x86_64.rpm"
+yum install -y -q jq squashfs-tools parallel libcap
+rm -rf /tmp/enroot-src
+# NVIDIA/enroot v3.4.0 is commit e3e8c53434cdd1850ada2c43e06634fdf1a97097 (read from the repository's tags on 2026-11-29).
+git clone -q --depth 1 --branch v3.4.0 https://github.com/NVIDIA/enroot.git /tmp/enroot-src
+[ "$(git -C /tmp/enroot-src rev-parse HEAD)" = e3e8c53434cdd1850ada2c43e06634fdf1a97097 ] || fail "NVIDIA/enroot's tag v3.4.0 is not commit e3e8c53434cdd1850ada2c43e06634fdf1a97097: the tag moved"
+git -C /tmp/enroot-src submodule update -q --init
+make -C /tmp/enroot-src install prefix= exec_prefix=/usr datarootdir=/usr/share
+make -C /tmp/enroot-src setcap prefix= exec_prefix=/usr
+rm -rf /tmp/enroot-src
 enroot version | grep -qx "$VERSION" || fail "enroot version is $(enroot version)"
-PYXIS=0.12.0
 rm -rf /tmp/pyxis
-git clone -q --depth 1 --branch "v$PYXIS" https://github.com/NVIDIA/pyxis.git /tmp/pyxis
+# NVIDIA/pyxis v0.12.0 is commit 1ef8e0164107443bc9aba4fe2ff77abbdc51fc7f (read from the repository's tags on 2026-11-29).
+git clone -q --depth 1 --branch v0.12.0 https://github.com/NVIDIA/pyxis.git /tmp/pyxis
+[ "$(git -C /tmp/pyxis rev-parse HEAD)" = 1ef8e0164107443bc9aba4fe2ff77abbdc51fc7f ] || fail "NVIDIA/pyxis's tag v0.12.0 is not commit 1ef8e0164107443bc9aba4fe2ff77abbdc51fc7f: the tag moved"
 make -C /tmp/pyxis CPPFLAGS="-I /opt/slurm/include"
 mkdir -p /usr/local/lib/slurm
 install -m 0755 /tmp/pyxis/spank_pyxis.so /usr/local/lib/slurm/spank_pyxis.so.new

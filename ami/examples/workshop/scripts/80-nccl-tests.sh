@@ -14,7 +14,9 @@ mkdir -p "$PREFIX/versions"
 fail() { echo "$COMPONENT $VERSION: check failed: $*" >&2; exit 1; }
 done_ok() { echo "$VERSION" >"$STAMP.tmp" && mv "$STAMP.tmp" "$STAMP"; echo "$COMPONENT $VERSION installed and checked"; }
 rm -rf /opt/nccl-tests
-git clone -q --depth 1 --branch "v$VERSION" https://github.com/NVIDIA/nccl-tests.git /opt/nccl-tests
+# NVIDIA/nccl-tests v2.11.0 is commit 863fcc8de9ca28e48337bc2bee64f54adf737ff6 (read from the repository's tags on 2026-11-29).
+git clone -q --depth 1 --branch v2.11.0 https://github.com/NVIDIA/nccl-tests.git /opt/nccl-tests
+[ "$(git -C /opt/nccl-tests rev-parse HEAD)" = 863fcc8de9ca28e48337bc2bee64f54adf737ff6 ] || fail "NVIDIA/nccl-tests's tag v2.11.0 is not commit 863fcc8de9ca28e48337bc2bee64f54adf737ff6: the tag moved"
 make -C /opt/nccl-tests -j "$(nproc)" MPI=1 MPI_HOME=/opt/amazon/openmpi CUDA_HOME=/usr/local/cuda NCCL_HOME=/opt/nccl
 [ -x /opt/nccl-tests/build/all_reduce_perf ] || fail "all_reduce_perf not built"
 done_ok

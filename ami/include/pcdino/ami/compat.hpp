@@ -29,7 +29,9 @@ struct Incompatibility {
 /// its CUDA's floor (source_build.hpp). A pinned versions.node_exporter must be the OS's own package at its
 /// version (node_exporter.hpp); an OS without one refuses it. verify.instance_type must carry the image's
 /// accelerator (accelerators.hpp), and each accelerator kind adds its own rules (its release table's OSes,
-/// devices and instance families: pcdino/ami/<kind>.hpp).
+/// devices and instance families: pcdino/ami/<kind>.hpp). Whatever the image fetches must be pinned: a file
+/// by its sha256, a git source by its tag's commit, a package repository by its key's fingerprint
+/// (downloads.hpp); a version without a pin is refused unless the base AMI ships it.
 std::vector<Incompatibility> check_compatibility(const ImageSpec& spec);
 
 /// Whether `instance_type` has NVSwitches (p4d, p4de, p5, p5e, p5en), where NVIDIA Fabric Manager must run
@@ -39,6 +41,11 @@ bool has_nvswitch(const std::string& instance_type);
 /// The CUDA runfile's bundled driver for a full CUDA version ("11.6.2" -> "510.47.03"), or "" if the
 /// table does not know it (the runfile name cuda_{cuda}_{driver}_linux.run needs it).
 std::string cuda_runfile_driver(const std::string& cuda_version);
+
+/// The full CUDA version an image installs for versions.cuda: itself when it names an update ("12.4.1"),
+/// else the latest update of that major.minor in the runfile table ("11.6" -> "11.6.2"; "11.6" unchanged if
+/// the table has none).
+std::string cuda_full_version(const std::string& cuda);
 
 /// Published two-node nccl-tests all_reduce_perf bus bandwidth floor in GB/s for `instance_type`, with
 /// its source, or 0 if none is published (verify.sh then reports the figure without judging it).

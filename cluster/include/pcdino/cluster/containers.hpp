@@ -20,18 +20,31 @@ inline constexpr const char* kParallelClusterExamples = "/opt/parallelcluster/ex
 /// train.node_failure_container).
 inline constexpr const char* kPyxisContainerScope = "container_scope=job";
 
+/// Where Enroot reads its configuration on a node (enroot's --sysconfdir on ParallelCluster's images).
+inline constexpr const char* kEnrootConf = "/etc/enroot/enroot.conf";
+
+/// Slurm's prolog for containers (head-node.sh links it into ParallelCluster's prolog.d as
+/// 94_pcdino_enroot_folders; sbatch/local-cluster --pyxis into its own): as root before a job's first step on
+/// a node, each ENROOT_RUNTIME_PATH, ENROOT_DATA_PATH and ENROOT_CACHE_PATH of `enroot_conf` that ends in
+/// user-$(id -u) is made the job's user's (SLURM_JOB_UID), mode 0700, one ending in group-$(id -g) root's and
+/// the job's group's, 2770; a folder of that name that is not so (another user's, a link) is moved aside with
+/// a log line. Only in a folder that is root's and no one else's to write. Always exits 0.
+std::string enroot_folders_prolog(const std::string& enroot_conf = kEnrootConf);
+
 /// head-node.sh's containers part ("" without the section): Pyxis's example line, with container_scope=job
 /// added where it names no scope, in /opt/slurm/etc/plugstack.conf.d/pyxis.conf (a pyxis.conf already there
-/// is kept), /opt/slurm/etc/plugstack.conf's include line, and Enroot set up as on the compute nodes (no
-/// local scratch) for `enroot import` on the head node. Uses the head's SLURM_PREFIX, etc and put/put_text
-/// helpers.
+/// is kept), /opt/slurm/etc/plugstack.conf's include line, Enroot for `enroot import` on the head node with
+/// its own per-user defaults for runtime, data and cache (no prolog makes folders there), and
+/// enroot_folders_prolog() in /opt/slurm/etc/pcdino/enroot-folders, linked into prolog.d. Uses the head's
+/// SLURM_PREFIX, etc and put/put_text helpers.
 std::string containers_head_node_section(const SiteSpec& site);
 
 /// compute-node.sh ("" without the section): each queue's OnNodeConfigured action, its argument the queue's
 /// local_scratch ("" for none). It writes /etc/enroot/enroot.conf from ParallelCluster's example with
-/// ENROOT_DATA_PATH, ENROOT_CACHE_PATH and ENROOT_TEMP_PATH under SCRATCH/enroot where a scratch is given,
-/// makes the folders the configuration names (mode 1777, as the tutorial), enables Enroot's 50-slurm-pmi.sh
-/// hook and makes Pyxis's runtime folder. Idempotent. PARALLELCLUSTER_EXAMPLES, ENROOT_SYSCONF_DIR,
+/// ENROOT_DATA_PATH, ENROOT_CACHE_PATH and ENROOT_TEMP_PATH under SCRATCH/enroot where a scratch is given and
+/// the cache per user (containers.cache), makes the folders above the per-user ones root's, 0755 (the prolog
+/// makes each user's), ENROOT_TEMP_PATH 1777, enables Enroot's 50-slurm-pmi.sh hook and makes Pyxis's
+/// runtime folder. Idempotent. PARALLELCLUSTER_EXAMPLES, ENROOT_SYSCONF_DIR,
 /// ENROOT_SHARE_DIR and NODE_ROOT (a prefix of every folder it makes) in its environment move it off the
 /// system's paths (the tests).
 std::string compute_node_script(const SiteSpec& site);

@@ -76,6 +76,9 @@ struct ContainersSpec {
   /// s3://bucket/prefix that commands.sh uploads head-node.sh and compute-node.sh to: spank's, Prometheus's
   /// or node_check's where given.
   std::string s3_prefix;
+  /// Enroot's layer cache on the compute nodes: "user" (ENROOT_CACHE_PATH .../cache/user-$(id -u), each
+  /// user's own) or "group" (.../cache/group-$(id -g), shared by a Unix group's members).
+  std::string cache = "user";
 };
 
 /// Prometheus on the head node (monitoring.prometheus: true, or {retention, s3_prefix}): head-node.sh

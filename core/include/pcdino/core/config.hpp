@@ -218,6 +218,13 @@ struct PipelineConfig {
   std::string channel_combination_name(std::size_t index = 0) const;
 };
 
+/// Whether `path` stands in a batch script's #SBATCH lines (--output, --error, --chdir) as it is: "" if so,
+/// else its first character that sbatch or Slurm's filename patterns read otherwise, and how ("holds '#',
+/// which begins a comment in an #SBATCH line ..."). For the run folder ({output_dir}/{name_of_run}), known
+/// only once output_dir is absolute. The characters and their sources (Slurm's files) are a table in
+/// core/src/config.cpp.
+std::string sbatch_path_problem(const std::string& path);
+
 /// A command-line override: `path` is a dotted key path ("meta.seed"), `value` is parsed as YAML.
 struct ConfigOverride {
   std::string path;

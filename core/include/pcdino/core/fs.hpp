@@ -1,6 +1,9 @@
 // Files on the shared filesystem: outputs appear under their final name only when complete.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -12,8 +15,20 @@ namespace pcdino {
 /// Throws CantCreateError naming the path and the system error.
 void write_file_atomic(const std::string& path, const std::string& content);
 
-/// A name in the same directory as `path` for a temporary file of this process and thread.
+/// A name in the same directory as `path` for a temporary file of this process: `{path}.tmp.{pid}.{n}`, `n`
+/// random, so that no other user can take it first in a folder they can write.
 std::string temporary_name(const std::string& path);
+
+/// Creates a new temporary_name() of `path` with `mode`, opened write-only with O_CREAT|O_EXCL|O_NOFOLLOW
+/// (never an existing file or a link someone left there; another name on EEXIST). Returns the descriptor
+/// and sets `tmp` to its name. Throws CantCreateError naming the file and the system error.
+int create_temporary(const std::string& path, std::string& tmp, mode_t mode);
+
+/// At most `max_bytes` of `path`, for a file in a folder others can write that root or a stage reads:
+/// opened O_RDONLY|O_NONBLOCK|O_NOFOLLOW (a FIFO cannot block it, a link is not followed) and read only if
+/// it is a regular file. Throws NoInputError "cannot read '{path}': {why}" (a symbolic link, not a regular
+/// file, or the system error).
+std::string read_regular_file(const std::string& path, std::size_t max_bytes);
 
 /// Removes the temporary files that writers killed mid-write left in `dir`: names that begin with `prefix`
 /// and end in temporary_name's `.tmp.{pid}.{n}`. Returns their paths (none when `dir` is missing). Only for

@@ -28,6 +28,10 @@ struct NodeCheckSite {
   bool dcgm = true;        ///< `dcgmi diag -r 1` where dcgmi exists
   /// The node exporter's textfile collector, where the verdict goes as the doctor's metrics ("" = none).
   std::string textfile_dir = MonitoringConfig{}.textfile_dir;
+  /// The drain guard (doctor::apply_drain_guard): a finding that this share (%) of the node's partitions'
+  /// nodes are already drained for drains no more of them; 100 turns it off. Half by default: a fault of
+  /// one node in two is the cluster's, and a partition keeps nodes to run on while it is found.
+  int drain_guard_percent = 50;
   std::string source;  ///< the file it was read from ("" = defaults)
 };
 

@@ -51,10 +51,15 @@ struct XidEvent {
 };
 
 /// The Xid errors in `log`, in order: /dev/kmsg records ("4,1234,5678,-;NVRM: Xid (PCI:0000:3b:00): 79,
-/// ..."), their "\x0a" escapes decoded, or dmesg/journal lines ("[ 12.3] NVRM: Xid ..."). Every driver's
-/// form: with or without pid and name (drivers before 570 print pid='<unknown>'), MIG's "GPU-I:NN" and the
-/// PCI domain (kernel_rc.c's krcReportXid in NVIDIA/open-gpu-kernel-modules). The driver's "has fallen off
-/// the bus" lines outside an Xid (osapi.c, osinit.c) count as Xid 79 of their GPU.
+/// ..."), their "\x0a" escapes decoded, or dmesg lines ("[ 12.3] NVRM: Xid ...", or the message alone). Every
+/// driver's form: with or without pid and name (drivers before 570 print pid='<unknown>'), MIG's "GPU-I:NN"
+/// and the PCI domain (kernel_rc.c's krcReportXid in NVIDIA/open-gpu-kernel-modules). The driver's "has
+/// fallen off the bus" lines outside an Xid (osapi.c, osinit.c, older drivers' "GPU at ...") count as Xid 79
+/// of their GPU. A line counts only where the driver writes it: its text at the message's start (after the
+/// record's header or dmesg's timestamp), never mid-line (a program's file name in the kernel's segfault
+/// line); and a kmsg record only from the kernel's facility (PRIO < 8: what user space writes to /dev/kmsg
+/// carries another, Documentation/ABI/testing/dev-kmsg) and not a '+' fragment. dmesg's lines carry no
+/// facility: read /dev/kmsg (read_kernel_log) to tell the driver's lines from a user's.
 std::vector<XidEvent> parse_xids(const std::string& log);
 
 /// The kernel's log since boot (as far as its ring buffer holds it) from `path`, /dev/kmsg by default: the

@@ -21,9 +21,15 @@ namespace pcdino::doctor {
 
 /// The shared_fs check of `dir`: a file of `bytes` created, written, synced, read back and removed within
 /// `seconds`; its write and read rates in MB/s set in `rates` ({write, read}) and judged against the floors
-/// (0 = not judged). A read-only or full filesystem fails with the system's error and the path.
+/// (0 = not judged). A read-only or full filesystem fails with the system's error and the path: a drain,
+/// except shared_dir_failure()'s warnings.
 Check check_shared_dir(const std::string& dir, std::size_t bytes, double min_write_mb_s, double min_read_mb_s,
                        double seconds, std::pair<double, double>* rates = nullptr);
+
+/// The shared_fs check's failed verdict for a probe's `error` and its errno: a warning where the error is
+/// the filesystem's own (filesystem_wide_error(): full, over quota, root squashed), which every node would
+/// report alike; a drain otherwise.
+Check shared_dir_failure(const std::string& error, int error_number);
 
 /// Whether `storage.mount_dir` is a mount point of this node (in `mountinfo`, /proc/self/mountinfo's format)
 /// of a filesystem its StorageType mounts as (storage_filesystems()): a missing mount leaves an empty
@@ -130,6 +136,23 @@ std::string filesystem_probe_json(const FilesystemProbe& probe);
 /// The shared_fs check of `dir` through `prober` (see run_node_check()), within `seconds`.
 Check check_shared_dir_in_child(const std::string& dir, std::size_t bytes, double seconds,
                                 const std::string& prober);
+
+/// A drain the drain guard held back: no node is drained for a finding that a share of its partitions'
+/// nodes already carry, since a fault they all share (a filesystem, a switch, a bad image) is not the node's.
+struct WithheldDrain {
+  std::string check;       ///< the check's name ("shared_fs")
+  int drained = 0;         ///< other nodes of the partitions drained by the node check for it
+  int nodes = 0;           ///< nodes in this node's partitions, this one included
+  std::string partitions;  ///< this node's partitions, comma-separated
+};
+
+/// The drain guard: for each drain finding of `report`, the nodes of this node's partitions (from `nodes`,
+/// `scontrol show nodes -o`) that are drained with a node-check reason naming that check ("pcdino: CHECK:
+/// ..."); where they are at least `share` of those nodes (NodeCheckSite::drain_guard_share), the finding
+/// becomes a warning in `report`, its detail saying why. A node Slurm does not list, or in no partition, is
+/// judged as before. Returns what it held back.
+std::vector<WithheldDrain> apply_drain_guard(NodeCheckReport& report, const std::vector<SlurmNodeView>& nodes,
+                                             double share);
 
 /// The human report: one line per check (NAME, ok/WARN/DRAIN, seconds, detail), then the verdict.
 std::string format_node_check(const NodeCheckReport& report);

@@ -23,11 +23,19 @@ struct FilesystemProbe {
   double write_mb_s = 0;  ///< MB/s (10^6 bytes) of the write, fsync included
   double read_mb_s = 0;   ///< MB/s of reading it back after dropping it from the page cache
   std::string error;      ///< why not writable: the system error and the path
+  int error_number = 0;   ///< errno of the failed call (0: none, or a wrong read-back)
 };
 
-/// Writes `bytes` to a new file in `dir` (a name of this host and process), fsyncs it, asks the kernel to
-/// drop it from the page cache (posix_fadvise DONTNEED; a network filesystem may still serve it from its
-/// own cache), reads it back, checks the content and removes it. Never throws: every failure is in `error`.
+/// Whether a failed call's errno says something about the filesystem that every node sees alike (ENOSPC,
+/// EDQUOT, EACCES, EPERM: full, over quota, root squashed), not about this node: a warning, never a drain.
+bool filesystem_wide_error(int error_number);
+
+/// Writes `bytes` to a new file in `dir` (`.pcdino-doctor-{host}.tmp.{pid}.{random}`, made O_EXCL|O_NOFOLLOW
+/// so that no user can take the name first or plant a link), fsyncs it, asks the kernel to drop it from the
+/// page cache (posix_fadvise DONTNEED; a network filesystem may still serve it from its own cache), reads it
+/// back, checks the content and removes it. First removes the files of this host's earlier probes whose
+/// process is gone (a probe killed at its limit). Never throws: every failure is in `error` and
+/// `error_number`.
 FilesystemProbe probe_filesystem(const std::string& dir, std::size_t bytes);
 
 /// Bytes available to an unprivileged user on the filesystem of `path` (statvfs f_bavail * f_frsize);
@@ -47,12 +55,13 @@ HostResources host_resources(const std::string& dev = "/dev");
 /// A node as Slurm's controller describes it (`scontrol show node -o NAME`).
 struct SlurmNodeView {
   std::string name;
-  int cpus = 0;                       ///< CPUTot
-  std::uint64_t real_memory_mib = 0;  ///< RealMemory (MiB)
-  int gpus = 0;                       ///< the counts of every gpu entry of Gres (gpu:4, gpu:a100:8(S:0-1))
-  std::vector<std::string> features;  ///< AvailableFeatures, in order (none for "(null)")
-  std::string state;                  ///< State: "IDLE", "IDLE+DRAIN", "MIXED+DRAIN", "DOWN+NOT_RESPONDING"
-  std::string reason;                 ///< Reason without Slurm's " [user@time]" ("" = none)
+  int cpus = 0;                         ///< CPUTot
+  std::uint64_t real_memory_mib = 0;    ///< RealMemory (MiB)
+  int gpus = 0;                         ///< the counts of every gpu entry of Gres (gpu:4, gpu:a100:8(S:0-1))
+  std::vector<std::string> features;    ///< AvailableFeatures, in order (none for "(null)")
+  std::string state;                    ///< State: "IDLE", "IDLE+DRAIN", "MIXED+DRAIN", "DOWN+NOT_RESPONDING"
+  std::string reason;                   ///< Reason without Slurm's " [user@time]" ("" = none)
+  std::vector<std::string> partitions;  ///< Partitions, in order (none when the node is in none)
 };
 
 /// Whether a node's State names the DRAIN flag (drained, or draining while its jobs end).
