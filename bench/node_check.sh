@@ -5,6 +5,8 @@
 # timed from start to exit; then the p50 and p95 of that wall time and of each probe's own time (the report's
 # JSON). A healthy node's prolog is on the critical path of every job: the target is a p50 under 10 s.
 # Then one real job's prolog as slurmd ran it, from sbatch to the batch script's first line. Needs a build.
+# HOSTILE=1 (issue #70): first an unprivileged user puts a FIFO, a link to /dev/zero, a 64 GiB sparse file and
+# 100 forged metrics files into the textfile folder under the names the check reads, and fills nothing.
 set -u
 root="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
 export PCDINO_SOURCE_DIR="$root" PCDINO_BUILD_DIR="${PCDINO_BUILD_DIR:-$root/build}"
@@ -16,6 +18,17 @@ W="${NODE_CHECK_DIR:-$PCDINO_BUILD_DIR/node-check-bench}"
 rm -rf "$W" && mkdir -p "$W/fsx" "$W/reports"
 export LOCAL_CLUSTER_NODES=3 LOCAL_CLUSTER_SHARED="$W/fsx" LOCAL_CLUSTER_HEALTH_CHECK_INTERVAL=3600
 cluster_up "$W/cluster" 19417
+if [ "${HOSTILE:-0}" = 1 ]; then
+  source "$root/tests/lib/users.sh"
+  test_users
+  T="$LOCAL_CLUSTER_DIR/textfile"
+  chmod 1777 "$T"
+  as "$USER_A" sh -c "mkfifo '$T/pcdino_node_check_node1.prom' && ln -s /dev/zero '$T/pcdino_1_0.prom' &&
+    truncate -s 64G '$T/pcdino_2_0.prom' &&
+    for i in \$(seq 100); do printf 'pcdino_build_info{stage=\"doctor\",node=\"node1\"} 1\n' >'$T/pcdino_9\$i.prom'; done" ||
+    fatal "cannot plant the user's files in $T"
+  echo "user $USER_A's FIFO, link, sparse file and 100 forged files in $T"
+fi
 for ((i = 1; i <= RUNS; i++)); do
   start=$(date +%s.%N)
   in_node node1 env -i SLURMD_NODENAME=node1 SLURM_JOB_ID=$((1000 + i)) SLURM_CONF="$SLURM_CONF" \

@@ -5,7 +5,7 @@
 
 # container_setup: sets RUNTIME (the prefix local-cluster --pyxis takes) and IMAGE (the .sqsh of this build's
 # pcdino); the test ends skipped (77) where it cannot have them here: not root, or no third-party sources.
-# The image is made again only when this build's programs are newer than it (a lock keeps tests apart).
+# The image is made again only when this build's programs (or scripts/container-image) are newer than it (a lock keeps tests apart).
 container_setup() {
   [ "$(id -u)" = 0 ] || { echo "skipped: needs root (debootstrap, chroot, mount namespaces)"; exit 77; }
   local start=$SECONDS rc=0
@@ -19,7 +19,8 @@ container_setup() {
   exec 8>"$dir/lock"
   flock 8
   local newer
-  newer=$(find "$PCDINO_BUILD_DIR/cli" -maxdepth 1 -name 'pcdino*' -type f -newer "$IMAGE" 2>/dev/null | head -n 1)
+  newer=$(find "$PCDINO_BUILD_DIR/cli" "$PCDINO_SOURCE_DIR/scripts/container-image" -maxdepth 1 \
+    \( -name 'pcdino*' -o -name container-image \) -type f -newer "$IMAGE" 2>/dev/null | head -n 1)
   if [ ! -f "$IMAGE" ] || [ -n "$newer" ]; then
     start=$SECONDS
     rm -rf "$dir/package"
