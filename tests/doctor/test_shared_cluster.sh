@@ -9,13 +9,13 @@ source "$(dirname "$0")/../lib/users.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_BUILD_DIR:?}"
 test_users
 W="$PCDINO_BUILD_DIR/test-work/doctor_shared_cluster"
-umount "$W/fsx" 2>/dev/null
+umount -l "$W/fsx" 2>/dev/null
 rm -rf "$W"
 mkdir -p "$W/fsx" "$W/textfile"
 chmod 0755 "$W"
 chmod 1777 "$W/textfile"
 mount -t tmpfs -o size=8m,mode=1777 tmpfs "$W/fsx" || { echo "skipped: cannot mount a tmpfs"; exit 77; }
-trap 'umount "$W/fsx" 2>/dev/null' EXIT
+trap 'umount -l "$W/fsx" 2>/dev/null' EXIT
 
 # A fills /fsx (dd ends at ENOSPC) and plants its files.
 as "$USER_A" dd if=/dev/zero of="$W/fsx/big" bs=1M count=16
