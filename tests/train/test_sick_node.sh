@@ -48,7 +48,10 @@ if [ "$LOCAL_CLUSTER_NODE_CHECK" = on ]; then
   assert_contains "$(scontrol show config)" "HealthCheckProgram      = $LOCAL_CLUSTER_DIR/etc/node-check" \
     "slurmd runs the node check as HealthCheckProgram"
   # 25.11 lists each Prolog as Prolog[N] (src/api/config_info.c), 22.05 as Prolog.
-  assert_contains "$(scontrol show config | grep -E '^Prolog(\[0\])? ')" "$LOCAL_CLUSTER_DIR/etc/node-check" "and as Prolog"
+  assert_contains "$(scontrol show config | grep -E '^Prolog(\[0\])? ')" "$LOCAL_CLUSTER_DIR/etc/prolog.d/*" \
+    "and as Prolog: a glob of prolog.d, as ParallelCluster's"
+  assert_eq "$(readlink "$LOCAL_CLUSTER_DIR/etc/prolog.d/95_pcdino_node_check")" "$LOCAL_CLUSTER_DIR/etc/node-check" \
+    "whose 95_pcdino_node_check is the node check"
 fi
 
 # The uninterrupted run every part is held against: two ranks, one thread each, as in the jobs.
