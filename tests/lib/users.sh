@@ -25,3 +25,12 @@ as() {
   shift
   run setpriv --reuid="$who" --regid="$(id -g "$who")" --init-groups --reset-env -- "$@"
 }
+
+# user_do USER CMD...: CMD as USER with the local cluster's client settings (cluster_up's SLURM_CONF and Open
+# MPI's transport), as that user's own shell on the head node would have them.
+user_do() {
+  local who=$1
+  shift
+  as "$who" env SLURM_CONF="${SLURM_CONF-}" PATH="$PATH" OMPI_MCA_btl="${OMPI_MCA_btl-}" \
+    OMPI_MCA_btl_tcp_if_include="${OMPI_MCA_btl_tcp_if_include-}" "$@"
+}

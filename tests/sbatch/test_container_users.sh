@@ -23,12 +23,6 @@ for u in "$USER_A" "$USER_B"; do
 done
 cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-18719}"
 D=$LOCAL_CLUSTER_DIR
-# user_do USER CMD...: CMD as USER with the cluster's client settings.
-user_do() {
-  local who=$1
-  shift
-  as "$who" env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@"
-}
 # The folders above each user's, on each node: root's, 0755.
 assert_eq "$(stat -c '%U %a' "$D"/enroot/node1/{run,data,cache} | sort -u)" "root 755" \
   "node1's Enroot folders above each user's are root's, 0755"

@@ -22,12 +22,6 @@ cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-18721}"
 trap 'stop_cluster; umount -l "$W/fsx" 2>/dev/null' EXIT
 D=$LOCAL_CLUSTER_DIR T=$LOCAL_CLUSTER_DIR/textfile
 chmod 1777 "$T"
-user_do() {  # user_do USER CMD...: CMD as USER with the cluster's client settings
-  local who=$1
-  shift
-  as "$who" env SLURM_CONF="$SLURM_CONF" PATH="$PATH" OMPI_MCA_btl="$OMPI_MCA_btl" \
-    OMPI_MCA_btl_tcp_if_include="$OMPI_MCA_btl_tcp_if_include" "$@"
-}
 # health_check NODE: the wrapper as slurmd runs it as HealthCheckProgram (the node's namespace, no job).
 health_check() {
   run in_node "$1" env -i SLURMD_NODENAME="$1" SLURM_CONF="$SLURM_CONF" "$D/etc/node-check"
