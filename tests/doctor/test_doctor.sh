@@ -182,7 +182,8 @@ for ((i = 0; i < 3000; i++)); do
   [ -z "$stopped" ] || break
   for file in "$W"/shared/.pcdino-doctor-*; do
     [ -e "$file" ] || continue
-    pid=${file##*-}
+    pid=${file##*.tmp.} # .pcdino-doctor-{host}.tmp.{pid}.{random}
+    pid=${pid%%.*}
     if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx SLURMD_NODENAME=node2; then
       kill -STOP "$pid" && stopped=$pid
     fi

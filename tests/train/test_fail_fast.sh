@@ -35,12 +35,13 @@ rank_pid() {  # the pid of the pcdino-train process of Slurm task $1
     fi
   done
 }
+rank_runs() { [ -n "$(rank_pid "$1")" ]; }
 
 # 1. SIGKILL.
 job=$(submit kill)
 wait_for 540 epochs_logged "$W/out/ff" 2 || fatal "the job did not train two epochs: $(cat "$W/jobs/kill_$job.out")"
+wait_for 120 rank_runs 1 || fatal "no process of rank 1: $(cat "$W/jobs/kill_$job.out")"
 pid=$(rank_pid 1)
-[ -n "$pid" ] || fatal "no process of rank 1"
 kill -KILL "$pid"
 start=$SECONDS
 wait_job "$job" 240
@@ -51,16 +52,17 @@ assert_contains "$(cat "$W/jobs/kill_$job.out")" "task 1: Killed" "srun names th
 done_epochs=$(wc -l <"$LOG")
 
 job=$(submit resume)
-wait_for 360 grep -q "resuming from" "$W/jobs/resume_$job.out" || fail "the resubmitted job did not resume"
+wait_for 360 grep -qs "resuming from" "$W/jobs/resume_$job.out" || fail "the resubmitted job did not resume"
 assert_contains "$(cat "$W/jobs/resume_$job.out")" "at epoch $done_epochs" "it resumes after the last finished epoch"
 scancel "$job"
 wait_job "$job" 180
 
 # 2. SIGSTOP: alive but silent.
 job=$(submit stop)
-wait_for 360 grep -q "epoch .*: loss" "$W/jobs/stop_$job.out" || fatal "the job did not start training"
+wait_for 360 grep -qs "epoch .*: loss" "$W/jobs/stop_$job.out" || fatal "the job did not start training"
+# (In one CI run rank 1 was not found at once: wait for it, and say what the job printed if it never comes.)
+wait_for 120 rank_runs 1 || fatal "no process of rank 1: $(squeue -j "$job" 2>&1; cat "$W/jobs/stop_$job.out")"
 pid=$(rank_pid 1)
-[ -n "$pid" ] || fatal "no process of rank 1"
 kill -STOP "$pid"
 start=$SECONDS
 wait_job "$job" 240

@@ -13,7 +13,8 @@
 #  2. Budget: slurm.max_restarts 1 and a rank killed twice: the first kill is a restart, the second ends the
 #     job failed with its message, and the stages behind it are cancelled with `pcdino status` saying why.
 # PCDINO_NODE_FAILURE_PARTS (default crash,hang,budget) chooses the parts: scripts/stack runs crash on the
-# second stack (Open MPI 5), and CI runs hang,budget on Debian 12 (the uninterrupted run is made either way).
+# second stack (Open MPI 5), crash,budget on Slurm 25.11, and CI runs hang on Debian 12 (the uninterrupted run
+# is made either way).
 # PCDINO_NODE_FAILURE_CONTAINER=1 (train.node_failure_container, issue #63) runs the training in pcdino's CPU
 # image through Pyxis (tests/lib/container.sh), the uninterrupted run too.
 # Waits are sized for a machine 3x slower than the 2-core one this was written on; they end as soon as the
