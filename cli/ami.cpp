@@ -31,8 +31,10 @@ void add_ami_commands(CLI::App& app) {
   ami->require_subcommand(1);
   auto args = std::make_shared<AmiArgs>();
 
-  CLI::App* check =
-      ami->add_subcommand("check", "Check an image spec's versions against the compatibility table");
+  CLI::App* check = ami->add_subcommand(
+      "check",
+      "Check an image spec's versions against the compatibility table (exit 78 naming each incompatible "
+      "pair); an OS past its vendor's end of support is a warning");
   check->add_option("spec", args->spec, "Image spec (YAML)")->required();
   check->callback([args] {
     const ami::ImageSpec spec = ami::load_image_spec(args->spec);
@@ -45,6 +47,11 @@ void add_ami_commands(CLI::App& app) {
     if (const std::string note = parallelcluster::os_support_note(spec.parallelcluster_version, spec.os);
         !note.empty())
       std::cout << "note: " << note << "\n";
+    // A warning, not a refusal: an image for an old cluster may still be needed (ami/examples/workshop.yaml).
+    if (const std::string eos =
+            parallelcluster::end_of_support_note(spec.os, parallelcluster::utc_date_today());
+        !eos.empty())
+      std::cout << "warning: base.os: " << eos << "\n";
   });
 
   CLI::App* gen =
@@ -55,10 +62,18 @@ void add_ami_commands(CLI::App& app) {
     const ami::ImageSpec spec = ami::load_image_spec(args->spec);
     const auto files = ami::generate_image(spec);
     ami::write_generated(files, args->out);
+    // Packer >= 1.7 installs the amazon plugin (plugins.pkr.hcl) with `packer init`; the template's two
+    // variables are the region (the spec's, its default) and the subnet of the build instance.
     std::cout << "wrote " << files.size() << " files to " << args->out << "; add "
               << (spec.pcdino_from == "source" ? "pcdino's source (scripts/package --source)"
                                                : "the pcdino package (scripts/package)")
-              << " to files/ (see files/README), then: packer build " << args->out << "/image.pkr.hcl\n";
+              << " to files/ (see files/README), then (Packer >= 1.7):\n"
+              << "  cd " << args->out
+              << " && packer init . && packer validate . && packer build -var region=" << spec.region
+              << " -var subnet_id=SUBNET_ID .\n"
+              << "SUBNET_ID: a subnet in " << spec.region
+              << " with a route to the internet that Packer reaches by SSH (without -var subnet_id, the "
+                 "region's default VPC)\n";
   });
 
   CLI::App* plugin = ami->add_subcommand(

@@ -1,7 +1,6 @@
 // pcdino cluster generate | validate | cost | keys
-#include <sys/stat.h>
-
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -31,10 +30,10 @@ struct ClusterArgs {
   double images_per_second = 0;
 };
 
-// Prints the findings, errors first; errors (and policy findings with --strict) make the command fail
-// with exit code 78 (EX_CONFIG).
-void report(std::vector<cluster::Finding> findings, const std::string& what, const std::string& release,
-            bool strict) {
+// Prints the findings, errors first, and returns the summary line's text; errors (and policy findings with
+// --strict) make the command fail with exit code 78 (EX_CONFIG), `refused` added to the message.
+std::string judge(std::vector<cluster::Finding> findings, const std::string& what, const std::string& release,
+                  bool strict, const std::string& refused = "") {
   std::stable_sort(findings.begin(), findings.end(),
                    [](const auto& a, const auto& b) { return a.severity < b.severity; });
   std::map<cluster::Severity, int> count;
@@ -48,8 +47,14 @@ void report(std::vector<cluster::Finding> findings, const std::string& what, con
                               cluster::schema_basis(release) + ")";
   std::cout.flush();  // the findings before the summary, also where stdout and stderr meet
   if (errors > 0 || (strict && policy > 0))
-    throw ConfigError(what + ": " + summary + (errors == 0 ? "; policy findings fail with --strict" : ""));
-  std::cout << what << ": " << summary << "\n";
+    throw ConfigError(what + ": " + summary + (errors == 0 ? "; policy findings fail with --strict" : "") +
+                      refused);
+  return what + ": " + summary;
+}
+
+void report(std::vector<cluster::Finding> findings, const std::string& what, const std::string& release,
+            bool strict) {
+  std::cout << judge(std::move(findings), what, release, strict) << "\n";
 }
 
 }  // namespace
@@ -62,48 +67,49 @@ void add_cluster_commands(CLI::App& app) {
 
   CLI::App* gen = cluster->add_subcommand(
       "generate",
-      "Write cluster-config.yaml, network.yaml (CloudFormation), commands.sh (and head-node.sh and "
-      "compute-node.sh for the sections that need them); validate them");
+      "Validate, then write cluster-config.yaml, network.yaml (CloudFormation), commands.sh, teardown.sh "
+      "(and head-node.sh and compute-node.sh for the sections that need them). A refused configuration "
+      "(exit 78: errors, or policy findings with --strict) writes nothing: an existing output folder keeps "
+      "its last accepted run's files. An accepted one replaces the generated files there (and removes those "
+      "it no longer makes), leaving any other file");
   gen->add_option("site", args->input, "Site spec (YAML)")->required();
   gen->add_option("-o,--out", args->out, "Output folder")->required();
-  gen->add_option("--pipeline", args->pipeline, "Pipeline YAML whose stages must fit the first queue");
-  gen->add_flag("--strict", args->strict, "Fail on pcdino's policy findings too (SSH CIDR, IMDSv2, subnets)");
+  gen->add_option("--pipeline", args->pipeline,
+                  "Pipeline YAML whose stages must fit the queue they run on: --queue, else the pipeline's "
+                  "slurm.partition, else the first queue (Slurm's default partition)");
+  gen->add_option("--queue", args->queue,
+                  "Queue the pipeline runs on (default: slurm.partition, else the first)");
+  gen->add_flag(
+      "--strict", args->strict,
+      "Fail on pcdino's policy findings too (SSH CIDR, IMDSv2, subnets, an OS past its end of support)");
   gen->callback([args] {
     const cluster::SiteSpec site = cluster::load_site_spec(args->input);
     if (!site.ami_spec.empty()) {
       const ami::ImageSpec image = ami::load_image_spec(site.ami_spec);
-      cluster::check_image_spec(site, image.parallelcluster_version, image.os, site.ami_spec);
+      cluster::check_image_spec(site, image.parallelcluster_version, image.os, image.region, site.ami_spec);
     }
     const cluster::ClusterFiles files = cluster::generate_cluster(site);
+    // Judged in memory, before anything is written: a refused configuration leaves no runnable file.
+    std::vector<cluster::Finding> findings = cluster::site_findings(site, parallelcluster::utc_date_today());
     // The generated file is a template: commands.sh fills in the ${...} outputs of network.yaml.
-    std::vector<cluster::Finding> findings =
+    const auto config =
         cluster::validate_cluster_config(files.cluster_config, "cluster-config.yaml",
                                          {site.allow_ssh_from_anywhere, true, site.parallelcluster_version});
+    findings.insert(findings.end(), config.begin(), config.end());
     if (!args->pipeline.empty()) {
       const auto fit = cluster::check_pipeline_fit(files.cluster_config, "cluster-config.yaml",
-                                                   load_config(args->pipeline));
+                                                   load_config(args->pipeline), args->queue);
       findings.insert(findings.end(), fit.begin(), fit.end());
     }
-    // head-node.sh only for a spank or monitoring section (prometheus.yml, what it installs, for review); the
-    // scripts executable.
-    const std::pair<const char*, const std::string*> outputs[] = {
-        {"cluster-config.yaml", &files.cluster_config},
-        {"network.yaml", &files.network_stack},
-        {"commands.sh", &files.commands},
-        {"head-node.sh", &files.head_node_script},
-        {"compute-node.sh", &files.compute_node_script},
-        {"prometheus.yml", &files.prometheus_config}};
+    const bool existed = std::filesystem::exists(args->out + "/commands.sh");
+    const std::string summary =
+        judge(findings, args->out + "/cluster-config.yaml", site.parallelcluster_version, args->strict,
+              "; nothing written to " + args->out +
+                  (existed ? " (it keeps the files of its last accepted run)" : ""));
     std::string written;
-    for (const auto& [name, content] : outputs) {
-      if (content->empty()) continue;
-      const std::string path = args->out + "/" + name;
-      write_file_atomic(path, *content);
-      if (std::string(name).find(".sh") != std::string::npos && ::chmod(path.c_str(), 0755) != 0)
-        throw CantCreateError("cannot make " + path + " executable");
-      written += (written.empty() ? "" : ", ") + std::string(name);
-    }
-    std::cout << "wrote " << written << " to " << args->out << "\n";
-    report(findings, args->out + "/cluster-config.yaml", site.parallelcluster_version, args->strict);
+    for (const auto& name : cluster::write_cluster_files(files, args->out))
+      written += (written.empty() ? "" : ", ") + name;
+    std::cout << "wrote " << written << " to " << args->out << "\n" << summary << "\n";
   });
 
   CLI::App* val = cluster->add_subcommand(
@@ -111,8 +117,11 @@ void add_cluster_commands(CLI::App& app) {
       "Check a ParallelCluster v3 configuration offline: errors (ParallelCluster would "
       "refuse it, or it would not work), policy (pcdino's advice) and warnings");
   val->add_option("config", args->input, "cluster configuration (YAML)")->required();
-  val->add_option("--pipeline", args->pipeline, "Pipeline YAML whose stages must fit the queue");
-  val->add_option("--queue", args->queue, "Queue the pipeline runs on (default: the first)");
+  val->add_option("--pipeline", args->pipeline,
+                  "Pipeline YAML whose stages must fit the queue they run on: --queue, else the pipeline's "
+                  "slurm.partition, else the first queue (Slurm's default partition)");
+  val->add_option("--queue", args->queue,
+                  "Queue the pipeline runs on (default: slurm.partition, else the first)");
   val->add_flag("--allow-ssh-from-anywhere", args->allow_ssh_from_anywhere,
                 "Accept HeadNode.Ssh.AllowedIps 0.0.0.0/0");
   val->add_flag("--strict", args->strict, "Fail on pcdino's policy findings too (SSH CIDR, IMDSv2, subnets)");
@@ -160,13 +169,31 @@ void add_cluster_commands(CLI::App& app) {
       ->capture_default_str();
   prolog->callback([enroot_conf] { std::cout << cluster::enroot_folders_prolog(*enroot_conf); });
 
-  CLI::App* cost = cluster->add_subcommand("cost", "Hourly cost of a site spec, and of a training run");
+  CLI::App* cost = cluster->add_subcommand(
+      "cost",
+      "Hourly cost of a site spec in its region, and what a training run adds (--pipeline, --images and "
+      "--images-per-second-per-gpu together); prices it lacks are named");
   cost->add_option("site", args->input, "Site spec (YAML)")->required();
   cost->add_option("--pipeline", args->pipeline, "Pipeline YAML (epochs, nodes, GPUs) for a run estimate");
-  cost->add_option("--images", args->images, "Training images per epoch");
+  cost->add_option("--images", args->images, "Training images per epoch (> 0)");
   cost->add_option("--images-per-second-per-gpu", args->images_per_second,
-                   "Measured training throughput per GPU");
+                   "Measured training throughput per GPU (> 0)");
   cost->callback([args] {
+    // A run estimate needs all three; one or two of them alone is a usage error naming what is missing.
+    const std::pair<const char*, bool> run_options[] = {
+        {"--pipeline", !args->pipeline.empty()},
+        {"--images", args->images > 0},
+        {"--images-per-second-per-gpu", args->images_per_second > 0}};
+    std::string given, missing;
+    for (const auto& [name, set] : run_options) {
+      std::string& list = set ? given : missing;
+      list += (list.empty() ? "" : ", ") + std::string(name);
+    }
+    if (!given.empty() && !missing.empty())
+      throw Error(ExitCode::kUsage,
+                  "cluster cost: a run estimate needs --pipeline, --images and "
+                  "--images-per-second-per-gpu (each > 0); " +
+                      given + " given, " + missing + " missing");
     const cluster::SiteSpec site = cluster::load_site_spec(args->input);
     std::unique_ptr<PipelineConfig> pipeline;
     if (!args->pipeline.empty()) pipeline = std::make_unique<PipelineConfig>(load_config(args->pipeline));

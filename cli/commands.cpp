@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 
 #include "pcdino/core/error.hpp"
 
@@ -35,6 +36,14 @@ CLI::App* add_external(CLI::App& parent, const std::string& name, const std::str
   return sub;
 }
 
+void add_exit_codes_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "exit-codes",
+      "List the exit codes of pcdino's programs and batch scripts, and what each means (a Markdown "
+      "table)");
+  sub->callback([] { std::cout << exit_codes_markdown(); });
+}
+
 std::string own_program() {
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -53,6 +62,7 @@ void add_all_commands(CLI::App& app) {
   add_pipeline_commands(app);
   add_config_command(app);
   add_metrics_command(app);
+  add_exit_codes_command(app);
   add_doctor_command(app);
   add_node_check_command(app);
 

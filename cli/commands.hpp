@@ -41,6 +41,9 @@ void add_config_command(CLI::App& app);
 /// `pcdino metrics`: the metric table (monitoring::metrics_markdown()).
 void add_metrics_command(CLI::App& app);
 
+/// `pcdino exit-codes`: the exit-code table (pcdino/core/error.hpp exit_codes()) as Markdown.
+void add_exit_codes_command(CLI::App& app);
+
 /// The path of this program (/proc/self/exe), for running it again or a program beside it. Throws
 /// Error(kSoftware) if it cannot be read.
 std::string own_program();

@@ -62,7 +62,7 @@ int act_for_slurm(const doctor::NodeCheckReport& report) {
     try {
       r = run_process(command, "Slurm's client commands", 5);
     } catch (const std::exception& e) {
-      r.exit_code = 69, r.err = e.what();
+      r.exit_code = to_int(ExitCode::kUnavailable), r.err = e.what();
     }
     std::cerr << "pcdino node-check ("
               << (prolog ? "prolog, job " + std::string(std::getenv("SLURM_JOB_ID")) : "health check")
@@ -128,9 +128,12 @@ void add_node_check_command(CLI::App& app) {
       "\"pcdino: ...\", and in a prolog the job is requeued elsewhere) and warn (printed and exported). With "
       "--slurm in the health check, a node that pcdino drained returns to service once every check passes; a "
       "node drained by anyone else is left alone. See why a node was drained with `sinfo -R`.");
-  sub->add_option("--site", a->site,
-                  "The site file: SharedStorage, LocalScratch, MinScratchGiB, Manifest, ProbeSeconds, Dcgm "
-                  "(written by pcdino cluster generate or sbatch/local-cluster)");
+  std::string site_keys;  // every key of the site file, from its table
+  for (const auto& k : node_check_site_keys())
+    site_keys += std::string(site_keys.empty() ? "" : ", ") + k.key;
+  sub->add_option(
+      "--site", a->site,
+      "The site file: " + site_keys + " (written by pcdino cluster generate or sbatch/local-cluster)");
   sub->add_option("--shared-dir", a->shared_dirs,
                   "A shared filesystem's mount directory (besides the site's)");
   sub->add_option("--node", a->node,
@@ -156,7 +159,7 @@ void add_node_check_command(CLI::App& app) {
   sub->add_option("--pcdino", a->paths.pcdino, "--wrapper: the pcdino program (default: this one)");
   sub->callback([a, sub] {
     if (a->list) {
-      for (const auto& p : doctor::node_probes()) std::cout << p.name << "\t" << p.what << "\n";
+      for (const auto* p : doctor::node_check_probes()) std::cout << p->name << "\t" << p->what << "\n";
       return;
     }
     if (a->wrapper) {

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
       "Every stage reads --config pipeline.yaml (the workshop's scDINO_full_pipeline.yaml keys).",
       "pcdino"};
   app.require_subcommand(1);
+  app.footer(pcdino::exit_codes_line() + " `pcdino exit-codes` says what each means.");
   app.set_version_flag("--version", [] { return pcdino::version_report(); });
   pcdino::cli::add_all_commands(app);
 

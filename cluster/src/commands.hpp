@@ -20,4 +20,13 @@ bool has_head_node_script(const SiteSpec& s);
 /// `pcluster create-cluster` with --dryrun first. Every value taken from the spec is shell-quoted.
 std::string commands_script(const SiteSpec& s);
 
+/// teardown.sh: removes what commands_script() created, newest first: `pcluster delete-cluster`, waiting
+/// until its CloudFormation stack (named after the cluster) is gone, with the storage ParallelCluster made
+/// for it (FSx for Lustre and the /apps EBS volume: DeletionPolicy Delete, ParallelCluster's default, which
+/// pcdino does not change; a file system named by storage.fsx.file_system_id is the site's and stays); the
+/// node scripts it uploaded (those objects only: never the bucket, the site's own custom action or data);
+/// the network stack with its NAT gateway, waiting for it. Prints what it will delete and asks for the
+/// cluster's name unless given --yes; --dry-run prints the commands and runs none. Values are shell-quoted.
+std::string teardown_script(const SiteSpec& s);
+
 }  // namespace pcdino::cluster

@@ -614,9 +614,11 @@ Table cluster_rows() {
       text("head_node.key_name", PCDINO_SITE(key_name), kAnyText, "an EC2 key pair name", never,
            "the EC2 key pair for SSH"),
       text("head_node.ssh_allowed_cidr", PCDINO_SITE(ssh_allowed_cidr), kCidr, "a CIDR like 203.0.113.0/24",
-           always, "where SSH is allowed from (0.0.0.0/0 only with allow_ssh_from_anywhere)"),
+           always,
+           "where SSH is allowed from; 0.0.0.0/0 is a policy finding (fatal only with --strict) unless "
+           "allow_ssh_from_anywhere"),
       boolean("head_node.allow_ssh_from_anywhere", PCDINO_SITE(allow_ssh_from_anywhere),
-              "accept ssh_allowed_cidr 0.0.0.0/0"),
+              "accept ssh_allowed_cidr 0.0.0.0/0 without the policy finding"),
 
       section("image", Need::optional, "the nodes' image"),
       text("image.os", PCDINO_SITE(os), "alinux2|alinux2023|ubuntu2204|ubuntu2404|ubuntu2004|rhel8|rhel9",
@@ -805,16 +807,6 @@ std::string head_node_s3_prefix(const SiteSpec& site) {
 
 SiteSpec load_site_spec(const std::string& path) {
   return parse_site_spec(read_file(path, "site spec"), path);
-}
-
-void check_image_spec(const SiteSpec& site, const std::string& image_release, const std::string& image_os,
-                      const std::string& image_source) {
-  if (image_release != site.parallelcluster_version || image_os != site.os) {
-    throw ConfigError(site.source + ": image.ami_spec: " + image_source + " builds for ParallelCluster " +
-                      image_release + " on " + image_os + ", the cluster is ParallelCluster " +
-                      site.parallelcluster_version + " on " + site.os +
-                      " (a custom AMI runs only with its own release's cookbook and OS)");
-  }
 }
 
 }  // namespace pcdino::cluster

@@ -745,7 +745,8 @@ void check_policy(Checker& c, const YAML::Node& root, const std::vector<YAML::No
              "not set: ParallelCluster then allows SSH from 0.0.0.0/0; name the CIDR that may connect");
   } else if (text(ips) == "0.0.0.0/0" && !options.allow_ssh_from_anywhere) {
     c.policy(ips, "HeadNode.Ssh.AllowedIps",
-             "SSH from anywhere (0.0.0.0/0); say so explicitly if that is intended");
+             "SSH from anywhere (0.0.0.0/0); if that is intended, say so: head_node.allow_ssh_from_anywhere: "
+             "true in the site spec (cluster validate: --allow-ssh-from-anywhere)");
   }
   const YAML::Node imds = at(root, {"Imds", "ImdsSupport"});
   if (!imds.IsDefined() || text(imds) != "v2.0")
@@ -911,62 +912,6 @@ std::vector<Finding> validate_cluster_config(const std::string& yaml_text, const
                       change.removed + " (this file is for " + release + ")",
                   change.source);
     }
-  }
-  return c.findings;
-}
-
-std::vector<Finding> check_pipeline_fit(const std::string& cluster_yaml, const std::string& name,
-                                        const PipelineConfig& pipeline, const std::string& queue) {
-  const YAML::Node root = load_yaml(cluster_yaml, name);
-  Checker c(name);
-  const YAML::Node queues = at(root, {"Scheduling", "SlurmQueues"});
-  std::size_t index = 0;
-  bool found = queue.empty() && queues.IsSequence() && queues.size() > 0;
-  for (std::size_t i = 0; !queue.empty() && queues.IsSequence() && i < queues.size(); ++i) {
-    if (text(at(queues[i], {"Name"})) == queue) index = i, found = true;
-  }
-  if (!found) {
-    c.error(at(root, {"Scheduling"}), "Scheduling.SlurmQueues",
-            "no queue '" + queue + "' to run the pipeline on");
-    return c.findings;
-  }
-  const std::string cp = resource_path(index, 0);
-  const YAML::Node cr = at(queues[index], {"ComputeResources"})[0];
-  const std::string type = text(at(cr, {"InstanceType"}));
-  const InstanceType* it = find_instance(type);
-  if (it == nullptr) {
-    c.warning(at(cr, {"InstanceType"}), cp + ".InstanceType",
-              "'" + type + "' is not in the catalogue: cannot check the pipeline's fit", kInstanceSource);
-    return c.findings;
-  }
-  const std::string where = pipeline.source.empty() ? "pipeline" : pipeline.source;
-  const auto gpus_fit = [&](int asked, const std::string& key) {
-    if (asked > it->gpus) {
-      c.error(at(cr, {"InstanceType"}), cp + ".InstanceType",
-              where + ": " + key + " asks for " + std::to_string(asked) + " GPUs per node (--gres=gpu:" +
-                  std::to_string(asked) + ") but " + type + " has " + std::to_string(it->gpus),
-              kInstanceSource);
-    }
-  };
-  gpus_fit(pipeline.train.num_gpus, "train_scDINO.num_gpus");
-  gpus_fit(pipeline.downstream.compute_cls_features.num_gpus,
-           "downstream_analyses.compute_cls_features.num_gpus");
-  const YAML::Node max_node = at(cr, {"MaxCount"});
-  const std::optional<long long> max_count = max_node.IsDefined() ? as_int(max_node) : 10;
-  if (max_count && pipeline.train.nnodes > *max_count) {
-    c.error(at(cr, {"MaxCount"}), cp + ".MaxCount",
-            where + ": train_scDINO.nnodes " + std::to_string(pipeline.train.nnodes) +
-                " is more than MaxCount " + std::to_string(*max_count));
-  }
-  // One task per GPU, each with num_workers loader processes plus itself.
-  const int tasks = std::max(1, pipeline.train.num_gpus);
-  const int cpus = tasks * (pipeline.train.num_workers + 1);
-  if (cpus > it->vcpus) {
-    c.error(at(cr, {"InstanceType"}), cp + ".InstanceType",
-            where + ": train_scDINO.num_workers " + std::to_string(pipeline.train.num_workers) +
-                " + 1 CPUs for each of " + std::to_string(tasks) + " task(s) is " + std::to_string(cpus) +
-                " CPUs per node, " + type + " has " + std::to_string(it->vcpus) + " vCPUs",
-            kInstanceSource);
   }
   return c.findings;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <ctime>
 #include <sstream>
 
 namespace pcdino::parallelcluster {
@@ -147,7 +148,10 @@ const std::vector<OsSupport>& operating_systems() {
       {"alinux2", "3.0.0", "", "3.14.0", "3.0.0",
        "aws-parallelcluster cli/src/pcluster/constants.py SUPPORTED_OSES (v3.11.1, v3.12.0); CHANGELOG "
        "3.13.0 "
-       "and 3.14.0 name its own driver; its support after 3.14.0 was not read"},
+       "and 3.14.0 name its own driver; its support after 3.14.0 was not read",
+       "2026-06-30",
+       "AWS's Amazon Linux 2 FAQs (aws.amazon.com/amazon-linux-2/faqs/), end of support 2026-06-30; read "
+       "2026-11-29 as quoted by phylax.com.au's AL2 end-of-support checklist"},
       {"alinux2023", "3.10.0", "", "3.14.0", "3.10.0",
        "aws-parallelcluster CHANGELOG.md 3.10.0 'Add support for Amazon Linux 2023'; cookbook CHANGELOG "
        "3.14.0 "
@@ -195,6 +199,28 @@ std::string os_support_note(const std::string& version, const std::string& os) {
     return "";
   return os + "'s official AMIs were read in sources through ParallelCluster " + row->known_through +
          "; no removal was found up to " + version + ", but its support there is not confirmed";
+}
+
+bool past_end_of_support(const std::string& os, const std::string& today) {
+  const OsSupport* row = find_os(os);
+  // ISO dates compare as text.
+  return row != nullptr && *row->end_of_support != '\0' && today > std::string(row->end_of_support);
+}
+
+std::string end_of_support_note(const std::string& os, const std::string& today) {
+  const OsSupport* row = find_os(os);
+  if (row == nullptr || *row->end_of_support == '\0') return "";
+  return os + "'s vendor support " + (past_end_of_support(os, today) ? "ended" : "ends") + " on " +
+         row->end_of_support + ": no security updates after it (source: " + row->end_of_support_source + ")";
+}
+
+std::string utc_date_today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char day[11];
+  std::strftime(day, sizeof day, "%Y-%m-%d", &utc);
+  return day;
 }
 
 std::string lustre_problem(const std::string& version, const std::string& os) {

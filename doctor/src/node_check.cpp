@@ -152,7 +152,7 @@ Check check_slurm_view(const std::string& node, double seconds, SlurmNodeView* v
   const ProcessResult shown =
       run_process({"scontrol", "show", "node", "-o", node}, "Slurm's client commands", seconds);
   if (shown.timed_out || shown.exit_code != 0) {
-    return {"slurm_view", false,
+    return {kSlurmViewProbe.name, false,
             "scontrol show node " + node + ": " +
                 (shown.timed_out ? timed_out(seconds) : shown.err.substr(0, shown.err.find('\n')))};
   }
@@ -166,8 +166,8 @@ Check check_slurm_view(const std::string& node, double seconds, SlurmNodeView* v
     wrong.push_back(fmt::format("Slurm has {} MiB, the node {}", slurm.real_memory_mib, host.memory_mib));
   if (slurm.gpus != host.gpus)
     wrong.push_back(fmt::format("Slurm's gres has {} GPUs, the node shows {}", slurm.gpus, host.gpus));
-  if (!wrong.empty()) return {"slurm_view", false, join(wrong, "; ")};
-  return {"slurm_view", true,
+  if (!wrong.empty()) return {kSlurmViewProbe.name, false, join(wrong, "; ")};
+  return {kSlurmViewProbe.name, true,
           fmt::format("{} CPUs, {} MiB, {} GPUs{}", host.cpus, host.memory_mib, host.gpus,
                       type.empty() ? "" : ", " + type)};
 }
@@ -370,6 +370,15 @@ NodeFacts node_facts(const std::string& node, const std::optional<SlurmNodeView>
   return facts;
 }
 
+const NodeProbe kSlurmViewProbe = {
+    "slurm_view", "scontrol show node: CPUs, memory and gres GPUs against the node's (run first)", nullptr};
+
+std::vector<const NodeProbe*> node_check_probes() {
+  std::vector<const NodeProbe*> all = {&kSlurmViewProbe};
+  for (const auto& p : node_probes()) all.push_back(&p);
+  return all;
+}
+
 const std::vector<NodeProbe>& node_probes() {
   static const std::vector<NodeProbe> probes = {
       {"shared_fs", "each SharedStorage mounted as its StorageType, a file written, read back and removed",
@@ -422,7 +431,7 @@ NodeCheckReport run_node_check(const NodeCheckSite& site, const std::string& nod
   facts.prober = prober;
   // A controller that does not answer is not this node's fault: no job should fail for it.
   if (!facts.slurm) slurm.severity = Severity::kWarn;
-  report.checks.push_back({slurm, "slurm_view", since(start)});
+  report.checks.push_back({slurm, kSlurmViewProbe.name, since(start)});
 
   // Each probe on a thread of its own; its result travels through a shared state that outlives this call,
   // so that a probe stuck on a hung filesystem writes, when it ever returns, into memory it still owns.

@@ -61,7 +61,7 @@ ran=$(grep -c "^pcdino: stage train, job ${SLURM_JOB_ID} (start " "$err_file" 2>
 if [ "${ran:-0}" -gt 0 ]; then faults=$((ran - 1 - agreed)); else faults=$((restart - agreed)); fi
 if [ "$faults" -gt 3 ]; then
   echo "error: pcdino: stage train failed for good: started again after $faults fault(s), more than slurm.max_restarts (3); \`pcdino status\` lists each restart and why" >&2
-  exit 69
+  exit 79
 fi
 
 # The accelerator environment: spank_pcdino.so sets it in every task when the cluster loads it;

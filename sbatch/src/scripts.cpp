@@ -70,11 +70,11 @@ void write_directives(std::ostream& o, const PipelineConfig& config, const Stage
   }
 }
 
-// The restart budget: the job ends (exit 69) once it has started again after more faults than
-// slurm.max_restarts. Faults are the starts before this one that ran this script (each writes its start line
-// to the job's stderr file) less the requeues after an agreed checkpoint (write_requeue records them): a
-// requeue Slurm made itself after a node of the job failed counts, one after a prolog found a sick node
-// (nothing of the job ran) does not. Where the stderr file cannot be read, every restart counts.
+// The restart budget: the job ends (exit 79, ExitCode::kRestartsSpent) once it has started again after more
+// faults than slurm.max_restarts. Faults are the starts before this one that ran this script (each writes its
+// start line to the job's stderr file) less the requeues after an agreed checkpoint (write_requeue records
+// them): a requeue Slurm made itself after a node of the job failed counts, one after a prolog found a sick
+// node (nothing of the job ran) does not. Where the stderr file cannot be read, every restart counts.
 const char* const kRestartBudget = R"SH(restarts=@RESTARTS@  # why this script requeued its job
 err_file=@ERR@
 err_file=${err_file//%j/$SLURM_JOB_ID}
@@ -84,7 +84,7 @@ ran=$(grep -c "^pcdino: stage @STAGE@, job ${SLURM_JOB_ID} (start " "$err_file" 
 if [ "${ran:-0}" -gt 0 ]; then faults=$((ran - 1 - agreed)); else faults=$((restart - agreed)); fi
 if [ "$faults" -gt @MAX@ ]; then
   echo "error: pcdino: stage @STAGE@ failed for good: started again after $faults fault(s), more than slurm.max_restarts (@MAX@); \`pcdino status\` lists each restart and why" >&2
-@FOR_GOOD@  exit 69
+@FOR_GOOD@  exit @SPENT@
 fi
 )SH";
 
@@ -101,6 +101,7 @@ void write_restart_budget(std::ostream& o, const Stage& stage, const RunLayout& 
                                       {"ERR", shell_quote(files.stage_output(stage, "%j", true))},
                                       {"STAGE", stage},
                                       {"MAX", std::to_string(s.max_restarts)},
+                                      {"SPENT", std::to_string(to_int(ExitCode::kRestartsSpent))},
                                       {"FOR_GOOD", expedite ? kForGood : ""}});
 }
 

@@ -8,7 +8,7 @@ W="$PCDINO_BUILD_DIR/test-work/ami_packer"
 rm -rf "$W" && mkdir -p "$W"
 EX="$PCDINO_SOURCE_DIR/ami/examples"
 
-for name in workshop current p5-3.11 trn1; do
+for name in workshop current p5-3.11 trn1 workshop-3.16 cpu-only; do
   run "$PCDINO_BIN" ami generate "$EX/$name.yaml" --out "$W/$name"
   assert_rc 0 "$name: generate"
   run bash -c "cd '$W/$name' && timeout 120 packer validate image.pkr.hcl"
@@ -34,6 +34,22 @@ for name in workshop current p5-3.11 trn1; do
   run diff -r "$EX/$name" "$W/$name"
   assert_rc 0 "$name: ami/examples/$name is what the generator writes now (regenerate it if not)"
 done
+
+# generate's closing line is the sequence Packer >= 1.7 needs (init installs the amazon plugin), with the
+# template's own variables: each -var it names is a variable of image.pkr.hcl, the region the spec's.
+run "$PCDINO_BIN" ami generate "$EX/workshop-3.16.yaml" --out "$W/closing"
+assert_rc 0 "generate for the closing line"
+assert_contains "$OUT" "  cd $W/closing && packer init . && packer validate . && packer build -var region=us-west-2 -var subnet_id=SUBNET_ID ." \
+  "generate ends with packer init, validate and build, region and subnet as -var"
+while read -r var; do
+  assert_contains "$(cat "$W/closing/image.pkr.hcl")" "variable \"$var\" {" "-var $var is a variable of image.pkr.hcl"
+done < <(grep -o -- '-var [a-z_]*' <<<"$OUT" | cut -d' ' -f2)
+assert_contains "$(grep -A2 'variable "region"' "$W/closing/image.pkr.hcl")" 'default = "us-west-2"' \
+  "the template's region defaults to the spec's"
+assert_contains "$OUT" "add pcdino's source (scripts/package --source) to files/" "a source-built image asks for the source"
+run "$PCDINO_BIN" ami generate "$EX/cpu-only.yaml" --out "$W/closing-package"
+assert_contains "$OUT" "add the pcdino package (scripts/package) to files/" "a package image asks for the package"
+assert_contains "$OUT" "packer build -var region=eu-west-1 -var subnet_id=SUBNET_ID ." "in its own region"
 
 run "$PCDINO_BIN" ami check "$EX/workshop.yaml"
 assert_rc 0 "workshop stack is compatible"

@@ -6,8 +6,27 @@ source "$(dirname "$0")/../lib/assert.sh"
 
 run "$PCDINO_BIN" --help
 assert_rc 0 "--help"
-for sub in dataset meanstd train extract labels knn plots submit status logs cancel resume config metrics cluster ami; do
+for sub in dataset meanstd train extract labels knn plots submit status logs cancel resume config metrics exit-codes \
+  doctor node-check cluster ami; do
   assert_contains "$OUT" "  $sub" "--help lists '$sub'"
+done
+# One exit-code table (core/src/error.cpp): --help's line and `pcdino exit-codes` name the same codes, and 69
+# has one row.
+line=$(grep '^Exit codes: ' <<<"$OUT")
+run "$PCDINO_BIN" exit-codes
+assert_rc 0 "exit-codes"
+# shellcheck disable=SC2016 # the backticks are the table's Markdown
+codes=$(sed -n 's/^| \([0-9][0-9]*\) | `\([a-z-]*\)` .*/\1 \2/p' <<<"$OUT" | paste -sd, | sed 's/,/, /g')
+assert_eq "$line" "Exit codes: $codes. \`pcdino exit-codes\` says what each means." "--help's exit codes are the table's"
+assert_eq "$(grep -c '^| 69 |' <<<"$OUT")" 1 "69 means one thing"
+# node-check: --list names every probe of the report (slurm_view, run first, included); --help names every
+# key of the site file.
+run "$PCDINO_BIN" node-check --list
+assert_eq "$(cut -f1 <<<"$OUT" | head -n 1)" "slurm_view" "node-check --list starts with slurm_view"
+assert_eq "$(wc -l <<<"$OUT")" 10 "node-check --list: ten probes"
+run "$PCDINO_BIN" node-check --help
+for key in SharedStorage LocalScratch MinScratchGiB Manifest ProbeSeconds Dcgm TextfileDir DrainGuardPercent; do
+  assert_contains "$OUT" "$key" "node-check --help names the site file's key $key"
 done
 
 # Every stage of the stage table (listed by `submit --help`) is a subcommand of its own name.

@@ -761,18 +761,21 @@ TEST(ClusterSite, SpankNeedsTheImageAndTheImageTheSitesRelease) {
                                      "/specs/site/s.yaml");
   EXPECT_EQ(s.spank.s3_prefix, "s3://bkt/p");
   EXPECT_EQ(s.ami_spec, "/specs/ami/x.yaml") << "resolved against the site spec's folder";
-  EXPECT_NO_THROW(check_image_spec(s, s.parallelcluster_version, "alinux2023", "x.yaml"));
+  EXPECT_NO_THROW(check_image_spec(s, s.parallelcluster_version, "alinux2023", s.region, "x.yaml"));
   try {
-    check_image_spec(s, "3.10.1", "alinux2023", "x.yaml");
+    check_image_spec(s, "3.10.1", "alinux2023", s.region, "x.yaml");
     FAIL() << "accepted";
   } catch (const ConfigError& e) {
-    EXPECT_NE(
-        std::string(e.what()).find("image.ami_spec: x.yaml builds for ParallelCluster 3.10.1 on alinux2023, "
-                                   "the cluster is ParallelCluster 3.16.3 on alinux2023"),
-        std::string::npos)
+    EXPECT_NE(std::string(e.what()).find(
+                  "image.ami_spec: x.yaml builds for ParallelCluster 3.10.1 on alinux2023 in "
+                  "us-east-1, the cluster is ParallelCluster 3.16.3 on alinux2023 in us-east-1"),
+              std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(check_image_spec(s, s.parallelcluster_version, "ubuntu2204", "x.yaml"), ConfigError);
+  EXPECT_THROW(check_image_spec(s, s.parallelcluster_version, "ubuntu2204", s.region, "x.yaml"), ConfigError);
+  EXPECT_THROW(check_image_spec(s, s.parallelcluster_version, "alinux2023", "us-west-2", "x.yaml"),
+               ConfigError)
+      << "an AMI lives in one region";
 }
 
 // commands.sh checks the pinned release first and asks ParallelCluster (--dryrun) before creating.
@@ -1207,6 +1210,13 @@ TEST(ClusterCorpus, SameVerdictAsParallelCluster) {
   }
   EXPECT_GE(cases, 30u);
   EXPECT_GE(rejects, 20u);
+  // docs/clusters.md counts the cases: the count there is this file's.
+  std::ifstream page(std::string(PCDINO_SOURCE_DIR) + "/docs/clusters.md");
+  const std::string docs((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  std::smatch said;
+  ASSERT_TRUE(std::regex_search(docs, said, std::regex("`tests/cluster/pcluster_corpus.yaml` holds (\\d+)")))
+      << "docs/clusters.md no longer says how many cases the corpus holds";
+  EXPECT_EQ(said[1].str(), std::to_string(cases)) << "docs/clusters.md's count of the corpus's hand-edits";
 }
 
 TEST(ClusterGenerate, WorkshopSpecGivesTheWorkshopsConfiguration) {
@@ -1354,19 +1364,6 @@ TEST(ClusterSite, KeyTableListsEveryKeyOnce) {
   EXPECT_FALSE(keys.at("queues[].capacity_reservation_id").required) << "only with CAPACITY_BLOCK";
   EXPECT_EQ(keys.count("monitoring.prometheus.retention"), 1u);
   EXPECT_EQ(keys.count("iam.s3_access[].bucket"), 1u);
-}
-
-TEST(ClusterCost, ReportUsesTheDatedPriceTable) {
-  const std::string r = cost_report(example("workshop.yaml"), nullptr, {});
-  EXPECT_NE(r.find("head node                            1 x c5.4xlarge           0.680 USD/h"),
-            std::string::npos)
-      << r;
-  EXPECT_NE(r.find("2 x g4dn.2xlarge         1.504 USD/h"), std::string::npos) << r;
-  EXPECT_NE(r.find("no price in the table for PERSISTENT_1"), std::string::npos) << r;
-  const PipelineConfig p =
-      parse_config("train_scDINO:\n  epochs: 10\n  nnodes: 2\n  num_gpus: 1\n", "p.yaml");
-  const std::string run = cost_report(example("workshop.yaml"), &p, {72000, 10});
-  EXPECT_NE(run.find("= 10.00 h"), std::string::npos) << run;  // 10 * 72000 / (10 * 2) / 3600
 }
 
 // Issue #70: the p5 example with one more iam.s3_access item (a YAML flow mapping), as parse_site_spec()

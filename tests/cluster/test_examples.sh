@@ -6,7 +6,12 @@
 # another pcluster release, uploads head-node.sh (and compute-node.sh) and runs `create-cluster --dryrun
 # true` before the real call; an image spec for another OS than the cluster's is refused;
 # monitoring.prometheus gives a head-node.sh
-# whose prometheus.yml passes promtool and loads pcdino's rules in a real Prometheus, refused without a package.
+# whose prometheus.yml passes promtool and loads pcdino's rules in a real Prometheus, refused without a package,
+# and whose --remove takes back what it wrote. Issue #71: a refused configuration writes nothing (an earlier
+# accepted run's files stay as they were); an image spec of another region is refused; Amazon Linux 2 past
+# its end of support is a policy finding of generate (fatal with --strict) and a warning of `ami check`;
+# teardown.sh asks first, prints its commands with --dry-run, and deletes in reverse order exactly what
+# commands.sh made.
 source "$(dirname "$0")/../lib/assert.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 W="$PCDINO_BUILD_DIR/test-work/cluster_examples"
@@ -37,8 +42,20 @@ assert_rc 78 "the workshop's pipeline does not fit its queue"
 assert_contains "$OUT" "train_scDINO.num_gpus asks for 4 GPUs per node (--gres=gpu:4) but g4dn.2xlarge has 1" \
   "the GPU mismatch is named"
 assert_contains "$OUT" "Scheduling.SlurmQueues[0].ComputeResources[0].InstanceType" "with the configuration's key path"
+[ ! -e "$W/mismatch" ]
+assert_eq "$?" 0 "a refused configuration writes nothing: no commands.sh to run"
+assert_contains "$ERR" "nothing written to $W/mismatch" "and says so"
+# Into a folder that an accepted run filled: its files stay as they were.
+cp -r "$EX/workshop" "$W/kept"
+sums() { (cd "$1" && md5sum -- * | sort); }
+kept=$(sums "$W/kept")
+run "$PCDINO_BIN" cluster generate "$EX/workshop.yaml" --out "$W/kept" --pipeline "$W/workshop-pipeline.yaml"
+assert_rc 78 "refused again, into the folder of an accepted run"
+assert_contains "$ERR" "nothing written to $W/kept (it keeps the files of its last accepted run)" "saying what it holds"
+assert_eq "$(sums "$W/kept")" "$kept" "the accepted run's files are untouched"
 
-sed 's/instance_type: g4dn.2xlarge/instance_type: g4dn.12xlarge/' "$EX/workshop.yaml" >"$W/fixed.yaml"
+sed "s/instance_type: g4dn.2xlarge/instance_type: g4dn.12xlarge/; s|ami_spec: ../..|ami_spec: $PCDINO_SOURCE_DIR|" \
+  "$EX/workshop.yaml" >"$W/fixed.yaml"
 run "$PCDINO_BIN" cluster generate "$W/fixed.yaml" --out "$W/fixed" --pipeline "$W/workshop-pipeline.yaml"
 assert_rc 0 "with 4-GPU g4dn.12xlarge nodes it fits"
 # ParallelCluster's minimal example: no error, three pcdino policy findings that fail only with --strict.
@@ -63,6 +80,7 @@ cat >"$W/bin/pcluster" <<'SH'
 #!/bin/sh
 echo "pcluster $*" >>"$CALLS"
 [ "$1" = version ] && printf '{\n  "version": "%s"\n}\n' "$FAKE_PCLUSTER_VERSION"
+[ "$1" = describe-cluster ] && exit "${FAKE_DESCRIBE_RC:-0}"
 exit 0
 SH
 cat >"$W/bin/aws" <<'SH'
@@ -94,15 +112,71 @@ assert_contains "$(cat "$CALLS")" \
 assert_not_contains "$(grep '^pcluster create-cluster' "$CALLS" | tail -1)" "--dryrun" "then for real"
 assert_not_contains "$(grep -v '^#' "$W/commands/cluster-config.rendered.yaml")" "\${" \
   "the rendered configuration has no placeholder left"
+uploaded=$(sed -n 's/^aws s3 cp --region us-east-1 [^ ]* //p' "$CALLS")
+
+# teardown.sh against the same stand-ins: nothing without the cluster's name; --dry-run calls nothing; then
+# newest first what commands.sh made, the uploaded objects and nothing else of the bucket.
+rm -f "$CALLS"
+PATH="$W/bin:$PATH" run bash -c "echo dino-other | '$W/commands/teardown.sh'"
+assert_rc 64 "teardown.sh without the cluster's name"
+assert_contains "$ERR" "not confirmed: nothing deleted" "says so"
+assert_contains "$OUT" "the FSx for Lustre file system it made at /fsx (DeletionPolicy Delete" "after saying what it deletes"
+[ ! -e "$CALLS" ]
+assert_eq "$?" 0 "and calls nothing"
+PATH="$W/bin:$PATH" run "$W/commands/teardown.sh" --dry-run
+assert_rc 0 "teardown.sh --dry-run"
+assert_contains "$OUT" "+ pcluster delete-cluster --region us-east-1 --cluster-name dino-p5" "prints the commands"
+[ ! -e "$CALLS" ]
+assert_eq "$?" 0 "and calls nothing"
+PATH="$W/bin:$PATH" run bash -c "echo dino-p5 | '$W/commands/teardown.sh'"
+assert_rc 0 "teardown.sh, confirmed with the cluster's name"
+assert_eq "$(cat "$CALLS")" "pcluster describe-cluster --region us-east-1 --cluster-name dino-p5
+pcluster delete-cluster --region us-east-1 --cluster-name dino-p5
+aws cloudformation wait stack-delete-complete --region us-east-1 --stack-name dino-p5
+aws s3 rm --region us-east-1 s3://research-bucket/pcluster/pcdino/head-node.sh
+aws s3 rm --region us-east-1 s3://research-bucket/pcluster/pcdino/compute-node.sh
+aws cloudformation delete-stack --region us-east-1 --stack-name dino-p5-network
+aws cloudformation wait stack-delete-complete --region us-east-1 --stack-name dino-p5-network" \
+  "the cluster (waiting for its stack), the uploads, the network stack (waiting), in that order"
+assert_eq "$(sed -n 's/^aws s3 rm --region us-east-1 //p' "$CALLS")" "$uploaded" "the objects removed are those commands.sh uploaded"
+rm -f "$CALLS"
+FAKE_DESCRIBE_RC=1 PATH="$W/bin:$PATH" run "$W/commands/teardown.sh" --yes
+assert_rc 0 "teardown.sh --yes when the cluster is gone already"
+assert_contains "$OUT" "no cluster dino-p5 in us-east-1 (deleted already?)" "says so"
+assert_not_contains "$(cat "$CALLS")" "delete-cluster" "and deletes the rest only"
 
 # The image spec must be built for the cluster's release and OS.
 sed "s/os: ubuntu2204/os: alinux2023/" "$PCDINO_SOURCE_DIR/ami/examples/current.yaml" >"$W/other-image.yaml"
 sed "s|ami_spec: .*|ami_spec: $W/other-image.yaml|" "$EX/p5-efa.yaml" >"$W/p5-other-os.yaml"
 run "$PCDINO_BIN" cluster generate "$W/p5-other-os.yaml" --out "$W/other-os"
 assert_rc 78 "generate refuses an image built for another OS"
-assert_contains "$ERR" "builds for ParallelCluster 3.16.3 on alinux2023, the cluster is ParallelCluster 3.16.3 on ubuntu2204" \
+assert_contains "$ERR" "builds for ParallelCluster 3.16.3 on alinux2023 in us-east-1, the cluster is ParallelCluster 3.16.3 on ubuntu2204 in us-east-1" \
   "naming both"
 assert_eq "$(ls "$W/other-os" 2>/dev/null)" "" "and writes nothing"
+# An AMI lives in one region: an image spec of another region is refused too.
+sed "s/^region: us-east-1/region: us-west-2/" "$PCDINO_SOURCE_DIR/ami/examples/current.yaml" >"$W/other-region.yaml"
+sed "s|ami_spec: .*|ami_spec: $W/other-region.yaml|" "$EX/p5-efa.yaml" >"$W/p5-other-region.yaml"
+run "$PCDINO_BIN" cluster generate "$W/p5-other-region.yaml" --out "$W/other-region"
+assert_rc 78 "generate refuses an image built in another region"
+assert_contains "$ERR" "on ubuntu2204 in us-west-2, the cluster is ParallelCluster 3.16.3 on ubuntu2204 in us-east-1" \
+  "naming both regions"
+# Amazon Linux 2: its end of support (2026-06-30, in the release table) is a policy finding once past: the
+# configuration is written without --strict, refused with it; before that date a warning.
+sed 's/os: ubuntu2204/os: alinux2/; /ami_spec:/d' "$EX/workshop.yaml" >"$W/workshop-al2.yaml"
+if [[ $(date -u +%F) > 2026-06-30 ]]; then al2=policy; else al2=warning; fi
+run "$PCDINO_BIN" cluster generate "$W/workshop-al2.yaml" --out "$W/al2"
+assert_rc 0 "generate on Amazon Linux 2 without --strict"
+assert_contains "$OUT" "$al2: workshop-al2.yaml: image.os: alinux2's vendor support" "an OS past its end of support is named"
+assert_contains "$OUT" "on 2026-06-30: no security updates after it" "with its date"
+run "$PCDINO_BIN" cluster generate "$W/workshop-al2.yaml" --out "$W/al2-strict" --strict
+if [ "$al2" = policy ]; then
+  assert_rc 78 "and refused with --strict"
+  [ ! -e "$W/al2-strict" ]
+  assert_eq "$?" 0 "writing nothing"
+fi
+run "$PCDINO_BIN" ami check "$PCDINO_SOURCE_DIR/ami/examples/workshop.yaml"
+assert_rc 0 "ami check warns of Amazon Linux 2, it does not refuse the old workshop's image"
+assert_contains "$OUT" "warning: base.os: alinux2's vendor support" "ami check names it"
 # Ubuntu 24.04's official AMI has no Lustre client: the p5 site (FSx for Lustre) on it is refused; with its
 # own AMI (which may carry the client) it is the site's call.
 sed "s/os: ubuntu2204/os: ubuntu2404/; /custom_ami:/d; /ami_spec:/d" "$EX/p5-efa.yaml" >"$W/p5-2404.yaml"
@@ -136,7 +210,7 @@ mkdir -p "$W/prefix/share/pcdino/monitoring/rules"
 cp "$PCDINO_SOURCE_DIR"/monitoring/rules/*.yml "$W/prefix/share/pcdino/monitoring/rules/"
 head_node() {
   run env PCDINO_PREFIX="$W/prefix" PROMETHEUS_ETC="$W/etc/prometheus" PROMETHEUS_DEFAULTS="$W/etc/default/prometheus" \
-    PARALLELCLUSTER_IMDS_ACCESS= PCDINO_NO_SYSTEMD=1 bash "$W/alone/head-node.sh"
+    PARALLELCLUSTER_IMDS_ACCESS= PCDINO_NO_SYSTEMD=1 PCDINO_STATE="$W/state" bash "$W/alone/head-node.sh" "$@"
 }
 mkdir -p "$W/etc/default"
 head_node
@@ -148,7 +222,8 @@ assert_contains "$(cat "$W/etc/default/prometheus")" "--storage.tsdb.retention.t
 head_node
 assert_rc 0 "a second run"
 assert_not_contains "$OUT" "wrote" "rewrites nothing"
-run env PCDINO_PREFIX="$W/none" PARALLELCLUSTER_IMDS_ACCESS= PCDINO_NO_SYSTEMD=1 bash "$W/alone/head-node.sh"
+run env PCDINO_PREFIX="$W/none" PARALLELCLUSTER_IMDS_ACCESS= PCDINO_NO_SYSTEMD=1 PCDINO_STATE="$W/state" \
+  bash "$W/alone/head-node.sh"
 assert_rc 1 "without pcdino's rules on the head node it fails"
 assert_contains "$ERR" "the head node must run the pcdino image" "saying why"
 # A real Prometheus with that configuration loads pcdino's rule groups (EC2 discovery finds nothing here).
@@ -161,6 +236,12 @@ groups=$(curl -fsS "http://127.0.0.1:$port/api/v1/rules" 2>/dev/null | grep -o '
 kill "$prom"
 wait "$prom" 2>/dev/null
 assert_contains "$groups" "$W/prefix/share/pcdino/monitoring/rules/pcdino-alerts.yml" "Prometheus loads pcdino's alert rules"
+# --remove takes back what the runs wrote (Prometheus's own files; the package was there before).
+head_node --remove
+assert_rc 0 "head-node.sh --remove"
+assert_contains "$OUT" "removed $W/etc/prometheus/prometheus.yml" "says what it removes"
+[ ! -e "$W/etc/prometheus" ] && [ ! -e "$W/etc/default/prometheus" ] && [ ! -e "$W/state" ] && [ -d "$W/etc/default" ]
+assert_eq "$?" 0 "prometheus.yml, its folder, the defaults file and the record are gone; what was there stays"
 # Refused on an OS without a Prometheus package, naming the key.
 sed 's/os: ubuntu2204/os: alinux2023/; s|ami_spec: .*||' "$W/prometheus-alone.yaml" >"$W/prometheus-al2023.yaml"
 run "$PCDINO_BIN" cluster generate "$W/prometheus-al2023.yaml" --out "$W/al2023"

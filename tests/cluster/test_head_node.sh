@@ -8,7 +8,9 @@
 # there (3.11.0's) is kept, warned of for want of container_scope=job; verify.sh sees the plugin loaded, and
 # fails when it is listed but not loadable; the node check's site file and its prolog.d link to the image's
 # wrapper are there, written once; the containers section turns Pyxis on with container_scope=job and sets up
-# Enroot on the head node, and compute-node.sh sets it up on a compute node, on its local scratch (issue #63).
+# Enroot on the head node, and compute-node.sh sets it up on a compute node, on its local scratch (issue #63);
+# `head-node.sh --remove` leaves a ParallelCluster-shaped tree as it was before the script ran, on 3.11.1's
+# and 3.11.0's shape, and gives the local cluster's own files back (issue #71).
 source "$(dirname "$0")/../lib/assert.sh"
 source "$(dirname "$0")/../lib/cluster.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
@@ -61,8 +63,11 @@ mkdir -p "$W/prefix/libexec/pcdino" "$SLURM_PREFIX/etc/scripts/prolog.d"
 head_node() {
   # shellcheck disable=SC2046 # enroot_env: words
   run env SLURM_PREFIX="$SLURM_PREFIX" PCDINO_PREFIX="$W/prefix" PARALLELCLUSTER_EXAMPLES="$EXAMPLES" \
-    $(enroot_env "$W/head") bash "$EX/head-node.sh"
+    PCDINO_STATE="$W/state" $(enroot_env "$W/head") bash "$EX/head-node.sh" "$@"
 }
+# What the local cluster had before (section 8 gives it back): its plugstack.conf and its node check's link.
+local_plugstack=$(cat "$SLURM_PREFIX/etc/plugstack.conf")
+local_node_check=$(readlink "$SLURM_PREFIX/etc/scripts/prolog.d/95_pcdino_node_check" || true)
 head_node
 assert_rc 0 "head-node.sh runs"
 assert_contains "$OUT" "plugstack.conf loads spank_pcdino.so" "and says what it did"
@@ -161,9 +166,15 @@ mkdir -p "$T/etc/plugstack.conf.d" "$T/etc/scripts/prolog.d"
 echo "include $T/etc/plugstack.conf.d/*" >"$T/etc/plugstack.conf"
 echo "required /usr/local/lib/slurm/spank_pyxis.so runtime_path=/run/pyxis" >"$W/pc-3.11.0/pyxis.conf"
 ln -s "$W/pc-3.11.0/pyxis.conf" "$T/etc/plugstack.conf.d/pyxis.conf"
-# shellcheck disable=SC2046 # enroot_env: words
-run env SLURM_PREFIX="$T" PCDINO_PREFIX="$W/prefix" PARALLELCLUSTER_EXAMPLES="$EXAMPLES" $(enroot_env "$W/pc-3.11.0") \
-  bash "$EX/head-node.sh"
+# tree DIR: every path under DIR with its type, mode, owner and link target, and every file's checksum.
+tree() { (cd "$1" && find . -printf '%p %y %m %u %l\n' | sort && find . -type f -exec md5sum {} + | sort -k 2); }
+pc3110=$(tree "$W/pc-3.11.0")
+pc3110() {
+  # shellcheck disable=SC2046 # enroot_env: words
+  run env SLURM_PREFIX="$T" PCDINO_PREFIX="$W/prefix" PARALLELCLUSTER_EXAMPLES="$EXAMPLES" \
+    PCDINO_STATE="$W/pc-3.11.0/state" $(enroot_env "$W/pc-3.11.0") bash "$EX/head-node.sh" "$@"
+}
+pc3110
 assert_rc 0 "head-node.sh on a 3.11.0-shaped tree"
 assert_contains "$OUT" "pyxis.conf (kept) has no container_scope=job" "a kept Pyxis line without job scope is warned of"
 assert_eq "$(cat "$T/etc/plugstack.conf")" "include $T/etc/plugstack.conf.d/*" "plugstack.conf untouched"
@@ -174,7 +185,8 @@ assert_contains "$(cat "$T/etc/plugstack.conf.d/pcdino.conf")" "spank_pcdino.so 
 
 # 6. No pcdino image on the head node: a clear failure, nothing written.
 # shellcheck disable=SC2046 # enroot_env: words
-run env SLURM_PREFIX="$W/none/opt/slurm" PCDINO_PREFIX="$W/none/opt/pcdino" $(enroot_env "$W/none") bash "$EX/head-node.sh"
+run env SLURM_PREFIX="$W/none/opt/slurm" PCDINO_PREFIX="$W/none/opt/pcdino" PCDINO_STATE="$W/none/state" \
+  $(enroot_env "$W/none") bash "$EX/head-node.sh"
 assert_rc 1 "head-node.sh without the pcdino package fails"
 assert_contains "$ERR" "no $W/none/opt/pcdino/lib/slurm/spank_pcdino.so: the head node must run the pcdino image" \
   "naming the missing file"
@@ -232,4 +244,46 @@ assert_eq "$(stat -c %a "$C/scratch/enroot/data" "$C/run/enroot" | tr '\n' ' ')"
 compute_node "$W/compute-missing" /scratch
 assert_rc 1 "a scratch that is not mounted fails"
 assert_contains "$ERR" "no local scratch at $W/compute-missing/scratch" "naming it"
+
+# 8. --remove (issue #71). A fresh 3.11.1-shaped head node (Enroot's package left its own enroot.conf): after
+# head-node.sh and --remove, every path, mode, owner, link and content is as before, the record gone.
+R="$W/pc-3.11.1"
+mkdir -p "$R/opt/slurm/etc/scripts/prolog.d" "$R/opt/slurm/lib" "$R/head/etc/enroot"
+echo "ClusterName=pc" >"$R/opt/slurm/etc/slurm.conf"
+printf '#!/bin/bash\n' >"$R/opt/slurm/etc/scripts/prolog.d/90_pcluster_health_check_manager"
+echo "# Enroot's own" >"$R/head/etc/enroot/enroot.conf"
+pristine=$(tree "$R")
+pc3111() {
+  # shellcheck disable=SC2046 # enroot_env: words
+  run env SLURM_PREFIX="$R/opt/slurm" PCDINO_PREFIX="$W/prefix" PARALLELCLUSTER_EXAMPLES="$EXAMPLES" \
+    PCDINO_STATE="$R/state" $(enroot_env "$R/head") bash "$EX/head-node.sh" "$@"
+}
+pc3111
+assert_rc 0 "head-node.sh on a fresh 3.11.1-shaped tree"
+assert_contains "$(cat "$R/state/record")" "saved $R/head/etc/enroot/enroot.conf" "a copy of Enroot's own enroot.conf is kept"
+pc3111
+assert_not_contains "$OUT" "wrote" "a second run changes nothing"
+pc3111 --remove
+assert_rc 0 "head-node.sh --remove"
+assert_contains "$OUT" "restored $R/head/etc/enroot/enroot.conf" "puts Enroot's own file back"
+assert_contains "$OUT" "removed $R/opt/slurm/etc/plugstack.conf.d/pcdino.conf" "removes pcdino's plugin line"
+assert_contains "$OUT" "pcluster update-cluster" "and says what only an update of the cluster changes"
+assert_eq "$(tree "$R")" "$pristine" "the tree is as it was before head-node.sh"
+pc3111 --remove
+assert_contains "$OUT" "nothing to remove" "a second --remove finds nothing to do"
+pc3111 --bogus
+assert_rc 64 "an unknown argument is a usage error"
+# The 3.11.0 tree of section 5: ParallelCluster's plugstack.conf and Pyxis link stay; pcdino's lines go.
+pc3110 --remove
+assert_rc 0 "--remove on the 3.11.0-shaped tree"
+assert_eq "$(tree "$W/pc-3.11.0")" "$pc3110" "ParallelCluster's plugstack.conf and Pyxis link as they were, pcdino's files gone"
+# The local cluster's tree: its plugstack.conf and node check link are its own again, pcdino's files gone.
+head_node --remove
+assert_rc 0 "--remove on the local cluster's tree"
+assert_eq "$(cat "$SLURM_PREFIX/etc/plugstack.conf")" "$local_plugstack" "plugstack.conf as the local cluster wrote it"
+assert_eq "$(readlink "$SLURM_PREFIX/etc/scripts/prolog.d/95_pcdino_node_check" || true)" "$local_node_check" \
+  "the node check's prolog link as it was"
+[ ! -e "$SLURM_PREFIX/etc/plugstack.conf.d/pcdino.conf" ] && [ ! -e "$SLURM_PREFIX/etc/pcdino" ] &&
+  [ ! -e "$SLURM_PREFIX/etc/scripts/prolog.d/94_pcdino_enroot_folders" ] && [ ! -e "$W/state" ]
+assert_eq "$?" 0 "pcdino's plugin line, site files, prolog link and the record are gone"
 finish

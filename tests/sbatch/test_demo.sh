@@ -24,6 +24,8 @@ for row in "DINO-trained ViT (teacher)" "same ViT, untrained" "raw pixels"; do
   assert_contains "$OUT" "$row" "the summary has a row for: $row"
 done
 assert_contains "$OUT" "plots: $RUN/plots/index.html" "the plots' path is printed"
+assert_contains "$OUT" "demo: the local Slurm cluster is still up" "the demo says that the cluster it started is up"
+assert_contains "$OUT" "sbatch/local-cluster --dir $W/cluster down" "and how to stop it"
 assert_contains "$OUT" "| epoch " "the live view shows the training's progress"
 assert_eq "$(find "$W/fashion-mnist-100" -name '*.tif' | wc -l)" 2000 "the dataset: 100 images per class and split"
 train_log=$(cat "$RUN"/logs/train_err_*.err)

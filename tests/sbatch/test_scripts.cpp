@@ -209,7 +209,7 @@ TEST(Script, TrainingAsksForNodesGpusAndRequeue) {
 
 // The restart budget (issue #39): the script requeues on the trainer's agreed checkpoint (75) and, within
 // slurm.max_restarts, on a fault (74, Open MPI 5's 14, a task ended by a signal), recording why; a start over
-// the budget fails with 69. tests/train/test_node_failure.sh runs it on a real cluster.
+// the budget fails with 79 (restarts-spent). tests/train/test_node_failure.sh runs it on a real cluster.
 TEST(Script, TrainingRestartsWithinItsBudget) {
   const auto c = example("slurm:\n  max_restarts: 2\n");
   const std::string s = render_script(c, "train", {"/p/pcdino"}, "h");
@@ -218,7 +218,7 @@ TEST(Script, TrainingRestartsWithinItsBudget) {
         "ran=$(grep -c \"^pcdino: stage train, job ${SLURM_JOB_ID} (start \" \"$err_file\" 2>/dev/null)",
         "if [ \"${ran:-0}\" -gt 0 ]; then faults=$((ran - 1 - agreed)); else faults=$((restart - agreed)); "
         "fi",
-        "if [ \"$faults\" -gt 2 ]; then", "  exit 69",
+        "if [ \"$faults\" -gt 2 ]; then", "  exit 79",
         "  75) why='checkpointed on SIGUSR1 or SIGTERM (time limit, preemption or scontrol requeue)' "
         "fault=false ;;",
         "  74) why='a rank heard nothing from its peers for --comm-timeout (a node hung or lost)' fault=true "
@@ -260,9 +260,9 @@ TEST(Script, ExpeditedRequeueWhereTheClusterHasIt) {
   const std::string give_up = "  scontrol update JobId=\"${SLURM_JOB_ID}\" Requeue=0 || echo";
   EXPECT_NE(on.find(give_up + " \"pcdino: could not turn job"), std::string::npos) << on;
   EXPECT_NE(on.find("Requeue=0 || echo \"pcdino: could not turn job ${SLURM_JOB_ID}'s requeue off: Slurm may "
-                    "hold it (scancel it)\" >&2\n  exit 69\n"),
+                    "hold it (scancel it)\" >&2\n  exit 79\n"),
             std::string::npos)
-      << "before the budget's exit 69\n"
+      << "before the budget's exit 79\n"
       << on;
   const auto last = on.rfind(give_up),
              final_exit = on.find("  echo \"pcdino: stage train failed with exit code");

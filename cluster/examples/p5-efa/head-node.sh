@@ -6,9 +6,48 @@
 # containers (slurm.container_image); compute-node.sh sets up Enroot on the compute nodes.
 # Installs pcdino's node check: its site file in /opt/slurm/etc/pcdino and the pcdino image's wrapper in
 # ParallelCluster's prolog.d; slurm.conf (CustomSlurmSettings) runs the same wrapper as HealthCheckProgram.
+# Before each change it notes how to undo it in $PCDINO_STATE (/var/lib/pcdino/head-node): a path it
+# makes, a copy of a file it replaces, a package, unit or IMDS rule it adds. `head-node.sh --remove` undoes
+# them, newest first, and deletes the record.
 set -euo pipefail
 PROG=head-node.sh
+RECORD=${PCDINO_STATE:-/var/lib/pcdino/head-node}
 fail() { echo "$PROG: $*" >&2; exit 1; }
+# note LINE: LINE added once to $RECORD/record, what --remove undoes ("package NAME", "unit NAME", ...).
+note() {
+  [ -n "$RECORD" ] || return 0
+  mkdir -p "$RECORD"
+  grep -qxF -- "$1" "$RECORD/record" 2>/dev/null || printf '%s\n' "$1" >>"$RECORD/record"
+}
+# remember PATH: before the first change to PATH, how to undo it: "created PATH" for a path that is not
+# there, "saved PATH" with a copy under $RECORD/saved for one that is. Later changes add nothing.
+remember() {
+  [ -n "$RECORD" ] || return 0
+  if grep -qxF -e "created $1" -e "saved $1" "$RECORD/record" 2>/dev/null; then return 0; fi
+  if [ -e "$1" ] || [ -L "$1" ]; then
+    mkdir -p "$RECORD/saved$(dirname "$1")"
+    cp -a "$1" "$RECORD/saved$1"
+    note "saved $1"
+  else
+    note "created $1"
+  fi
+}
+# make_dir DIR...: mkdir -p, each folder it makes remembered, parents first.
+make_dir() {
+  local dir missing=()
+  for dir in "$@"; do
+    while [ ! -d "$dir" ]; do
+      missing=("$dir" "${missing[@]}")
+      dir=$(dirname "$dir")
+    done
+  done
+  for dir in "${missing[@]}"; do
+    if [ ! -d "$dir" ]; then
+      remember "$dir"
+      mkdir "$dir"
+    fi
+  done
+}
 # put SOURCE TARGET MODE: TARGET becomes a root-owned copy of SOURCE, by rename, only if it differs. The copy
 # is a dot file beside TARGET: Slurm's include globs (plugstack.conf.d/*) do not match it if a run dies before
 # the rename (temporary files there failed every job's plugin start: aws-parallelcluster#6459).
@@ -16,6 +55,7 @@ put() {
   local new
   new="$(dirname "$2")/.$(basename "$2").pcdino-new"
   if ! cmp -s "$1" "$2"; then
+    remember "$2"
     install -o root -g root -m "$3" "$1" "$new"
     mv -f "$new" "$2"
     echo "$PROG: wrote $2"
@@ -44,11 +84,69 @@ PCDINO_PREFIX=${PCDINO_PREFIX:-/opt/pcdino}
 DEFAULT_PROFILE=nvidia-efa
 plugin=$PCDINO_PREFIX/lib/slurm/spank_pcdino.so
 profiles=$PCDINO_PREFIX/share/pcdino/spank/accel-profiles.yaml
+# remove: undoes what the runs before did, as $RECORD/record lists it, newest first.
+remove() {
+  local kind path new
+  if [ ! -f "$RECORD/record" ]; then
+    echo "$PROG: nothing to remove: no $RECORD/record"
+    return 0
+  fi
+  while read -r kind path; do
+    case "$kind" in
+      created)
+        if [ -d "$path" ] && [ ! -L "$path" ]; then
+          if rmdir "$path" 2>/dev/null; then
+            echo "$PROG: removed $path"
+          else
+            echo "$PROG: kept $path: others' files are in it"
+          fi
+        elif [ -e "$path" ] || [ -L "$path" ]; then
+          rm -f "$path"
+          echo "$PROG: removed $path"
+        fi
+        ;;
+      saved)
+        new="$(dirname "$path")/.$(basename "$path").pcdino-new"
+        cp -a "$RECORD/saved$path" "$new"
+        mv -fT "$new" "$path"
+        echo "$PROG: restored $path"
+        ;;
+      unit)
+        systemctl disable --now "$path" >/dev/null
+        echo "$PROG: disabled and stopped $path"
+        ;;
+      package)
+        DEBIAN_FRONTEND=noninteractive apt-get remove -y -q "$path" >/dev/null
+        echo "$PROG: removed the package $path (apt-get purge deletes its data too)"
+        ;;
+      imds)  # "imds USER SCRIPT": ParallelCluster's imds-access.sh unsets USER's rules
+        bash "${path#* }" --unset "${path%% *}" >/dev/null
+        if [ -x /usr/local/sbin/save_tables.sh ]; then /usr/local/sbin/save_tables.sh >/dev/null; fi
+        echo "$PROG: IMDS rules of ${path%% *} unset"
+        ;;
+    esac
+  done < <(tac "$RECORD/record")
+  rm -rf "$RECORD"
+  echo "$PROG: removed. The cluster's configuration still names this script (OnNodeConfigured, and" \
+    "OnNodeUpdated: the next update runs it again) and the node check's slurm.conf lines, whose HealthCheckProgram now fails for want of its site file: generate it from a site spec without" \
+    "spank, containers and node_check and run pcluster update-cluster"
+}
+case "${1:-}" in
+  "") ;;
+  --remove)
+    remove
+    exit 0
+    ;;
+  *)
+    echo "usage: $PROG [--remove]" >&2
+    exit 64
+    ;;
+esac
 
 [ -f "$plugin" ] || fail "no $plugin: the head node must run the pcdino image (image.custom_ami)"
 [ -f "$profiles" ] || fail "no $profiles in the pcdino package"
 [ -d "$etc" ] || fail "no $etc: not a ParallelCluster head node (or SLURM_PREFIX is wrong)"
-mkdir -p "$SLURM_PREFIX/lib/slurm" "$etc/plugstack.conf.d"
+make_dir "$SLURM_PREFIX/lib/slurm" "$etc/plugstack.conf.d"
 put "$plugin" "$SLURM_PREFIX/lib/slurm/spank_pcdino.so" 0755
 put "$profiles" "$etc/accel-profiles.yaml" 0644
 put_text "required $SLURM_PREFIX/lib/slurm/spank_pcdino.so config=$etc/accel-profiles.yaml default=$DEFAULT_PROFILE" \
@@ -71,7 +169,7 @@ shared_folder() {
   if [ -z "$dir" ] || [ "$dir" = / ]; then return 0; fi
   case "$dir" in /run/*) [[ $RUN_FOLDERS == *"d $dir "* ]] || RUN_FOLDERS+="d $dir $mode root root -"$'\n' ;; esac
   if [ ! -d "$NODE_ROOT$dir" ]; then
-    mkdir -p "$NODE_ROOT$dir"
+    make_dir "$NODE_ROOT$dir"
     chmod "$mode" "$NODE_ROOT$dir"
     echo "$PROG: made $NODE_ROOT$dir ($mode)"
   elif [ "$mode" = 0755 ] && [ -n "$(find "$NODE_ROOT$dir" -maxdepth 0 -perm -0002)" ]; then
@@ -114,7 +212,7 @@ enroot_setup() {
     # shellcheck disable=SC2016  # $(id -u) is enroot.conf's, expanded by Enroot
     sed -i -E 's#^([[:space:]]*ENROOT_CACHE_PATH[[:space:]]+.*/)group-\$\(id -g\)[[:space:]]*$#\1user-$(id -u)#' "$tmp"
   fi
-  mkdir -p "$ENROOT_SYSCONF_DIR/hooks.d"
+  make_dir "$ENROOT_SYSCONF_DIR/hooks.d"
   put "$tmp" "$ENROOT_SYSCONF_DIR/enroot.conf" 0644
   rm -f "$tmp"
   while read -r key value; do
@@ -140,7 +238,7 @@ pyxis_runtime() {
 # emptied by a reboot (`scontrol reboot`), and Enroot cannot make its per-user folder in a missing one.
 boot_folders() {
   [ -n "$RUN_FOLDERS" ] || return 0
-  mkdir -p "$NODE_ROOT/etc/tmpfiles.d"
+  make_dir "$NODE_ROOT/etc/tmpfiles.d"
   put_text "# Generated by pcdino cluster generate: Enroot's and Pyxis's folders in /run, made at each boot.
 ${RUN_FOLDERS%$'\n'}" "$NODE_ROOT/etc/tmpfiles.d/pcdino-containers.conf"
 }
@@ -148,7 +246,7 @@ ${RUN_FOLDERS%$'\n'}" "$NODE_ROOT/etc/tmpfiles.d/pcdino-containers.conf"
 # Containers: Pyxis's example line with container_scope=job, the include line, Enroot as on the compute nodes.
 [ -d "$etc" ] || fail "no $etc: not a ParallelCluster head node (or SLURM_PREFIX is wrong)"
 [ -f "$EXAMPLES/pyxis/pyxis.conf" ] || fail "no $EXAMPLES/pyxis/pyxis.conf: this image has no Pyxis example"
-mkdir -p "$etc/plugstack.conf.d"
+make_dir "$etc/plugstack.conf.d"
 if [ ! -e "$etc/plugstack.conf.d/pyxis.conf" ]; then
   pyxis=$(grep -E '^[[:space:]]*(required|optional)[[:space:]]+[^[:space:]]*spank_pyxis\.so' "$EXAMPLES/pyxis/pyxis.conf" |
     head -n 1) || true
@@ -165,7 +263,7 @@ pyxis_runtime
 boot_folders
 # The compute nodes' prolog that makes each job's user's Enroot folders (prolog.d, shared from here).
 [ -d "$etc/scripts/prolog.d" ] || fail "no $etc/scripts/prolog.d: ParallelCluster 3.6 or later makes it"
-mkdir -p "$etc/pcdino"
+make_dir "$etc/pcdino"
 folders=$(mktemp)
 cat >"$folders" <<'PROLOG'
 #!/bin/bash
@@ -215,6 +313,7 @@ PROLOG
 put "$folders" "$etc/pcdino/enroot-folders" 0755
 rm -f "$folders"
 if [ "$(readlink "$etc/scripts/prolog.d/94_pcdino_enroot_folders" 2>/dev/null)" != "$etc/pcdino/enroot-folders" ]; then
+  remember "$etc/scripts/prolog.d/94_pcdino_enroot_folders"
   ln -sfn "$etc/pcdino/enroot-folders" "$etc/scripts/prolog.d/94_pcdino_enroot_folders"
   echo "$PROG: wrote $etc/scripts/prolog.d/94_pcdino_enroot_folders -> $etc/pcdino/enroot-folders"
 fi
@@ -223,7 +322,7 @@ echo "$PROG: Pyxis on ($etc/plugstack.conf.d/pyxis.conf), Enroot set up ($ENROOT
 wrapper=$PCDINO_PREFIX/libexec/pcdino/node-check  # slurm.conf's HealthCheckProgram: /opt/pcdino/libexec/pcdino/node-check
 [ -x "$wrapper" ] || fail "no $wrapper: the head node must run the pcdino image (image.custom_ami)"
 [ -d "$etc/scripts/prolog.d" ] || fail "no $etc/scripts/prolog.d: ParallelCluster 3.6 or later makes it"
-mkdir -p "$etc/pcdino"
+make_dir "$etc/pcdino"
 put_text "$(cat <<'SITE'
 # pcdino node check: what every node of this cluster should show (pcdino node-check --help).
 # Written by `pcdino cluster generate` from p5-efa.yaml.
@@ -243,6 +342,7 @@ DrainGuardPercent: 50
 SITE
 )" "$etc/pcdino/node-check.yaml"
 if [ "$(readlink "$etc/scripts/prolog.d/95_pcdino_node_check" 2>/dev/null)" != "$wrapper" ]; then
+  remember "$etc/scripts/prolog.d/95_pcdino_node_check"
   ln -sfn "$wrapper" "$etc/scripts/prolog.d/95_pcdino_node_check"
   echo "$PROG: wrote $etc/scripts/prolog.d/95_pcdino_node_check -> $wrapper"
 fi

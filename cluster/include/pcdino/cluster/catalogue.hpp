@@ -1,5 +1,5 @@
-// Facts about AWS that the validators and the cost estimate need, each table with its source and the
-// date it was read, because AWS's rules move.
+// Facts about AWS instances that the validators and the generator need, each table with its source and
+// the date it was read, because AWS's rules move. Prices are in prices.hpp.
 #pragma once
 
 #include <string>
@@ -19,13 +19,10 @@ struct InstanceType {
   int instance_store_disks = 0;  ///< 0: EBS only
   int instance_store_gb = 0;     ///< total
   double network_gbps = 0;       ///< "up to" figures as their maximum
-  double price_per_hour = 0;     ///< on-demand Linux, USD, in kPriceRegion; 0 if not in the price table
 };
 
-/// Where and when the instance facts and prices were read.
+/// Where and when the instance facts were read (prices: prices.hpp, per region).
 extern const char* const kInstanceSource;
-extern const char* const kPriceSource;
-extern const char* const kPriceRegion;
 
 /// The catalogue entry for `name`, or nullptr if the catalogue does not know it.
 const InstanceType* find_instance(const std::string& name);
@@ -35,8 +32,5 @@ const std::vector<InstanceType>& instance_catalogue();
 
 /// Where the one FSx fact that ParallelCluster does not check (S3 links of PERSISTENT_2) comes from.
 extern const char* const kFsxSource;
-
-/// FSx for Lustre price in USD per GB-month for a deployment type and throughput (0 if unknown).
-double fsx_price_per_gb_month(const std::string& deployment_type, int throughput);
 
 }  // namespace pcdino::cluster

@@ -121,7 +121,7 @@ struct SiteSpec {
   std::string os = "alinux2023";
   std::string custom_ami;
   /// The image spec (`pcdino ami`) the custom AMI was built from, resolved against the site spec's folder:
-  /// its ParallelCluster release and OS must be the site's (check_image_spec).
+  /// its ParallelCluster release, OS and region must be the site's (check_image_spec).
   std::string ami_spec;
   std::vector<QueueSpec> queues;
   FsxSpec fsx;
@@ -166,10 +166,11 @@ SiteSpec load_site_spec(const std::string& path);
 /// monitoring.prometheus, node_check, containers); "" when none is on.
 std::string head_node_s3_prefix(const SiteSpec& site);
 
-/// Refuses an image built for another ParallelCluster release or OS than the site's: ParallelCluster
-/// runs a custom AMI only with its own release's cookbook, and Image.Os must be the AMI's OS.
-/// `image_source` names the image spec in the message. Throws ConfigError naming both files and values.
+/// Refuses an image built for another ParallelCluster release, OS or region than the site's: ParallelCluster
+/// runs a custom AMI only with its own release's cookbook, Image.Os must be the AMI's OS, and an AMI lives in
+/// one region. `image_source` names the image spec in the message. Throws ConfigError naming both files and
+/// the three values of each (cluster/src/image_spec_check.cpp).
 void check_image_spec(const SiteSpec& site, const std::string& image_release, const std::string& image_os,
-                      const std::string& image_source);
+                      const std::string& image_region, const std::string& image_source);
 
 }  // namespace pcdino::cluster

@@ -74,9 +74,16 @@ std::string schema_basis(const std::string& release);
 std::vector<Finding> validate_cluster_config(const std::string& yaml_text, const std::string& name,
                                              const ValidateOptions& options = {});
 
-/// Checks that a pipeline's stages fit a queue: GPUs per node (train_scDINO.num_gpus,
-/// compute_cls_features.num_gpus) within the instance type's GPUs, train_scDINO.nnodes within MaxCount,
-/// CPUs per node (num_workers per GPU task) within the vCPUs. `queue` "" = the first queue.
+/// Checks that a pipeline's jobs fit the queue they go to (cluster/src/pipeline_fit.cpp): `queue`, else
+/// slurm.partition, else the first queue (Slurm's default partition on ParallelCluster). slurm.partition must
+/// name a queue of the file (and `queue` when both are given). Per compute resource of that queue (its
+/// instance type from the catalogue; Instances: the smallest): GPUs per node (train_scDINO.num_gpus,
+/// compute_cls_features.num_gpus, when slurm.gpus) within its NVIDIA GPUs, slurm.cpus_per_task times each
+/// enabled stage's tasks per node within its CPUs (vCPUs, halved by DisableSimultaneousMultithreading), and
+/// training's (num_workers + 1) CPUs per rank within them too; a check is an error when no compute resource
+/// of the queue passes it, a warning for the ones it rules out otherwise. train_scDINO.nnodes within the
+/// queue's MaxCount (10 where unset) summed. Every message starts with the pipeline's file and names its
+/// key, the value and the limit. Throws ConfigError when `cluster_yaml` is not YAML.
 std::vector<Finding> check_pipeline_fit(const std::string& cluster_yaml, const std::string& name,
                                         const PipelineConfig& pipeline, const std::string& queue = "");
 

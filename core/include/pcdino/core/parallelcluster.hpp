@@ -50,6 +50,10 @@ struct OsSupport {
   /// first AMIs had none and no later release was found to add one): such a node cannot mount FSx for Lustre.
   const char* lustre_from;
   const char* source;
+  /// The OS vendor's end of support ("2026-06-30"; "" = none tabled): after it the OS gets no security
+  /// updates, whatever ParallelCluster still publishes for it.
+  const char* end_of_support = "";
+  const char* end_of_support_source = "";  ///< where that date was read, and when
 };
 
 /// Every OS row.
@@ -65,6 +69,17 @@ std::string os_support_problem(const std::string& version, const std::string& os
 /// A caveat ("" if none): `version` is newer than the newest release whose support of `os` was read in a
 /// source, and no removal was found. `ami check` prints it as a note; it does not refuse.
 std::string os_support_note(const std::string& version, const std::string& os);
+
+/// Whether `os` is past its vendor's end of support on `today` ("YYYY-MM-DD", UTC): false for an OS with
+/// no end-of-support date in the table.
+bool past_end_of_support(const std::string& os, const std::string& today);
+
+/// "" for an OS with no end-of-support date in the table; else what a check prints of it: "<os>'s vendor
+/// support ended on DATE" (or "ends on DATE", as `today` is past it or not), with the source.
+std::string end_of_support_note(const std::string& os, const std::string& today);
+
+/// Today's date in UTC, "YYYY-MM-DD": what the two above are given by the programs.
+std::string utc_date_today();
 
 /// Why FSx for Lustre does not mount on the official AMI of `version` on `os` ("" if it does), with the
 /// source: the OS's official AMI without a Lustre client (Ubuntu 24.04 from 3.13.0).

@@ -99,6 +99,14 @@ NodeFacts node_facts(const std::string& node, const std::optional<SlurmNodeView>
 /// nvidia-smi, or GPUs in Slurm's gres.
 const std::vector<NodeProbe>& node_probes();
 
+/// The slurm_view probe's name and what it looks at: run_node_check() runs it first, apart from
+/// node_probes(), since the others read its facts.
+extern const NodeProbe kSlurmViewProbe;
+
+/// Every probe of the report in its order (kSlurmViewProbe, then node_probes()): what `pcdino node-check
+/// --list` prints, one "name<TAB>what" line each.
+std::vector<const NodeProbe*> node_check_probes();
+
 /// One check with the seconds its probe took.
 struct TimedCheck {
   Check check;

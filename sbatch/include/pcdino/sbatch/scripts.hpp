@@ -79,11 +79,12 @@ struct ScriptOptions {
 /// (--requeue=expedite with ScriptOptions::expedited_requeue) and
 /// --signal=USR1@signal_seconds, requeueing itself when the trainer exits 75 after checkpointing or after a
 /// fault (restart_exits()) while it has started again after fewer than slurm.max_restarts faults (each
-/// requeue recorded in logs/{stage}_restarts.jsonl; a start over the budget fails with exit 69); on
-/// success the completion marker with `config_hash`, written to a temporary name and renamed. `config`
-/// must hold absolute paths (the script runs in the run folder). With slurm.container_image, every stage's
-/// step but the doctor's runs the image's pcdino (kContainerPcdino) with container_options() and
-/// PMIX_MCA_gds=hash (a PMIx client in a container cannot attach the server's shared-memory store).
+/// requeue recorded in logs/{stage}_restarts.jsonl; a start over the budget fails with exit 79,
+/// ExitCode::kRestartsSpent); on success the completion marker with `config_hash`, written to a temporary
+/// name and renamed. `config` must hold absolute paths (the script runs in the run folder). With
+/// slurm.container_image, every stage's step but the doctor's runs the image's pcdino (kContainerPcdino) with
+/// container_options() and PMIX_MCA_gds=hash (a PMIx client in a container cannot attach the server's
+/// shared-memory store).
 std::string render_script(const PipelineConfig& config, const Stage& stage, const ScriptOptions& options,
                           const std::string& config_hash);
 
