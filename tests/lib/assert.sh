@@ -47,7 +47,17 @@ assert_eq() {  # assert_eq ACTUAL EXPECTED DESCRIPTION
 # Ends the test: prints the count and exits 1 if any check failed. A test that passed removes its work
 # folder $W under test-work/ (checkpoints of 168 MB each, a Debian root: CI's disk is shared), after its
 # EXIT trap has run (a cluster or a server in $W stopped first); PCDINO_KEEP_TEST_WORK=1 keeps it.
+# own_mpi_session_dir: this test's Open MPI 4 programs keep their session folders in a folder of their own.
+# Under /tmp/ompi.HOST.UID, shared by every test, a job that ends removes that folder while one starting beside
+# it makes its own there ("A call to mkdir was unable to create the desired directory", pipelines.downstream
+# beside the local-cluster tests, 2026-11-29). For tests that run mpirun or singletons outside a local cluster.
+own_mpi_session_dir() {
+  TEST_OMPI_DIR=$(mktemp -d /tmp/pcdino-ompi.XXXXXX) || fatal "mktemp"
+  export OMPI_MCA_orte_tmpdir_base=$TEST_OMPI_DIR
+}
+
 finish() {
+  [ -z "${TEST_OMPI_DIR:-}" ] || rm -rf "$TEST_OMPI_DIR"
   echo "$TEST_CHECKS checks passed, $TEST_FAILURES failed"
   [ "$TEST_FAILURES" -eq 0 ] || return 1
   [[ -z "${PCDINO_KEEP_TEST_WORK:-}" && "${W:-}" == "${PCDINO_BUILD_DIR:-/nonexistent}"/test-work/?* ]] || return 0

@@ -3,6 +3,7 @@
 # one-epoch training run, CLS features with 1 and 2 MPI ranks (equal rows), labels, kNN, plots, for a trained and
 # a randomly initialised network; and the stages' answers to bad input (exit codes and messages).
 source "$(dirname "$0")/../lib/assert.sh"
+own_mpi_session_dir
 source "$(dirname "$0")/../lib/pipeline.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 HERE="$(cd "$(dirname "$0")" && pwd)"

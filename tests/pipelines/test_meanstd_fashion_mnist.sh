@@ -2,6 +2,7 @@
 # Integration, real data: Fashion-MNIST from Debian's dataset-fashion-mnist, imported to class-folder TIFFs,
 # through the mean/std stage on 2 ranks, equals an independent numpy computation from the IDX files to 1e-6.
 source "$(dirname "$0")/../lib/assert.sh"
+own_mpi_session_dir
 : "${PCDINO_BIN:?}" "${PCDINO_BUILD_DIR:?}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 SRC=/usr/share/datasets/fashion-mnist

@@ -3,6 +3,7 @@
 # (sysexits), a message naming the file or key, and no output under its final name; or, for a corrupt
 # image with meta.skip_corrupt, skips it and lists it in a report.
 source "$(dirname "$0")/../lib/assert.sh"
+own_mpi_session_dir
 : "${PCDINO_BIN:?}" "${PCDINO_BUILD_DIR:?}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 W="$PCDINO_BUILD_DIR/test-work/stage_bad_input"

@@ -9,6 +9,7 @@
 # control run that changes only the batch composition (1 rank, batch b), so it fails if gradients were not
 # averaged, shards overlapped or the centre was not reduced.
 source "$(dirname "$0")/../lib/assert.sh"
+own_mpi_session_dir
 source "$(dirname "$0")/../lib/python.sh"
 source "$(dirname "$0")/../lib/pipeline.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
