@@ -184,7 +184,7 @@ for ((i = 0; i < 3000; i++)); do
     [ -e "$file" ] || continue
     pid=${file##*.tmp.} # .pcdino-doctor-{host}.tmp.{pid}.{random}
     pid=${pid%%.*}
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx SLURMD_NODENAME=node2; then
+    if env_has "$pid" SLURMD_NODENAME=node2; then
       kill -STOP "$pid" && stopped=$pid
     fi
   done

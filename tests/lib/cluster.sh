@@ -93,11 +93,15 @@ epochs_logged() { [ -f "$1/scDINO_ViTs/dino_vit/log.txt" ] && [ "$(wc -l <"$1/sc
 node_pids() {
   local pid
   for pid in $(pgrep -f "pcdino-train"); do
-    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURMD_NODENAME=$1" &&
-      tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$SLURM_CONF" && echo "$pid"
+    env_has "$pid" "SLURMD_NODENAME=$1" && env_has "$pid" "SLURM_CONF=$SLURM_CONF" && echo "$pid"
   done
   return 0
 }
+
+# env_has PID LINE: process PID's environment holds LINE ("NAME=value") exactly. grep reads all of it: with
+# `grep -q` and pipefail the test failed when grep stopped at the match before tr had written a job's whole
+# environment (tr then ends by SIGPIPE), so a rank was found or not by chance (train.fail_fast, CI 2026-11-29).
+env_has() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | grep -xF -- "$2" >/dev/null; }
 
 # --- a sick node (issue #60) ----------------------------------------------------------------------------
 # Each node of the local cluster is a mount namespace of its own (its slurmd's): these make one node sick

@@ -29,19 +29,17 @@ submit() {  # submit NAME: a two-node training job
 rank_pid() {  # the pid of the pcdino-train process of Slurm task $1
   local pid
   for pid in $(pgrep -f "pcdino-train.*$W/pipeline.yaml"); do
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURM_PROCID=$1"; then
+    if env_has "$pid" "SLURM_PROCID=$1"; then
       echo "$pid"
       return
     fi
   done
 }
-rank_runs() { [ -n "$(rank_pid "$1")" ]; }
 
 # 1. SIGKILL.
 job=$(submit kill)
 wait_for 540 epochs_logged "$W/out/ff" 2 || fatal "the job did not train two epochs: $(cat "$W/jobs/kill_$job.out")"
-wait_for 120 rank_runs 1 || fatal "no process of rank 1: $(cat "$W/jobs/kill_$job.out")"
-pid=$(rank_pid 1)
+wait_for 120 eval 'pid=$(rank_pid 1); [ -n "$pid" ]' || fatal "no process of rank 1: $(cat "$W/jobs/kill_$job.out")"
 kill -KILL "$pid"
 start=$SECONDS
 wait_job "$job" 240
@@ -60,9 +58,8 @@ wait_job "$job" 180
 # 2. SIGSTOP: alive but silent.
 job=$(submit stop)
 wait_for 360 grep -qs "epoch .*: loss" "$W/jobs/stop_$job.out" || fatal "the job did not start training"
-# (In one CI run rank 1 was not found at once: wait for it, and say what the job printed if it never comes.)
-wait_for 120 rank_runs 1 || fatal "no process of rank 1: $(squeue -j "$job" 2>&1; cat "$W/jobs/stop_$job.out")"
-pid=$(rank_pid 1)
+wait_for 120 eval 'pid=$(rank_pid 1); [ -n "$pid" ]' ||
+  fatal "no process of rank 1: $(squeue -j "$job" 2>&1; cat "$W/jobs/stop_$job.out")"
 kill -STOP "$pid"
 start=$SECONDS
 wait_job "$job" 240
