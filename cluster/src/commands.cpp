@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "pcdino/cluster/containers.hpp"
+#include "pcdino/core/error.hpp"
 #include "pcdino/core/process.hpp"
 #include "pcdino/core/text_template.hpp"
 
@@ -184,7 +185,9 @@ std::string commands_script(const SiteSpec& s) {
       "  echo \"commands.sh: this configuration is for pcluster $PCLUSTER_VERSION, found '${installed}'\" "
       ">&2\n"
       "  echo \"  pip install aws-parallelcluster==$PCLUSTER_VERSION\" >&2\n"
-      "  exit 69\n"
+      "  exit " +
+      std::to_string(to_int(ExitCode::kUnavailable)) +
+      "\n"
       "fi\n";
   if (s.head_subnet_id.empty()) {
     out += "STACK=" + shell_quote(network_stack_name(s)) +
