@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "pcdino/core/error.hpp"
 
@@ -114,29 +115,50 @@ void rename_into_place(const std::string& from, const std::string& to) {
   }
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) {
-  make_directories(std::filesystem::path(path).parent_path().string());
-  std::string tmp;
-  const int fd = create_temporary(path, tmp, 0644);
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  make_directories(std::filesystem::path(path_).parent_path().string());
+  fd_ = create_temporary(path_, tmp_, 0644);
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  std::remove(tmp_.c_str());
+}
+
+void AtomicFile::write(const void* data, std::size_t size) {
+  if (fd_ < 0) throw CantCreateError("cannot write '" + path_ + "': already committed");
+  const char* bytes = static_cast<const char*>(data);
   std::size_t written = 0;
-  while (written < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
+  while (written < size) {
+    const ssize_t n = ::write(fd_, bytes + written, size - written);
     if (n < 0) {
       if (errno == EINTR) continue;
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      std::remove(tmp.c_str());
-      throw CantCreateError("cannot write '" + path + "' (as '" + tmp + "'): " + why);
+      throw CantCreateError("cannot write '" + path_ + "' (as '" + tmp_ + "'): " + std::strerror(errno));
     }
     written += static_cast<std::size_t>(n);
   }
+}
+
+void AtomicFile::commit() {
+  if (fd_ < 0) throw CantCreateError("cannot write '" + path_ + "': already committed");
   // Lustre and NFS report some write errors only at fsync/close.
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw CantCreateError("cannot write '" + path + "': " + why);
+  const bool synced = ::fsync(fd_) == 0;
+  const int sync_errno = errno;
+  const bool closed = ::close(fd_) == 0;
+  fd_ = -1;
+  if (!synced || !closed) {
+    const std::string why = std::strerror(synced ? errno : sync_errno);
+    std::remove(tmp_.c_str());
+    throw CantCreateError("cannot write '" + path_ + "': " + why);
   }
-  rename_into_place(tmp, path);
+  rename_into_place(tmp_, path_);
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  AtomicFile file(path);
+  file.write(content.data(), content.size());
+  file.commit();
 }
 
 }  // namespace pcdino

@@ -2,6 +2,7 @@
 // reference's keys and names.
 #include <caffe2/serialize/inline_container.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/torch.h>
 
 #include <array>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <vector>
 
 #include "../lib/temp_dir.hpp"
 #include "pcdino/core/error.hpp"
@@ -225,6 +227,52 @@ TEST(Checkpoint, AnotherArchitectureIsRefusedNamingTheParameter) {
         << e.what();
   }
   EXPECT_THROW(load_checkpoint(d / "missing.pth", other, other_teacher, opt5, loss), NoInputError);
+}
+
+// Checkpoints are read as views of the mapped file (read_top): a file cut short and a pickle whose tensor
+// claims more bytes than the file holds are refused naming the file, before any tensor's bytes are read.
+TEST(Checkpoint, ACutOrLyingCheckpointIsRefusedNamingTheFile) {
+  test::TempDir d;
+  Dino saved(7);
+  save_checkpoint(d / "whole.pth", saved.student, saved.teacher, saved.opt, saved.loss, {});
+  const std::string whole = file_bytes(d / "whole.pth");
+  {
+    std::ofstream cut(d / "cut.pth", std::ios::binary);
+    cut << whole.substr(0, whole.size() / 2);
+  }
+  // A zip archive whose pickle holds a tensor of 1,000,000 floats and whose record for it holds 16 bytes.
+  {
+    std::vector<char> pickle;
+    torch::jit::Pickler pickler(
+        [&](const char* data, size_t size) { pickle.insert(pickle.end(), data, data + size); }, nullptr,
+        nullptr, nullptr, nullptr, false);
+    c10::impl::GenericDict top(c10::StringType::get(), c10::AnyType::get());
+    top.insert("epoch", static_cast<int64_t>(3));
+    top.insert("teacher", torch::zeros({1000000}));
+    pickler.protocol();
+    pickler.pushIValue(top);
+    pickler.stop();
+    caffe2::serialize::PyTorchStreamWriter writer(d / "lying.pth");
+    const std::array<char, 16> few{};
+    writer.writeRecord("data/0", few.data(), few.size());
+    writer.writeRecord("data.pkl", pickle.data(), pickle.size());
+    writer.writeEndOfFile();
+  }
+  for (const char* name : {"cut.pth", "lying.pth"}) {
+    const std::string path = d / name;
+    try {
+      read_checkpoint_state(path);
+      FAIL() << name << " was read";
+    } catch (const DataError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(path + ": ", 0), 0u) << e.what();
+    }
+  }
+  try {
+    read_checkpoint_state(d / "lying.pth");
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("claims 4000000 bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_checkpoint_state(d / "whole.pth").epoch, 0);
 }
 
 }  // namespace

@@ -1,13 +1,23 @@
 #include "pcdino/train/checkpoint.hpp"
 
 #include <caffe2/serialize/inline_container.h>
+#include <caffe2/serialize/read_adapter_interface.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <torch/csrc/jit/serialization/pickler.h>
+#include <torch/csrc/jit/serialization/unpickler.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
-#include <fstream>
-#include <iterator>
+#include <cstring>
+#include <exception>
+#include <memory>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
@@ -16,8 +26,9 @@ namespace pcdino::train {
 
 c10::Dict<std::string, torch::Tensor> state_dict(const torch::nn::Module& module, const std::string& prefix) {
   c10::Dict<std::string, torch::Tensor> dict;
-  // Always host copies: a checkpoint written on a GPU loads on a CPU (and in Python without map_location).
-  const auto host = [](const torch::Tensor& t) { return t.detach().to(torch::kCPU, false, /*copy=*/true); };
+  // Host tensors: a checkpoint written on a GPU loads on a CPU (and in Python without map_location). A
+  // tensor already on the host is written as it is (no copy: the write is synchronous).
+  const auto host = [](const torch::Tensor& t) { return t.detach().to(torch::kCPU); };
   for (const auto& p : module.named_parameters()) dict.insert(prefix + p.key(), host(p.value()));
   for (const auto& b : module.named_buffers()) dict.insert(prefix + b.key(), host(b.value()));
   return dict;
@@ -47,28 +58,112 @@ void copy_into(torch::nn::Module& module, const c10::Dict<std::string, torch::Te
   }
 }
 
-std::vector<char> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw NoInputError("cannot read checkpoint '" + path + "'");
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+// A checkpoint file mapped copy-on-write (MAP_PRIVATE): its tensors are views of the file, as
+// torch.load(mmap=True) gives them, so that reading a checkpoint's epoch and args touches none of its
+// hundreds of MB and a full load copies each byte once, into the model. The mapping lives as long as the
+// last tensor that views it. Checkpoints are replaced by rename, never truncated in place, so a mapped file
+// keeps its size.
+class MappedFile final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit MappedFile(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw NoInputError("cannot read checkpoint '" + path + "': " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw NoInputError("cannot read checkpoint '" + path + "': not a regular file");
+    }
+    size_ = static_cast<std::size_t>(st.st_size);
+    if (size_ > 0) {
+      void* data = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+      if (data == MAP_FAILED) {
+        const std::string why = std::strerror(errno);
+        ::close(fd);
+        throw NoInputError("cannot read checkpoint '" + path + "': " + why);
+      }
+      data_ = static_cast<char*>(data);
+    }
+    ::close(fd);
+  }
+  ~MappedFile() override {
+    if (data_ != nullptr) ::munmap(data_, size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::size_t size() const override { return size_; }
+  std::size_t read(uint64_t pos, void* buf, std::size_t n, const char* /*what*/) const override {
+    if (pos >= size_) return 0;
+    n = std::min<std::size_t>(n, size_ - static_cast<std::size_t>(pos));
+    std::memcpy(buf, data_ + pos, n);
+    return n;
+  }
+  char* data() const { return data_; }
+
+ private:
+  char* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// Every tensor in `value` (nested dicts and lists): a storage that views the mapped file must lie inside it
+// (a corrupt pickle can claim more elements than its record holds).
+void check_storages(const c10::IValue& value, const MappedFile& file, const std::string& path) {
+  if (value.isTensor()) {
+    const c10::Storage& storage = value.toTensor().storage();
+    const char* begin = static_cast<const char*>(storage.data());
+    if (begin >= file.data() && begin < file.data() + file.size() &&
+        storage.nbytes() > static_cast<std::size_t>(file.data() + file.size() - begin)) {
+      throw DataError(path + ": a tensor claims " + std::to_string(storage.nbytes()) +
+                      " bytes, more than the file holds after its record");
+    }
+  } else if (value.isGenericDict()) {
+    for (const auto& entry : value.toGenericDict()) check_storages(entry.value(), file, path);
+  } else if (value.isList()) {
+    for (const c10::IValue& item : value.toListRef()) check_storages(item, file, path);
+  }
 }
 
+// The checkpoint's top-level dict (torch.save's zip archive: data.pkl and one data/N record per storage),
+// its tensors viewing the mapped file.
 c10::Dict<c10::IValue, c10::IValue> read_top(const std::string& path) {
+  const auto file = std::make_shared<MappedFile>(path);
   try {
-    const c10::IValue top = torch::pickle_load(read_bytes(path));
+    caffe2::serialize::PyTorchStreamReader reader(file);
+    at::DataPtr pickle;
+    std::size_t pickle_size = 0;
+    std::tie(pickle, pickle_size) = reader.getRecord("data.pkl");
+    std::size_t at = 0;
+    const auto read = [&](char* buf, std::size_t n) {
+      n = std::min(n, pickle_size - at);
+      std::memcpy(buf, static_cast<const char*>(pickle.get()) + at, n);
+      at += n;
+      return n;
+    };
+    const auto view = [&](const std::string& key) {
+      const std::size_t offset = reader.getRecordOffset("data/" + key);
+      if (offset > file->size())
+        throw DataError(path + ": record data/" + key + " lies past the end of the file");
+      return c10::DataPtr(
+          file->data() + offset, new std::shared_ptr<MappedFile>(file),
+          [](void* keep) { delete static_cast<std::shared_ptr<MappedFile>*>(keep); }, c10::Device(c10::kCPU));
+    };
+    torch::jit::Unpickler unpickler(read, nullptr, nullptr, view, c10::nullopt);
+    unpickler.set_version(reader.version());
+    const c10::IValue top = unpickler.parse_ivalue();
     if (!top.isGenericDict()) throw DataError(path + ": not a checkpoint (expected a dict)");
+    check_storages(top, *file, path);
     return top.toGenericDict();
   } catch (const c10::Error& e) {
     throw DataError(path + ": cannot unpickle checkpoint: " + e.what_without_backtrace());
   }
 }
 
-// The zip archive that torch.save writes (data.pkl, one data/N record per storage), pickled with plain Python
-// dicts and lists. torch::pickle_save wraps every container in torch.jit._pickle.restore_type_tag (and tensor
-// lists in build_tensorlist), globals that torch.load refuses under weights_only=True, its default since
-// PyTorch 2.6; without the tags only what weights_only accepts remains: dicts, lists, strings, integers and
-// tensors (torch._utils._rebuild_tensor_v2, torch.*Storage, collections.OrderedDict).
-std::vector<char> pickle_plain(const c10::IValue& value) {
+// torch.save's zip archive of `value` (data.pkl, one data/N record per storage) written into `file`,
+// pickled with plain Python dicts and lists. torch::pickle_save wraps every container in
+// torch.jit._pickle.restore_type_tag (and tensor lists in build_tensorlist), globals that torch.load refuses
+// under weights_only=True, its default since PyTorch 2.6; without the tags only what weights_only accepts
+// remains: dicts, lists, strings, integers and tensors (torch._utils._rebuild_tensor_v2, torch.*Storage,
+// collections.OrderedDict). The storages go from the tensors to the file, never copied in memory.
+void write_archive(const c10::IValue& value, AtomicFile& file) {
   std::vector<char> pickle;
   torch::jit::Pickler pickler(
       [&](const char* data, size_t size) { pickle.insert(pickle.end(), data, data + size); },
@@ -77,19 +172,28 @@ std::vector<char> pickle_plain(const c10::IValue& value) {
   pickler.protocol();
   pickler.pushIValue(value);
   pickler.stop();
-  std::vector<char> archive;
+  // The writer function never throws and never writes short: an exception through miniz's C code, or a
+  // failed write that PyTorchStreamWriter's destructor then meets, ends the process (seen: a full
+  // filesystem aborted the training). The first failure is kept and thrown once the archive is closed.
+  std::exception_ptr failed;
   caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
-    archive.insert(archive.end(), static_cast<const char*>(data), static_cast<const char*>(data) + size);
+    if (!failed) {
+      try {
+        file.write(data, size);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    }
     return size;
   });
   const auto& storages = pickler.tensorData();  // in the order of the pickle's storage keys "0", "1", ...
-  for (std::size_t i = 0; i < storages.size(); ++i) {
+  for (std::size_t i = 0; i < storages.size() && !failed; ++i) {
     const auto bytes = torch::jit::getWriteableTensorData(storages[i]);
     writer.writeRecord("data/" + std::to_string(i), bytes.data(), bytes.sizeInBytes());
   }
   writer.writeRecord("data.pkl", pickle.data(), pickle.size());
   writer.writeEndOfFile();
-  return archive;
+  if (failed) std::rethrow_exception(failed);
 }
 
 c10::Dict<std::string, torch::Tensor> tensor_dict(const c10::Dict<c10::IValue, c10::IValue>& top,
@@ -108,14 +212,21 @@ void save_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCr
   c10::impl::GenericDict top(c10::StringType::get(), c10::AnyType::get());
   top.insert("student", state_dict(*student, "module."));
   top.insert("teacher", state_dict(*teacher));
-  std::ostringstream archive_bytes;
   torch::serialize::OutputArchive archive;
   optimizer.save(archive);
-  archive.save_to(archive_bytes);
-  const std::string bytes = archive_bytes.str();
-  top.insert("optimizer", torch::from_blob(const_cast<char*>(bytes.data()),
-                                           {static_cast<int64_t>(bytes.size())}, torch::kUInt8)
-                              .clone());
+  auto bytes = std::make_shared<std::vector<char>>();
+  // AdamW's two moments per parameter and the archive's own records: reserved once, not grown by doubling.
+  std::size_t parameter_bytes = 0;
+  for (const auto& p : student->parameters()) parameter_bytes += p.nbytes();
+  bytes->reserve(2 * parameter_bytes + (1 << 20));
+  archive.save_to([&](const void* data, size_t size) {
+    bytes->insert(bytes->end(), static_cast<const char*>(data), static_cast<const char*>(data) + size);
+    return size;
+  });
+  // A uint8 tensor over the bytes (no copy), which it keeps alive.
+  top.insert("optimizer", torch::from_blob(
+                              bytes->data(), {static_cast<int64_t>(bytes->size())}, [bytes](void*) {},
+                              torch::TensorOptions().dtype(torch::kUInt8)));
   top.insert("epoch", static_cast<int64_t>(state.epoch));
   top.insert("iteration", static_cast<int64_t>(state.iteration));
   c10::Dict<std::string, torch::Tensor> dino_loss;
@@ -137,8 +248,9 @@ void save_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCr
   c10::Dict<std::string, std::string> args;
   for (const auto& [k, v] : state.args) args.insert(k, v);
   top.insert("args", args);
-  const std::vector<char> data = pickle_plain(top);
-  write_file_atomic(path, std::string(data.begin(), data.end()));
+  AtomicFile file(path);
+  write_archive(top, file);
+  file.commit();
 }
 
 CheckpointState load_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCropWrapper& teacher,
@@ -149,11 +261,10 @@ CheckpointState load_checkpoint(const std::string& path, MultiCropWrapper& stude
   copy_into(*teacher, tensor_dict(top, "teacher", path), "", path);
   try {
     const torch::Tensor opt = top.at("optimizer").toTensor().contiguous();
-    std::istringstream in(
-        std::string(static_cast<const char*>(opt.data_ptr()), static_cast<std::size_t>(opt.numel())));
     const torch::Device device = device_of(*student);
     torch::serialize::InputArchive archive;
-    archive.load_from(in, device);  // the AdamW moments where the parameters are
+    archive.load_from(static_cast<const char*>(opt.data_ptr()), static_cast<std::size_t>(opt.numel()),
+                      device);  // the AdamW moments where the parameters are
     optimizer.load(archive);
     loss.center = top.at("dino_loss").toGenericDict().at("center").toTensor().to(device, false, true);
     // This rank's state from the per-rank list when it was written by a world of this size.

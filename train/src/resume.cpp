@@ -42,6 +42,18 @@ JobStart this_job_start() {
   return start;
 }
 
+void keep_checkpoint_as(const std::string& path, const std::string& copy) {
+  const std::string tmp = temporary_name(copy);
+  std::error_code ec;
+  fs::create_hard_link(path, tmp, ec);
+  if (ec) fs::copy_file(path, tmp, ec);
+  if (ec) {
+    fs::remove(tmp);
+    throw CantCreateError("cannot keep '" + path + "' as '" + copy + "': " + ec.message());
+  }
+  rename_into_place(tmp, copy);
+}
+
 void save_latest_checkpoint(const std::string& path, const std::string& previous, MultiCropWrapper& student,
                             MultiCropWrapper& teacher, torch::optim::Optimizer& optimizer,
                             const DinoLoss& loss, const CheckpointState& state) {

@@ -28,6 +28,12 @@ JobStart this_job_start();
 /// its own), so that a resumed run continues every rank's random stream. Called by all ranks together.
 void gather_generator_states(const MpiWorld* world, const torch::Device& device, CheckpointState& state);
 
+/// Keeps the checkpoint just written at `path` also as `copy` (checkpoint{epoch}.pth): a hard link under a
+/// temporary name renamed over `copy`, not a second write of the same hundreds of MB (the next write of
+/// `path` is a new file, so `copy` keeps this epoch's); a copy of the file where the filesystem has no hard
+/// links. Throws CantCreateError naming both.
+void keep_checkpoint_as(const std::string& path, const std::string& copy);
+
 /// Writes `path` keeping the checkpoint it replaces as `previous` (a hard link first, so that `path` never
 /// goes missing), unless `path` was written by a later start of the same Slurm job: a rank of an earlier
 /// start that was stopped (SIGSTOP, a hung node) and resumed after the requeue is stale, and throws

@@ -706,8 +706,7 @@ void Training::end_epoch(int epoch, EpochStats& stats, Clock::time_point epoch_s
   prometheus_->set("pcdino_train_epoch", state_.epoch);
   if (watchdog_) watchdog_->progress("the end of epoch " + std::to_string(epoch + 1));  // after the write
   if (writer_ && c_.train.saveckp_freq > 0 && epoch % c_.train.saveckp_freq == 0) {
-    save_checkpoint(ModelFiles{output_dir_}.epoch_checkpoint(epoch), student_, teacher_, *optimizer_, *loss_,
-                    state_);
+    keep_checkpoint_as(checkpoint_, ModelFiles{output_dir_}.epoch_checkpoint(epoch));
   }
   report_.last_epoch_loss = stats.loss_count > 0 ? stats.loss_sum / static_cast<double>(stats.loss_count) : 0;
   entropy_epoch /= static_cast<double>(std::max<std::size_t>(stats.loss_count, 1));

@@ -15,6 +15,27 @@ namespace pcdino {
 /// Throws CantCreateError naming the path and the system error.
 void write_file_atomic(const std::string& path, const std::string& content);
 
+/// write_file_atomic() for content written piece by piece (a checkpoint's archive, hundreds of MB, without a
+/// copy of it in memory): the constructor creates the temporary file (and missing parent directories),
+/// write() appends, commit() flushes it to disk and renames it over `path`. Destroyed without commit() (an
+/// exception on the way), it removes the temporary file. Throws CantCreateError naming the path and the
+/// system error.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  /// Appends `size` bytes.
+  void write(const void* data, std::size_t size);
+  /// fsync, close and rename over the path; nothing is written after it.
+  void commit();
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
 /// A name in the same directory as `path` for a temporary file of this process: `{path}.tmp.{pid}.{n}`, `n`
 /// random, so that no other user can take it first in a folder they can write.
 std::string temporary_name(const std::string& path);
