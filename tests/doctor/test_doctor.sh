@@ -131,7 +131,7 @@ assert_contains "$OUT" "nccl allreduce: not measured: no node has a GPU the CUDA
   "without GPUs the NCCL sweep is not measured, and says why"
 
 # Inside an allocation (a batch script of two nodes), pcdino doctor makes itself a step of both nodes.
-run timeout 120 sbatch --wait -N2 -o "$W/jobs/alloc-%j.out" \
+run sbatch_wait 120 -N2 -o "$W/jobs/alloc-%j.out" \
   --wrap "$(printf '%q ' "$P" doctor --shared-dir "$W/shared" --probe-mb 8 --scratch "$W" --min-scratch-gib 0.01)"
 assert_rc 0 "in a batch script: exit 0"
 alloc=$(cat "$W"/jobs/alloc-*.out)

@@ -57,6 +57,19 @@ $(cluster_diagnosis "$1")"
   return 1
 }
 
+# sbatch_wait [SECONDS] SBATCH_ARGS...: `sbatch --wait` that notices the end at once: submits, prints the job
+# id, waits with wait_job (default 600 s) and returns 0 only if the job COMPLETED (Slurm's sbatch --wait
+# polls after 2, 10 and then every 32 s: each job a test waited on that way cost it up to 30 s).
+sbatch_wait() {
+  local limit=600 id
+  [[ $1 =~ ^[0-9]+$ ]] && { limit=$1; shift; }
+  id=$(sbatch --parsable "$@") || return 1
+  id=${id%%;*}
+  echo "$id"
+  wait_job "$id" "$limit" || return 1
+  scontrol show job -o "$id" | grep -q 'JobState=COMPLETED '
+}
+
 # beside_cluster PID...: processes a test starts beside the cluster (a Prometheus, an exporter), ended with it.
 BESIDE_CLUSTER=()
 beside_cluster() { BESIDE_CLUSTER+=("$@"); }

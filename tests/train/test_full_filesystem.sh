@@ -2,10 +2,10 @@
 # Integration (issue #70): a training whose checkpoint write hits a full filesystem ends with exit 73
 # (EX_CANTCREAT) and a message naming the checkpoint's path and ENOSPC, keeps its last good checkpoint and no
 # temporary, and once space is freed resumes from it and ends with the weights of an uninterrupted run,
-# tensor for tensor. As root: the output folder is a tmpfs of 4 checkpoints that user A has filled with 1.5
-# of them before the run starts, so that the first epoch's two files (checkpoint.pth, checkpoint0000.pth) fit
-# and the second epoch's checkpoint.pth, written as a temporary beside the first, cannot (a fixed amount,
-# not a race with the training). Skipped (77) without root or a tmpfs. One rank on the CPU, ~80 s.
+# tensor for tensor. As root: the output folder is a tmpfs of 4 checkpoints that user A has filled with 2.5
+# of them before the run starts, so that the first epoch's checkpoint.pth fits (checkpoint0000.pth is a
+# second link to it) and the second epoch's, written as a temporary beside the first, cannot (a fixed
+# amount, not a race with the training). Skipped (77) without root or a tmpfs. One rank on the CPU, ~25 s.
 set -uo pipefail
 source "$(dirname "$0")/../lib/assert.sh"
 source "$(dirname "$0")/../lib/python.sh"
@@ -54,9 +54,9 @@ assert_rc 0 "the reference run trains 3 epochs"
 checkpoint_bytes=$(stat -c %s "$W/reference/checkpoint.pth") || fatal "the reference run wrote no checkpoint.pth"
 mib=$((1024 * 1024))
 fs_mib=$(((4 * checkpoint_bytes + mib - 1) / mib))
-filler_mib=$((3 * checkpoint_bytes / 2 / mib))
+filler_mib=$((5 * checkpoint_bytes / 2 / mib))
 
-# 2. The same run with its output on a tmpfs that user A has filled but for 2.5 checkpoints.
+# 2. The same run with its output on a tmpfs that user A has filled but for 1.5 checkpoints.
 mount -t tmpfs -o "size=${fs_mib}m,mode=1777" tmpfs "$FS" || { echo "skipped: cannot mount a tmpfs"; exit 77; }
 trap 'umount "$FS" 2>/dev/null' EXIT
 as "$USER_A" dd if=/dev/zero of="$FS/filler" bs=1M count="$filler_mib"

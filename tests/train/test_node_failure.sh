@@ -134,7 +134,7 @@ uninterrupted() {
     run "$P" meanstd -c crash.yaml --threads 1
     assert_rc 0 "meanstd for the uninterrupted run"
   fi
-  run sbatch --parsable --wait -N2 -n2 --cpus-per-task=1 -o "$W/jobs/uninterrupted_%j.out" --wrap \
+  run sbatch_wait -N2 -n2 --cpus-per-task=1 -o "$W/jobs/uninterrupted_%j.out" --wrap \
     "${LAUNCH[*]} '$TRAIN' train -c '$W/crash.yaml' --threads 1 --device cpu --model-dir '$W/uninterrupted'"
   assert_rc 0 "the same training without interruption"
 }

@@ -58,7 +58,7 @@ fi
 pipeline uninterrupted
 run "$P" meanstd -c uninterrupted.yaml --threads 1
 assert_rc 0 "meanstd"
-run sbatch --parsable --wait -N2 -n2 --cpus-per-task=1 -o "$FSX/jobs/uninterrupted_%j.out" --wrap \
+run sbatch_wait -N2 -n2 --cpus-per-task=1 -o "$FSX/jobs/uninterrupted_%j.out" --wrap \
   "srun --mpi=pmix '$P' train -c '$FSX/uninterrupted.yaml' --threads 1 --device cpu --model-dir '$FSX/uninterrupted'"
 assert_rc 0 "the training without a sick node"
 same_as_uninterrupted() {  # same_as_uninterrupted RUN
