@@ -53,7 +53,7 @@ pipeline contained "
   container_mounts: [$W]
   environment: {PCDINO_CONTAINER_ENV: from-host}"
 
-cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-18717}"
+cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-19517}"
 unset OMPI_MCA_btl OMPI_MCA_btl_tcp_if_include  # the plugin's profile gives the ranks what they need
 cat >"$W/accel.yaml" <<'YAML'
 profiles:

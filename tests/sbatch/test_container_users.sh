@@ -21,7 +21,7 @@ for u in "$USER_A" "$USER_B"; do
   install -d -o "$u" -g "$u" -m 0700 "$W/$u"
   install -o "$u" -g "$u" -m 0600 "$IMAGE" "$W/$u/image.sqsh"
 done
-cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-18719}"
+cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-19527}"
 D=$LOCAL_CLUSTER_DIR
 # The folders above each user's, on each node: root's, 0755.
 assert_eq "$(stat -c '%U %a' "$D"/enroot/node1/{run,data,cache} | sort -u)" "root 755" \

@@ -18,7 +18,7 @@ rm -rf "$W" && mkdir -p "$W/fsx"
 chmod 0755 "$W"
 mount -t tmpfs -o size=32m,mode=1777 tmpfs "$W/fsx" || { echo "skipped: cannot mount a tmpfs"; exit 77; }
 export LOCAL_CLUSTER_SHARED="$W/fsx" LOCAL_CLUSTER_HEALTH_CHECK_INTERVAL=3600
-cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-18721}"
+cluster_up "$W/cluster" "${TEST_CLUSTER_PORT:-19537}"
 trap 'stop_cluster; umount -l "$W/fsx" 2>/dev/null' EXIT
 D=$LOCAL_CLUSTER_DIR T=$LOCAL_CLUSTER_DIR/textfile
 chmod 1777 "$T"
