@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "pcdino/core/run_files.hpp"
 #include "pcdino/train/checkpoint.hpp"
 
 namespace {
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
                  argv[0]);
     return argc < 2 ? 64 : 0;
   }
-  const std::string path = (std::filesystem::path(argv[1]) / "checkpoint.pth").string();
+  const std::string path = pcdino::ModelFiles{argv[1]}.checkpoint();
   const int repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
   torch::manual_seed(0);
   MultiCropWrapper student = workshop_model(), teacher = workshop_model();
