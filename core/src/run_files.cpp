@@ -195,6 +195,7 @@ std::string format_metrics_record(const MetricsRecord& r) {
                 {"update", p.update}}},
               {"phase_clock", r.phase_clock}});
     if (r.kernel_seconds_per_step) j["kernel_seconds_per_step"] = *r.kernel_seconds_per_step;
+    if (r.loader_seconds_per_batch) j["loader_seconds_per_batch"] = *r.loader_seconds_per_batch;
   }
   if (r.online_knn_top1) j["online_knn_top1"] = *r.online_knn_top1;
   return j.dump();
@@ -228,6 +229,7 @@ std::vector<MetricsRecord> read_metrics(const std::string& path) {
                             p.at("backward").get<double>(), p.at("update").get<double>()};
       r.phase_clock = j.value("phase_clock", std::string("host_clock"));
       r.kernel_seconds_per_step = optional_number(j, "kernel_seconds_per_step");
+      r.loader_seconds_per_batch = optional_number(j, "loader_seconds_per_batch");
     }
     records.push_back(r);
   });

@@ -45,6 +45,34 @@ TEST(Image, TiffRoundTripKeepsEveryBit) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 3);
 }
 
+// Files up to 64 MiB are read whole and parsed from memory (one read: a 50-page cell's directories cost a
+// seek and reads each from the file); larger ones are mapped. Both give every bit, and both name a cut file.
+TEST(Image, LargeTiffsAreMappedAndReadAsSmallOnesAre) {
+  TempDir dir;
+  const int side = 4200;  // 4200 x 4200 x 2 uint16: 70.6 MB, past the whole-read limit
+  RawImage big;
+  big.height = big.width = side;
+  big.channels = 2;
+  big.type = PixelType::kUint16;
+  big.bytes.resize(std::size_t(side) * side * 2 * 2);
+  for (std::size_t i = 0; i < big.bytes.size(); ++i)
+    big.bytes[i] = static_cast<std::uint8_t>(i * 2654435761u >> 13);
+  const std::string path = dir / "big.tif";
+  write_tiff(path, big);
+  ASSERT_GT(std::filesystem::file_size(path), std::uintmax_t{64} << 20);
+  const RawImage back = read_image(path);
+  EXPECT_EQ(back.height, side);
+  EXPECT_EQ(back.channels, 2);
+  EXPECT_TRUE(back.bytes == big.bytes);
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 4096);
+  try {
+    read_image(path);
+    FAIL() << "no error for a cut file";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+}
+
 TEST(Image, ReadsSeparatePlanes) {
   TempDir dir;
   const std::string path = dir / "planar.tif";

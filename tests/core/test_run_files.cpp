@@ -55,6 +55,7 @@ TEST(TrainingRecords, MetricsRoundTripEveryKind) {
   epoch.kind = MetricsRecord::Kind::kEpoch;
   epoch.loss = 6.2, epoch.images_per_second = 110.5, epoch.seconds_per_step = {0.01, 0.1, 0.2, 0.03};
   epoch.phase_clock = "cuda_events", epoch.kernel_seconds_per_step = 0.25;
+  epoch.loader_seconds_per_batch = 0.75;
   // An epoch record of a build before the phase clock was recorded: its times were the host's.
   auto old = nlohmann::json::parse(format_metrics_record(epoch));
   old.erase("phase_clock");
@@ -73,8 +74,10 @@ TEST(TrainingRecords, MetricsRoundTripEveryKind) {
   EXPECT_DOUBLE_EQ(records[2].seconds_per_step.backward, 0.2);
   EXPECT_EQ(records[2].phase_clock, "cuda_events");
   EXPECT_EQ(records[2].kernel_seconds_per_step, std::optional<double>(0.25));
+  EXPECT_EQ(records[2].loader_seconds_per_batch, std::optional<double>(0.75));
   EXPECT_EQ(records[3].phase_clock, "host_clock");
   EXPECT_FALSE(records[1].kernel_seconds_per_step.has_value());
+  EXPECT_FALSE(records[1].loader_seconds_per_batch.has_value());
 }
 
 TEST(TrainingRecords, BadLinesNameTheFileAndLine) {

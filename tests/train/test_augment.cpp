@@ -55,6 +55,22 @@ TEST(Augment, CropBoxesRespectScaleRatioAndBounds) {
   EXPECT_EQ(wide.left, (100 - 13) / 2);
 }
 
+TEST(Augment, CropsInPlaceAreTheCropsAndNeedOneBufferEach) {
+  MultiCropOptions o = whole_image_crops(20, 4);
+  o.global_crops_scale = {0.4, 1.0};
+  const Image img = ramp_image(3, 30, 26);
+  const auto crops = multi_crop(img, o, 9);
+  EXPECT_EQ(multi_crop_sizes(o), (std::vector<int>{20, 20, 10, 10, 10, 10}));
+  std::vector<std::vector<float>> memory;
+  std::vector<float*> buffers;
+  for (int size : multi_crop_sizes(o)) memory.emplace_back(std::size_t(3 * size * size), -7.0F);
+  for (auto& m : memory) buffers.push_back(m.data());
+  multi_crop_into(img, o, 9, buffers);
+  for (std::size_t k = 0; k < crops.size(); ++k) EXPECT_EQ(memory[k], crops[k].data) << "crop " << k;
+  buffers.pop_back();
+  EXPECT_THROW(multi_crop_into(img, o, 9, buffers), std::invalid_argument);
+}
+
 TEST(Augment, CropsHaveTheConfiguredSizesAndRange) {
   MultiCropOptions o;
   o.global_crops_size = 28;

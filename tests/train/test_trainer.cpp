@@ -112,6 +112,16 @@ TEST(Trainer, InterruptedAndResumedEqualsUninterrupted) {
   EXPECT_TRUE(std::filesystem::exists(whole.output_dir + "/checkpoint0001.pth"));
   // Training moved the weights away from the initial teacher (which equalled the student).
   EXPECT_FALSE(torch::equal(ta.at("cls_token"), sa.at("cls_token")));
+  // Each epoch's record says what a batch cost the loader (advise_loader's figure).
+  int epochs = 0;
+  for (const auto& r : read_metrics(whole.output_dir + "/metrics.jsonl")) {
+    if (r.kind != MetricsRecord::Kind::kEpoch) continue;
+    ++epochs;
+    ASSERT_TRUE(r.loader_seconds_per_batch.has_value()) << "epoch " << r.epoch;
+    EXPECT_GT(*r.loader_seconds_per_batch, 0);
+    EXPECT_LT(*r.loader_seconds_per_batch, 60);
+  }
+  EXPECT_EQ(epochs, 2);
 }
 
 // train_scDINO.time_budget_minutes: a budget the first epoch already used up ends the run there, the

@@ -15,6 +15,7 @@
 #include "pcdino/core/mpi_world.hpp"
 #include "pcdino/core/prefetch.hpp"
 #include "pcdino/monitoring/metrics.hpp"
+#include "pcdino/train/batch.hpp"
 #include "pcdino/train/device.hpp"
 #include "pcdino/train/dino.hpp"
 #include "pcdino/train/fusion.hpp"
@@ -27,9 +28,6 @@
 #include "pcdino/train/watchdog.hpp"
 
 namespace pcdino::train {
-
-/// One batch of crops: crops[k] is [B, C, S_k, S_k] (the 2 global crops, then the local ones).
-using Batch = std::vector<torch::Tensor>;
 
 /// What train_one_epoch works with (main_dino.py's train_one_epoch arguments): run_training's set-up builds
 /// it and owns what it refers to.

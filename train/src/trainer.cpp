@@ -23,11 +23,13 @@
 #include "pcdino/core/split.hpp"
 #include "pcdino/monitoring/metrics.hpp"
 #include "pcdino/train/augment.hpp"
+#include "pcdino/train/batch.hpp"
 #include "pcdino/train/checkpoint.hpp"
 #include "pcdino/train/comm.hpp"
 #include "pcdino/train/device.hpp"
 #include "pcdino/train/fusion.hpp"
 #include "pcdino/train/kernel_profile.hpp"
+#include "pcdino/train/loader_advice.hpp"
 #include "pcdino/train/multi_tensor.hpp"
 #include "pcdino/train/online_knn.hpp"
 #include "pcdino/train/phase_clock.hpp"
@@ -50,38 +52,6 @@ constexpr double kStopAgreementSeconds = 60;
 
 extern "C" void on_stop_signal(int) {
   stop_requested.store(true);
-}
-
-// `pinned`: page-locked host memory, so that the copy to a GPU overlaps with compute.
-Batch make_batch(const Dataset& ds, const std::vector<std::size_t>& indices, const ImageTransform& transform,
-                 const MultiCropOptions& crops, std::uint64_t seed, int epoch, bool pinned) {
-  std::vector<std::vector<Image>> per_sample;
-  for (std::size_t idx : indices) {
-    const Image image = ds.load(idx, transform);
-    // Every image must have the channels the normalisation has (or the batch's first one has).
-    const std::size_t channels = !crops.mean.empty()  ? crops.mean.size()
-                                 : per_sample.empty() ? std::size_t(image.channels)
-                                                      : std::size_t(per_sample.front().front().channels);
-    if (std::size_t(image.channels) != channels) {
-      throw DataError(ds.source(idx) + " has " + std::to_string(image.channels) + " channel(s) after " +
-                      "meta.selected_channel_combination_per_run, the dataset's other images " +
-                      std::to_string(channels) +
-                      " (`pcdino dataset check` lists the images by channel count)");
-    }
-    per_sample.push_back(multi_crop(image, crops, sample_seed(seed, epoch, idx)));
-  }
-  Batch batch;
-  for (std::size_t k = 0; k < per_sample.front().size(); ++k) {
-    const Image& first = per_sample.front()[k];
-    auto t = torch::empty({static_cast<int64_t>(indices.size()), first.channels, first.height, first.width},
-                          torch::TensorOptions().pinned_memory(pinned));
-    for (std::size_t b = 0; b < per_sample.size(); ++b) {
-      std::memcpy(t[static_cast<int64_t>(b)].data_ptr<float>(), per_sample[b][k].data.data(),
-                  per_sample[b][k].data.size() * sizeof(float));
-    }
-    batch.push_back(t);
-  }
-  return batch;
 }
 
 // CUDA events on a GPU, the host's clock on a CPU or where the events cannot be made (said once).
@@ -317,6 +287,22 @@ class Training {
   std::size_t global_batch_ = 0, niter_ = 0;
   MultiCropOptions crops_;
   ImageTransform transform_;
+  std::unique_ptr<BatchPool> batch_pool_ = std::make_unique<BatchPool>();  // the loader's, on a CPU
+  // The loader threads' time making batches since the last epoch's record (advise_loader's figure).
+  struct LoaderTime {
+    std::atomic<std::int64_t> nanoseconds{0}, batches{0};
+    void add(double seconds) {
+      nanoseconds += static_cast<std::int64_t>(seconds * 1e9);
+      ++batches;
+    }
+    /// Seconds per batch since the last call (NaN with none), and a fresh count.
+    double take() {
+      const std::int64_t n = batches.exchange(0), ns = nanoseconds.exchange(0);
+      return n > 0 ? static_cast<double>(ns) * 1e-9 / static_cast<double>(n) : std::nan("");
+    }
+  };
+  std::unique_ptr<LoaderTime> loader_time_ = std::make_unique<LoaderTime>();
+  int loader_threads_ = 1;
   // The models and what trains them.
   VitOptions vo_;
   MultiCropWrapper student_{nullptr}, teacher_{nullptr};
@@ -345,6 +331,7 @@ class Training {
 
 void Training::set_up_threads() const {
   if (rt_.threads > 0) torch::set_num_threads(rt_.threads);
+  run_opencv_on_calling_threads();  // the loader's cores are its --loader-threads, none taken from the step
   if (const int blas = share_blas_threads(world_ ? world_->local_size() : 1, rt_.threads);
       blas > 0 && ranks_ > 1) {
     spdlog::info("OpenBLAS threads per rank: {} ({} rank(s) on this machine)", blas, world_->local_size());
@@ -665,7 +652,11 @@ std::function<Batch(std::size_t)> Training::batches(int epoch, std::size_t first
     for (std::size_t b = 0; b < batch; ++b)
       indices.push_back(train_[perm[(it * batch + b) * static_cast<std::size_t>(ranks_) +
                                     static_cast<std::size_t>(rank_)]]);
-    return make_batch(*ds_, indices, transform_, crops_, c_.meta.seed, epoch, device_.is_cuda());
+    const auto started = Clock::now();
+    Batch made = make_batch(*ds_, indices, transform_, crops_, c_.meta.seed, epoch, device_.is_cuda(),
+                            batch_pool_.get());
+    loader_time_->add(seconds_since(started));
+    return made;
   };
 }
 
@@ -753,6 +744,8 @@ void Training::log_epoch(int epoch, const EpochStats& stats, double entropy_epoc
   const double steps = static_cast<double>(std::max<std::size_t>(stats.loss_count, 1));
   PhaseSeconds phases = stats.phases;
   for (double& seconds : phases) seconds /= steps;
+  const double batch_seconds = loader_time_->take();
+  const LoaderAdvice loader = advise_loader(phases[0], phases[1] + phases[2] + phases[3], batch_seconds);
   std::optional<double> kernel_seconds_per_step;  // --profile-kernels, where the profiler saw kernels
   if (stats.kernel_profile && stats.kernel_profile->kernels > 0)
     kernel_seconds_per_step = stats.kernel_profile->device_seconds / steps;
@@ -769,6 +762,7 @@ void Training::log_epoch(int epoch, const EpochStats& stats, double entropy_epoc
     record.seconds_per_step = {phases[0], phases[1], phases[2], phases[3]};
     record.phase_clock = phase_clock_->source();
     record.kernel_seconds_per_step = kernel_seconds_per_step;
+    if (std::isfinite(batch_seconds)) record.loader_seconds_per_batch = batch_seconds;
     append_line(metrics_file_, format_metrics_record(record));
   }
   if (kernel_seconds_per_step) {
@@ -787,6 +781,15 @@ void Training::log_epoch(int epoch, const EpochStats& stats, double entropy_epoc
       "epoch {}/{}: seconds per step ({}): data wait {:.3f}, forward {:.3f}, backward {:.3f}, update "
       "{:.3f}",
       epoch + 1, epochs, phase_clock_->source(), phases[0], phases[1], phases[2], phases[3]);
+  if (loader.warn && std::isfinite(batch_seconds)) {
+    spdlog::warn(
+        "epoch {}/{}: the step waited for data {:.0f}% of its time: a loader thread makes a batch in {:.3f} "
+        "s, "
+        "the step computes one in {:.3f} s, so about {} loader thread(s) would feed it (this run: {}; "
+        "--loader-threads or train_scDINO.num_workers, each a core beside the step's: docs/scale.md)",
+        epoch + 1, epochs, 100 * loader.wait_share, batch_seconds, phases[1] + phases[2] + phases[3],
+        loader.threads_needed, loader_threads_);
+  }
   spdlog::info("epoch {}/{}: loss {:.4f} lr {:.3g} wd {:.3g} momentum {:.5f} {:.1f} images/s ETA {:.0f} s",
                epoch + 1, epochs, report_.last_epoch_loss, stats.lr, stats.wd, stats.momentum,
                images_per_second, eta);
@@ -818,11 +821,11 @@ TrainReport Training::run() {
   set_up_time_budget();
   // --loader-threads, else train_scDINO.num_workers (DataLoader's workers; 0, loading in the training
   // process, is one thread here).
-  const int loader_threads = rt_.loader_threads > 0 ? rt_.loader_threads : std::max(1, c_.train.num_workers);
+  loader_threads_ = rt_.loader_threads > 0 ? rt_.loader_threads : std::max(1, c_.train.num_workers);
   for (int epoch = state_.epoch; epoch < ctx_->epochs; ++epoch) {
     const auto epoch_started = Clock::now();
     const std::size_t first_iter = epoch == state_.epoch ? static_cast<std::size_t>(state_.iteration) : 0;
-    Prefetcher<Batch> loader(niter_ - first_iter, batches(epoch, first_iter), loader_threads, 4);
+    Prefetcher<Batch> loader(niter_ - first_iter, batches(epoch, first_iter), loader_threads_, 4);
     // --profile-kernels: the run's last epoch (a benchmark's warm one) under the profiler.
     std::optional<KernelProfile> profile;
     if (rt_.profile_kernels && epoch + 1 == ctx_->epochs) profile.emplace(true);

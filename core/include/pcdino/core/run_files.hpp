@@ -124,6 +124,9 @@ struct MetricsRecord {
   /// `pcdino train --profile-kernels`' epoch: its kernels' GPU time per step (seconds, CUPTI), the step's
   /// kernel-time floor.
   std::optional<double> kernel_seconds_per_step;
+  /// One loader thread's seconds to make one batch of this rank (read, decode, every crop), over the
+  /// epoch's batches; absent without a loader (--synthetic-crops).
+  std::optional<double> loader_seconds_per_batch;
 };
 
 /// The record as JSON (no newline).

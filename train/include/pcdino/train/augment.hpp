@@ -76,6 +76,21 @@ void flip_and_color_jitter(Image& rgb, std::mt19937& rng);
 /// Throws std::invalid_argument if mean/std do not match the channels, or `rgb` and not 3 channels.
 std::vector<Image> multi_crop(const Image& image, const MultiCropOptions& options, std::uint64_t seed);
 
+/// Turns OpenCV's own thread pool off for the whole process, so that multi_crop() runs on the thread that
+/// calls it: the loader's parallelism is its threads (--loader-threads, as a DataLoader's workers, where
+/// PyTorch sets one intra-op thread), each one core's work, and none of it spills onto the cores of the step.
+void run_opencv_on_calling_threads();
+
+/// The side of each crop multi_crop() makes, in its order: 2 global, then the local ones (pixels).
+std::vector<int> multi_crop_sizes(const MultiCropOptions& options);
+
+/// multi_crop() into memory the caller owns: crops[k] holds image.channels x S_k x S_k floats, S_k =
+/// multi_crop_sizes(options)[k] (a sample's row of each batch tensor: the crops are made where the step
+/// reads them, with no allocation and no copy). The same values as multi_crop(). Throws
+/// std::invalid_argument as multi_crop() does, or if crops.size() is not the number of crops.
+void multi_crop_into(const Image& image, const MultiCropOptions& options, std::uint64_t seed,
+                     const std::vector<float*>& crops);
+
 /// The seed of sample `index` in `epoch` of a run with `seed`: distinct for every (seed, epoch, index).
 std::uint64_t sample_seed(std::uint64_t seed, int epoch, std::uint64_t index);
 
