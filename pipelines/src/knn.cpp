@@ -82,20 +82,38 @@ KnnResult weighted_knn(const std::vector<float>& bank, const std::vector<int>& b
     index = ivf.get();
   }
   index->add(static_cast<FaissId>(nb), b.data());
-  KnnNeighbours neighbours;
-  neighbours.queries = nq;
-  neighbours.kmax = static_cast<std::size_t>(kmax);
-  neighbours.similarity.resize(nq * neighbours.kmax);
-  std::vector<FaissId> ids(nq * neighbours.kmax);
-  // Results come sorted by decreasing similarity, so the k nearest are the first k of the kmax nearest.
-  index->search(static_cast<FaissId>(nq), q.data(), kmax, neighbours.similarity.data(), ids.data());
-  neighbours.index.assign(ids.begin(), ids.end());
-
+  // Search and vote a block of queries at a time; the votes' percentages are counts over the block, which
+  // add up to the whole's.
+  const std::size_t block = std::max<std::size_t>(1, options.query_block);
+  std::vector<double> hits(options.ks.size() * 3, 0.0);
   KnnResult result;
-  for (int k : options.ks) {
-    KnnVote vote = weighted_vote(neighbours, k, options.temperature, bank_labels, query_labels, num_classes);
-    result.scores.push_back({k, options.temperature, vote.top1, vote.top2, vote.top5});
-    result.predictions.push_back(std::move(vote.predictions));
+  result.predictions.assign(options.ks.size(), {});
+  KnnNeighbours neighbours;
+  std::vector<FaissId> ids;
+  for (std::size_t first = 0; first < nq; first += block) {
+    const std::size_t count = std::min(block, nq - first);
+    neighbours.queries = count;
+    neighbours.kmax = static_cast<std::size_t>(kmax);
+    neighbours.similarity.resize(count * neighbours.kmax);
+    ids.resize(count * neighbours.kmax);
+    // Results come sorted by decreasing similarity, so the k nearest are the first k of the kmax nearest.
+    index->search(static_cast<FaissId>(count), q.data() + first * dim, kmax, neighbours.similarity.data(),
+                  ids.data());
+    neighbours.index.assign(ids.begin(), ids.end());
+    const std::vector<int> labels(query_labels.begin() + static_cast<std::ptrdiff_t>(first),
+                                  query_labels.begin() + static_cast<std::ptrdiff_t>(first + count));
+    for (std::size_t i = 0; i < options.ks.size(); ++i) {
+      KnnVote vote = weighted_vote(neighbours, options.ks[i], options.temperature, bank_labels, labels, num_classes);
+      const double share = static_cast<double>(count) / 100.0;  // percent of the block -> queries
+      hits[3 * i] += std::round(vote.top1 * share), hits[3 * i + 1] += std::round(vote.top2 * share);
+      hits[3 * i + 2] += std::round(vote.top5 * share);
+      result.predictions[i].insert(result.predictions[i].end(), vote.predictions.begin(), vote.predictions.end());
+    }
+  }
+  const auto percent = [nq](double count) { return 100.0 * count / static_cast<double>(nq); };
+  for (std::size_t i = 0; i < options.ks.size(); ++i) {
+    result.scores.push_back({options.ks[i], options.temperature, percent(hits[3 * i]), percent(hits[3 * i + 1]),
+                             percent(hits[3 * i + 2])});
   }
   return result;
 }

@@ -1,7 +1,9 @@
 #include "pcdino/pipelines/umap.hpp"
 
 #include <faiss/IndexFlat.h>
+#include <faiss/IndexHNSW.h>
 #include <faiss/VectorTransform.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +16,9 @@
 
 namespace pcdino::pipelines {
 
-KnnGraph exact_knn_graph(const std::vector<float>& x, std::size_t n, std::size_t dim, int k,
+namespace {
+
+void check_graph_request(const std::vector<float>& x, std::size_t n, std::size_t dim, int k,
                          const std::string& metric) {
   if (metric != "euclidean" && metric != "cosine") {
     throw std::invalid_argument("metric '" + metric + "' (euclidean or cosine)");
@@ -24,31 +28,26 @@ KnnGraph exact_knn_graph(const std::vector<float>& x, std::size_t n, std::size_t
     throw std::invalid_argument("n_neighbors " + std::to_string(k) + " needs 2 <= k <= the " +
                                 std::to_string(n) + " points");
   }
-  KnnGraph g;
-  g.n = n, g.k = static_cast<std::size_t>(k);
-  g.indices.resize(n * g.k);
-  g.distances.resize(n * g.k);
-  const auto d = static_cast<FaissId>(dim);
-  const auto rows = static_cast<FaissId>(n);
-  if (metric == "euclidean") {
-    faiss::IndexFlatL2 index(d);
-    index.add(rows, x.data());
-    index.search(rows, x.data(), k, g.distances.data(), g.indices.data());
-    for (float& v : g.distances) v = std::sqrt(std::max(v, 0.0F));  // faiss returns squared distances
-  } else {
-    std::vector<float> unit(x);
-    for (std::size_t i = 0; i < n; ++i) {
-      float norm = 0;
-      for (std::size_t j = 0; j < dim; ++j) norm += unit[i * dim + j] * unit[i * dim + j];
-      norm = std::sqrt(norm);
-      if (norm > 0)
-        for (std::size_t j = 0; j < dim; ++j) unit[i * dim + j] /= norm;
-    }
-    faiss::IndexFlatIP index(d);
-    index.add(rows, unit.data());
-    index.search(rows, unit.data(), k, g.distances.data(), g.indices.data());
-    for (float& v : g.distances) v = std::max(0.0F, 1.0F - v);
+}
+
+// Rows scaled to unit length (zero rows stay zero): cosine similarity as an inner product.
+std::vector<float> unit_rows(const std::vector<float>& x, std::size_t n, std::size_t dim) {
+  std::vector<float> unit(x);
+  for (std::size_t i = 0; i < n; ++i) {
+    float norm = 0;
+    for (std::size_t j = 0; j < dim; ++j) norm += unit[i * dim + j] * unit[i * dim + j];
+    norm = std::sqrt(norm);
+    if (norm > 0)
+      for (std::size_t j = 0; j < dim; ++j) unit[i * dim + j] /= norm;
   }
+  return unit;
+}
+
+// The index's k results per row as the graph: distances from faiss's squared L2 or inner products, each
+// point first in its own row at distance 0.
+KnnGraph finish_graph(KnnGraph g, bool cosine) {
+  for (float& v : g.distances) v = cosine ? std::max(0.0F, 1.0F - v) : std::sqrt(std::max(v, 0.0F));
+  const std::size_t n = g.n;
   // faiss computes |x|^2 + |y|^2 - 2 x.y, so a point's distance to itself comes out as rounding noise,
   // and among duplicates it may not come first: put every point first in its own row at distance 0.
   for (std::size_t i = 0; i < n; ++i) {
@@ -66,6 +65,67 @@ KnnGraph exact_knn_graph(const std::vector<float>& x, std::size_t n, std::size_t
     dist[0] = 0.0F;
   }
   return g;
+}
+
+// Searches every row of `points` in `index` (built over them) for its k nearest.
+KnnGraph search_all(const faiss::Index& index, const std::vector<float>& points, std::size_t n, int k,
+                    bool cosine) {
+  KnnGraph g;
+  g.n = n, g.k = static_cast<std::size_t>(k);
+  g.indices.resize(n * g.k);
+  g.distances.resize(n * g.k);
+  std::vector<FaissId> ids(n * g.k);
+  index.search(static_cast<FaissId>(n), points.data(), k, g.distances.data(), ids.data());
+  for (std::size_t e = 0; e < ids.size(); ++e) g.indices[e] = ids[e];
+  return finish_graph(std::move(g), cosine);
+}
+
+}  // namespace
+
+KnnGraph exact_knn_graph(const std::vector<float>& x, std::size_t n, std::size_t dim, int k,
+                         const std::string& metric) {
+  check_graph_request(x, n, dim, k, metric);
+  const auto d = static_cast<FaissId>(dim);
+  if (metric == "euclidean") {
+    faiss::IndexFlatL2 index(d);
+    index.add(static_cast<FaissId>(n), x.data());
+    return search_all(index, x, n, k, false);
+  }
+  const std::vector<float> unit = unit_rows(x, n, dim);
+  faiss::IndexFlatIP index(d);
+  index.add(static_cast<FaissId>(n), unit.data());
+  return search_all(index, unit, n, k, true);
+}
+
+KnnGraph approximate_knn_graph(const std::vector<float>& x, std::size_t n, std::size_t dim, int k,
+                               const std::string& metric) {
+  check_graph_request(x, n, dim, k, metric);
+  const bool cosine = metric == "cosine";
+  const std::vector<float> points = cosine ? unit_rows(x, n, dim) : x;
+  faiss::IndexHNSWFlat index(static_cast<int>(dim), kHnswLinks,
+                             cosine ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2);
+  index.hnsw.efConstruction = kHnswBuildBeam;
+  index.hnsw.efSearch = std::max(kHnswSearchBeam, 2 * k);
+  {
+    // One thread while the graph is built: its links depend on the order points arrive in, and faiss
+    // inserts them in parallel otherwise. The searches that follow are each deterministic.
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    index.add(static_cast<FaissId>(n), points.data());
+    omp_set_num_threads(threads);
+  }
+  KnnGraph g = search_all(index, points, n, k, cosine);
+  // A search that found fewer than k (faiss's id -1: not seen with a beam of 2k, but possible in a
+  // badly connected graph) falls back to the exact graph rather than leave a hole.
+  if (std::any_of(g.indices.begin(), g.indices.end(), [](std::int64_t id) { return id < 0; }))
+    return exact_knn_graph(x, n, dim, k, metric);
+  return g;
+}
+
+KnnGraph knn_graph(const std::vector<float>& x, std::size_t n, std::size_t dim, int k, const std::string& metric,
+                   std::size_t exact_max_points) {
+  return n <= exact_max_points ? exact_knn_graph(x, n, dim, k, metric)
+                               : approximate_knn_graph(x, n, dim, k, metric);
 }
 
 UmapGraph fuzzy_simplicial_set(const KnnGraph& knn, std::vector<float>* rhos_out,
@@ -204,7 +264,7 @@ std::vector<float> umap_embed(const std::vector<float>& x, std::size_t n, std::s
                               const UmapOptions& o) {
   if (o.n_components < 1) throw std::invalid_argument("n_components must be at least 1");
   if (o.epochs < 1) throw std::invalid_argument("epochs must be at least 1");
-  const KnnGraph knn = exact_knn_graph(x, n, dim, o.n_neighbors, o.metric);
+  const KnnGraph knn = knn_graph(x, n, dim, o.n_neighbors, o.metric);
   const UmapGraph graph = fuzzy_simplicial_set(knn);
   const auto [a, b] = find_ab_params(o.spread, o.min_dist);
   const auto nc = static_cast<std::size_t>(o.n_components);

@@ -98,6 +98,32 @@ TEST(WeightedKnn, IvfFindsTheSameNeighboursWhenEveryListIsProbed) {
   EXPECT_EQ(a.predictions, b.predictions);
 }
 
+TEST(WeightedKnn, QueriesInBlocksGiveTheWholesResult) {
+  std::mt19937 gen(8);
+  std::normal_distribution<float> normal;
+  const std::size_t nb = 400, nq = 101, dim = 12;
+  std::vector<float> bank(nb * dim), queries(nq * dim);
+  for (auto& v : bank) v = normal(gen);
+  for (auto& v : queries) v = normal(gen);
+  std::vector<int> bl(nb), ql(nq);
+  for (std::size_t i = 0; i < nb; ++i) bl[i] = static_cast<int>(i % 5);
+  for (std::size_t i = 0; i < nq; ++i) ql[i] = static_cast<int>((i * 7) % 5);
+  KnnOptions whole;
+  whole.ks = {1, 5, 20};
+  KnnOptions blocks = whole;
+  blocks.query_block = 7;  // 14 full blocks and one of 3
+  const auto a = weighted_knn(bank, bl, queries, ql, dim, 5, whole);
+  const auto b = weighted_knn(bank, bl, queries, ql, dim, 5, blocks);
+  EXPECT_EQ(a.predictions, b.predictions);
+  ASSERT_EQ(a.scores.size(), b.scores.size());
+  for (std::size_t i = 0; i < a.scores.size(); ++i) {
+    EXPECT_EQ(a.scores[i].top1, b.scores[i].top1) << "k " << a.scores[i].k;
+    EXPECT_EQ(a.scores[i].top2, b.scores[i].top2) << "k " << a.scores[i].k;
+    EXPECT_EQ(a.scores[i].top5, b.scores[i].top5) << "k " << a.scores[i].k;
+  }
+  EXPECT_EQ(b.predictions[0].size(), nq);
+}
+
 TEST(ConfusionMatrix, CountsTrueAgainstPredicted) {
   const auto m = confusion_matrix({0, 0, 1, 2}, {0, 1, 1, 1}, 3);
   EXPECT_EQ(m, (std::vector<std::vector<long>>{{1, 1, 0}, {0, 1, 0}, {0, 1, 0}}));

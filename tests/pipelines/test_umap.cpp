@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <stdexcept>
@@ -89,6 +90,51 @@ TEST(Umap, SeparatesClustersDeterministically) {
   EXPECT_EQ(umap_embed(x, n, dim, o), y) << "the same random_state gives the same layout";
   o.random_state = 4;
   EXPECT_NE(umap_embed(x, n, dim, o), y);
+}
+
+// The share of each row's k - 1 exact neighbours (itself left out) that `approx` found too.
+double recall(const KnnGraph& exact, const KnnGraph& approx) {
+  std::size_t found = 0, total = 0;
+  for (std::size_t i = 0; i < exact.n; ++i) {
+    for (std::size_t j = 1; j < exact.k; ++j, ++total) {
+      const std::int64_t want = exact.indices[i * exact.k + j];
+      for (std::size_t m = 1; m < approx.k; ++m) {
+        if (approx.indices[i * approx.k + m] == want) {
+          ++found;
+          break;
+        }
+      }
+    }
+  }
+  return static_cast<double>(found) / static_cast<double>(total);
+}
+
+TEST(Umap, TheApproximateGraphFindsTheExactNeighbours) {
+  std::vector<int> labels;
+  const std::size_t n = 5000, dim = 24;
+  const auto x = blobs(n, dim, 6, &labels);
+  for (const std::string metric : {"euclidean", "cosine"}) {
+    const KnnGraph exact = exact_knn_graph(x, n, dim, 15, metric);
+    const KnnGraph approx = approximate_knn_graph(x, n, dim, 15, metric);
+    ASSERT_EQ(approx.indices.size(), exact.indices.size());
+    const double r = recall(exact, approx);
+    EXPECT_GE(r, 0.95) << metric;
+    std::printf("%s: recall %.4f of the exact graph's neighbours (%zu points, %zu dims, k 15)\n",
+                metric.c_str(), r, n, dim);
+    for (std::size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(approx.indices[i * approx.k], static_cast<std::int64_t>(i));
+      for (std::size_t j = 1; j < approx.k; ++j)
+        ASSERT_LE(approx.distances[i * approx.k + j - 1], approx.distances[i * approx.k + j]) << i;
+    }
+    const KnnGraph again = approximate_knn_graph(x, n, dim, 15, metric);
+    EXPECT_EQ(again.indices, approx.indices) << "the same input gives the same graph";
+  }
+  // umap_embed's graph: exact up to the limit, approximate from one more point on.
+  EXPECT_EQ(knn_graph(x, n, dim, 15, "euclidean").indices, exact_knn_graph(x, n, dim, 15, "euclidean").indices)
+      << "5000 points are under kExactGraphMaxPoints";
+  EXPECT_EQ(knn_graph(x, n, dim, 15, "euclidean", n).indices, exact_knn_graph(x, n, dim, 15, "euclidean").indices);
+  EXPECT_EQ(knn_graph(x, n, dim, 15, "euclidean", n - 1).indices,
+            approximate_knn_graph(x, n, dim, 15, "euclidean").indices);
 }
 
 TEST(Umap, BadArgumentsAreRefused) {

@@ -27,6 +27,10 @@ struct KnnOptions {
   int ivf_lists = 0;    ///< 0: exact search (faiss IndexFlatIP); else an IVF index with this many lists
   int ivf_probes = 16;  ///< lists visited per query with ivf_lists > 0
   int threads = 0;      ///< faiss OpenMP threads (0: its default)
+  /// Queries searched and voted at a time: the neighbours held at once are query_block x max k (12 bytes
+  /// each: 16384 x 500 is 98 MB), not every query's (a million images' 200,000 held-out queries at the
+  /// workshop's largest k, 500: 1.2 GB). The result does not depend on it.
+  std::size_t query_block = 16384;
 };
 
 struct KnnResult {
