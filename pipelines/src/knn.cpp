@@ -103,17 +103,19 @@ KnnResult weighted_knn(const std::vector<float>& bank, const std::vector<int>& b
     const std::vector<int> labels(query_labels.begin() + static_cast<std::ptrdiff_t>(first),
                                   query_labels.begin() + static_cast<std::ptrdiff_t>(first + count));
     for (std::size_t i = 0; i < options.ks.size(); ++i) {
-      KnnVote vote = weighted_vote(neighbours, options.ks[i], options.temperature, bank_labels, labels, num_classes);
+      KnnVote vote =
+          weighted_vote(neighbours, options.ks[i], options.temperature, bank_labels, labels, num_classes);
       const double share = static_cast<double>(count) / 100.0;  // percent of the block -> queries
       hits[3 * i] += std::round(vote.top1 * share), hits[3 * i + 1] += std::round(vote.top2 * share);
       hits[3 * i + 2] += std::round(vote.top5 * share);
-      result.predictions[i].insert(result.predictions[i].end(), vote.predictions.begin(), vote.predictions.end());
+      result.predictions[i].insert(result.predictions[i].end(), vote.predictions.begin(),
+                                   vote.predictions.end());
     }
   }
   const auto percent = [nq](double count) { return 100.0 * count / static_cast<double>(nq); };
   for (std::size_t i = 0; i < options.ks.size(); ++i) {
-    result.scores.push_back({options.ks[i], options.temperature, percent(hits[3 * i]), percent(hits[3 * i + 1]),
-                             percent(hits[3 * i + 2])});
+    result.scores.push_back({options.ks[i], options.temperature, percent(hits[3 * i]),
+                             percent(hits[3 * i + 1]), percent(hits[3 * i + 2])});
   }
   return result;
 }

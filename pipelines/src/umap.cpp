@@ -122,8 +122,8 @@ KnnGraph approximate_knn_graph(const std::vector<float>& x, std::size_t n, std::
   return g;
 }
 
-KnnGraph knn_graph(const std::vector<float>& x, std::size_t n, std::size_t dim, int k, const std::string& metric,
-                   std::size_t exact_max_points) {
+KnnGraph knn_graph(const std::vector<float>& x, std::size_t n, std::size_t dim, int k,
+                   const std::string& metric, std::size_t exact_max_points) {
   return n <= exact_max_points ? exact_knn_graph(x, n, dim, k, metric)
                                : approximate_knn_graph(x, n, dim, k, metric);
 }

@@ -130,9 +130,11 @@ TEST(Umap, TheApproximateGraphFindsTheExactNeighbours) {
     EXPECT_EQ(again.indices, approx.indices) << "the same input gives the same graph";
   }
   // umap_embed's graph: exact up to the limit, approximate from one more point on.
-  EXPECT_EQ(knn_graph(x, n, dim, 15, "euclidean").indices, exact_knn_graph(x, n, dim, 15, "euclidean").indices)
+  EXPECT_EQ(knn_graph(x, n, dim, 15, "euclidean").indices,
+            exact_knn_graph(x, n, dim, 15, "euclidean").indices)
       << "5000 points are under kExactGraphMaxPoints";
-  EXPECT_EQ(knn_graph(x, n, dim, 15, "euclidean", n).indices, exact_knn_graph(x, n, dim, 15, "euclidean").indices);
+  EXPECT_EQ(knn_graph(x, n, dim, 15, "euclidean", n).indices,
+            exact_knn_graph(x, n, dim, 15, "euclidean").indices);
   EXPECT_EQ(knn_graph(x, n, dim, 15, "euclidean", n - 1).indices,
             approximate_knn_graph(x, n, dim, 15, "euclidean").indices);
 }

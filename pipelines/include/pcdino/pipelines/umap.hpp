@@ -6,8 +6,8 @@
 // points and approximate (HNSW) beyond, with two documented differences: the initial layout is PCA
 // (umap-learn's init="pca") instead of the spectral embedding, which needs a sparse eigensolver, and the
 // graph is exact up to 200,000 points where umap-learn computes it exactly only below 4096 (faiss's exact
-// search on BLAS is faster than a deterministic approximate one below about 100,000 points: bench/RESULTS.md).
-// Deterministic for a random_state.
+// search on BLAS is faster than a deterministic approximate one below about 100,000 points:
+// bench/RESULTS.md). Deterministic for a random_state.
 #pragma once
 
 #include <cstddef>
@@ -64,8 +64,8 @@ KnnGraph approximate_knn_graph(const std::vector<float>& x, std::size_t n, std::
 
 /// The graph umap_embed() uses: exact_knn_graph() up to `exact_max_points` points, else
 /// approximate_knn_graph().
-KnnGraph knn_graph(const std::vector<float>& x, std::size_t n, std::size_t dim, int k, const std::string& metric,
-                   std::size_t exact_max_points = kExactGraphMaxPoints);
+KnnGraph knn_graph(const std::vector<float>& x, std::size_t n, std::size_t dim, int k,
+                   const std::string& metric, std::size_t exact_max_points = kExactGraphMaxPoints);
 
 /// The fuzzy simplicial set as a symmetric sparse graph in coordinate form, both directions of every
 /// edge: w_ij = exp(-max(0, d_ij - rho_i) / sigma_i) with rho_i the distance to the nearest other point
