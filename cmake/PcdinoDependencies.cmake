@@ -71,6 +71,7 @@ find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
 find_package(TIFF REQUIRED)
 find_package(pugixml REQUIRED)  # OME-XML in multi-page TIFFs
 find_package(ZLIB REQUIRED)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)  # SHA-256 of a dataset staged on a node
 find_package(OpenMP REQUIRED)  # faiss-config.cmake needs OpenMP::OpenMP_CXX and does not find it
 find_package(faiss REQUIRED)
 find_package(CLI11 REQUIRED)

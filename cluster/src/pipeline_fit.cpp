@@ -164,6 +164,52 @@ const std::vector<FitCheck>& checks() {
   return table;
 }
 
+// ParallelCluster mounts a queue's instance store at EphemeralVolume.MountDir (default /scratch): where
+// train_scDINO.stage_dataset's copies belong. Elsewhere they fill the root volume.
+const char* const kEphemeralSource =
+    "ParallelCluster v3.11.1 schemas/cluster_schema.py QueueEphemeralVolumeSchema (MountDir default "
+    "/scratch, DEFAULT_EPHEMERAL_DIR)";
+
+bool inside(const std::string& path, const std::string& dir) {
+  const std::string d = dir.size() > 1 && dir.back() == '/' ? dir.substr(0, dir.size() - 1) : dir;
+  return path == d || path.rfind(d == "/" ? d : d + "/", 0) == 0;
+}
+
+template <class Add>
+void check_stage_dataset(const PipelineConfig& p, const YAML::Node& queue, const std::string& qp,
+                         const std::vector<NodeGroup>& groups, const Add& add) {
+  const std::string& stage = p.train.stage_dataset;
+  if (stage.empty()) return;
+  const YAML::Node ephemeral =
+      child(child(child(queue, "ComputeSettings"), "LocalStorage"), "EphemeralVolume");
+  const std::string key = qp + ".ComputeSettings.LocalStorage.EphemeralVolume";
+  if (!ephemeral.IsDefined()) {
+    add(Severity::warning, queue, qp,
+        "train_scDINO.stage_dataset " + stage +
+            " stages the dataset on each node, but the queue mounts no instance store (" + key +
+            ", the site spec's local_scratch): the copies go to the root volume",
+        kEphemeralSource);
+    return;
+  }
+  const YAML::Node dir = child(ephemeral, "MountDir");
+  const std::string mount = dir.IsDefined() ? text_of(dir) : "/scratch";
+  if (!inside(stage, mount)) {
+    add(Severity::warning, dir.IsDefined() ? dir : ephemeral, key + ".MountDir",
+        "train_scDINO.stage_dataset " + stage + " is not on the queue's instance store, mounted at " + mount +
+            ": the copies go to the root volume; set it to " + mount,
+        kEphemeralSource);
+  }
+  for (const auto& g : groups) {
+    if (!g.known) continue;
+    const InstanceType* it = find_instance(g.types.substr(0, g.types.find('/')));
+    if (it != nullptr && it->instance_store_gb == 0)
+      add(Severity::warning, g.where, g.path,
+          "train_scDINO.stage_dataset " + stage + ": " + g.types +
+              " has no instance store, so its nodes stage the dataset on the root volume",
+          kInstanceSource);
+  }
+}
+
 std::string names_of(const std::vector<YAML::Node>& queues) {
   std::string out;
   for (const auto& q : queues) out += (out.empty() ? "" : ", ") + text_of(child(q, "Name"));
@@ -242,6 +288,8 @@ std::vector<Finding> check_pipeline_fit(const std::string& cluster_yaml, const s
             check.source);
     }
   }
+
+  check_stage_dataset(pipeline, queues[*index], qp, groups, add);
 
   // Training's nodes come from the queue's compute resources together.
   long long max_nodes = 0;

@@ -297,7 +297,8 @@ const Table& queue_table() {
                 s.queues.back().slurm_settings = slurm_line(scope.reader, at.value(), at.path);
             }),
       text("local_scratch", PCDINO_SITE(queues.back().local_scratch), kDir, "an absolute mount dir", never,
-           "where the instance store is mounted (EphemeralVolume); unset: none"),
+           "where the instance store is mounted (EphemeralVolume), the place for a pipeline's "
+           "train_scDINO.stage_dataset; unset: none"),
   };
   return rows;
 }

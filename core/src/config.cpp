@@ -714,6 +714,16 @@ std::vector<Entry> train_keys() {
       key("train_scDINO.dist_url", PCDINO_MEMBER(train.dist_url),
           only<std::string>("env://", "env://", "ranks come from the launcher's environment"),
           "how ranks find each other"),
+      key("train_scDINO.stage_dataset", PCDINO_MEMBER(train.stage_dataset), absolute_path(),
+          "pcdino: a folder on each node's local disk (the site's local_scratch) where the training and "
+          "CLS-feature jobs copy the packed dataset once per node and job, SHA-256 verified, and read it "
+          "there instead of the shared filesystem every epoch; \"\" = read in place",
+          true),
+      key("train_scDINO.keep_staged_dataset", PCDINO_MEMBER(train.keep_staged_dataset), any_bool(),
+          "keep the staged copy after the job's stage succeeds (the next stage or job on the node reuses "
+          "it); "
+          "false removes it then (a job that stops to be requeued always keeps it)",
+          true),
   };
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "pcdino/core/dataset.hpp"
 #include "pcdino/core/error.hpp"
@@ -13,6 +14,7 @@
 #include "pcdino/core/prefetch.hpp"
 #include "pcdino/core/run_files.hpp"
 #include "pcdino/core/split.hpp"
+#include "pcdino/core/staging.hpp"
 #include "pcdino/monitoring/metrics.hpp"
 #include "pcdino/pipelines/features.hpp"
 #include "pcdino/pipelines/labels.hpp"
@@ -134,7 +136,13 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
                     " has statistics for " + std::to_string(ms.mean.size()));
   }
 
-  const Dataset dataset = Dataset::open(config.meta, world);
+  std::optional<StagedDataset> staged;  // train_scDINO.stage_dataset's copy on this node
+  MetaConfig meta = config.meta;
+  if (!config.train.stage_dataset.empty()) {
+    staged.emplace(StagedDataset::stage(meta.dataset_dir, config.train.stage_dataset));
+    meta.dataset_dir = staged->dir();
+  }
+  const Dataset dataset = Dataset::open(meta, world);
   const auto images = held_out_images(config, dataset);
   const auto mine = shard(images, world.rank(), world.size());
   const ImageTransform transform{config.selected_channels(), config.meta.center_crop};
@@ -194,6 +202,7 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
   if (!model.vit) dim = world.allreduce_max(dim);  // a rank without images learns the width from the others
   write_gathered(config, options, world, dataset, images, local, static_cast<std::size_t>(dim), model,
                  report);
+  if (staged) staged->release(!config.train.keep_staged_dataset);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   report.images_per_second = static_cast<double>(report.images) / std::max(seconds, 1e-9);
   return report;

@@ -154,5 +154,40 @@ TEST(PipelineFit, AnyComputeResourceOfTheQueueMayHoldTheJobs) {
             "catalogue: cannot check the pipeline's fit\n");
 }
 
+TEST(PipelineFit, TheStagedDatasetBelongsOnTheQueuesInstanceStore) {
+  // cluster/examples/workshop.yaml: local_scratch /local_scratch, the queue's EphemeralVolume.MountDir (one
+  // loader thread: the default 10 do not fit its 8 vCPUs).
+  const std::string cluster = workshop_config();
+  EXPECT_EQ(fit(cluster, "train_scDINO:\n  num_workers: 1\n  stage_dataset: /local_scratch/pcdino\n"), "");
+  EXPECT_EQ(fit(cluster, "train_scDINO:\n  num_workers: 1\n  stage_dataset: /local_scratch\n"), "");
+  EXPECT_EQ(
+      fit(cluster, "train_scDINO:\n  num_workers: 1\n  stage_dataset: /tmp\n"),
+      "W Scheduling.SlurmQueues[0].ComputeSettings.LocalStorage.EphemeralVolume.MountDir: p.yaml: "
+      "train_scDINO.stage_dataset /tmp is not on the queue's instance store, mounted at /local_scratch: "
+      "the copies go to the root volume; set it to /local_scratch\n");
+  EXPECT_EQ(
+      fit(cluster, "train_scDINO:\n  num_workers: 1\n  stage_dataset: /local_scratch_other\n").substr(0, 2),
+      "W ");
+  // A queue without an instance store mount; ParallelCluster's default mount dir; a type without a store.
+  const std::string bare = one_queue("        - Name: g\n          InstanceType: g4dn.2xlarge\n");
+  EXPECT_NE(
+      fit(bare, "train_scDINO:\n  num_workers: 1\n  stage_dataset: /scratch\n")
+          .find("W Scheduling.SlurmQueues[0]: p.yaml: train_scDINO.stage_dataset /scratch stages the dataset "
+                "on each node, but the queue mounts no instance store"),
+      std::string::npos);
+  const std::string mounted =
+      one_queue("        - Name: g\n          InstanceType: g4dn.2xlarge\n") +
+      "      ComputeSettings:\n        LocalStorage:\n          EphemeralVolume: {}\n";
+  EXPECT_EQ(fit(mounted, "train_scDINO:\n  num_workers: 1\n  stage_dataset: /scratch/data\n"), "")
+      << "MountDir's default";
+  const std::string no_store =
+      one_queue("        - Name: c\n          InstanceType: c5.4xlarge\n") +
+      "      ComputeSettings:\n        LocalStorage:\n          EphemeralVolume: {}\n";
+  EXPECT_NE(fit(no_store, "train_scDINO:\n  num_workers: 1\n  stage_dataset: /scratch\n")
+                .find("c5.4xlarge has no instance store, so its nodes stage the dataset on the root volume"),
+            std::string::npos);
+  EXPECT_EQ(fit(bare, "train_scDINO:\n  num_workers: 1\n"), "") << "nothing said when the key is unset";
+}
+
 }  // namespace
 }  // namespace pcdino::cluster

@@ -21,6 +21,7 @@
 #include "pcdino/core/prefetch.hpp"
 #include "pcdino/core/run_files.hpp"
 #include "pcdino/core/split.hpp"
+#include "pcdino/core/staging.hpp"
 #include "pcdino/monitoring/metrics.hpp"
 #include "pcdino/train/augment.hpp"
 #include "pcdino/train/batch.hpp"
@@ -281,6 +282,7 @@ class Training {
   std::optional<torch::ScalarType> amp_;
   std::unique_ptr<StepGraph> graph_;
   // The data: the training split's images, the normalisation, the steps per epoch.
+  std::optional<StagedDataset> staged_;  // train_scDINO.stage_dataset's copy on this node
   std::optional<Dataset> ds_;
   std::vector<std::size_t> train_;
   MeanStdValues ms_;
@@ -370,7 +372,12 @@ void Training::set_up_device() {
 }
 
 void Training::set_up_data() {
-  ds_.emplace(Dataset::open(c_.meta));
+  MetaConfig meta = c_.meta;
+  if (!c_.train.stage_dataset.empty()) {
+    staged_.emplace(StagedDataset::stage(meta.dataset_dir, c_.train.stage_dataset));
+    meta.dataset_dir = staged_->dir();
+  }
+  ds_.emplace(Dataset::open(meta));
   train_ = train_heldout_split(ds_->size(), c_.meta.train_datasetsplit_fraction, c_.meta.seed).train;
   if (rt_.limit_images > 0 && static_cast<std::size_t>(rt_.limit_images) < train_.size())
     train_.resize(rt_.limit_images);
@@ -834,6 +841,7 @@ TrainReport Training::run() {
     if (stats.stopped_after) return stop(epoch, *stats.stopped_after);
     end_epoch(epoch, stats, epoch_started, first_iter);
   }
+  if (staged_) staged_->release(!c_.train.keep_staged_dataset);
   report_.epochs_done = state_.epoch;
   report_.images_per_second = static_cast<double>(ctx_->iterations_this_run) *
                               static_cast<double>(global_batch_) / std::max(seconds_this_run_, 1e-9);

@@ -93,6 +93,9 @@ struct TrainConfig {
   int batch_size_per_gpu = 64;
   int num_workers = 10;
   std::string dist_url = "env://";
+  /// pcdino: local folder each node stages the packed dataset in (core/staging.hpp); "" = read in place.
+  std::string stage_dataset;
+  bool keep_staged_dataset = false;  ///< keep the copy after a stage that succeeded
   DinoHyperparameters hyperparameters;
 };
 
@@ -259,8 +262,8 @@ struct ConfigKey {
                               ///< "only adamw (...)" for a key pcdino does not implement); "" = any
   std::string default_value;  ///< as dump_config() writes it
   std::string doc;            ///< what it does, one sentence or two
-  bool locates = false;       ///< names where the run's outputs go (output_dir, name_of_run), not what
-                              ///< they are: no stage's resume hash covers it
+  bool locates = false;       ///< names where the run's files go (output_dir, name_of_run, the staged
+                              ///< dataset), not what a stage computes: no stage's resume hash covers it
 };
 
 /// Every key, in the order of the file (sections as in the workshop's scDINO_full_pipeline.yaml).
