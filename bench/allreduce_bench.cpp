@@ -5,7 +5,8 @@
 // 0: seconds per step (mean of --reps after one warm-up), algorithm bandwidth (bytes / time) and bus
 // bandwidth in the nccl-tests convention (busbw = algbw x 2(n-1)/n).
 //
-// usage: mpirun -np N pcdino_allreduce_bench [--device cpu|cuda] [--reps R] [--out-dim D]
+// usage: mpirun -np N pcdino_allreduce_bench [--device cpu|cuda] [--reps R] [--out-dim D] [--arch A --patch P
+//        --image PX --channels C] (the student: default vit_small/16, 3 channels, 224 px)
 #include <mpi.h>
 
 #include <chrono>
@@ -45,17 +46,23 @@ double seconds_per_step(Communicator& comm, const torch::Device& device, int rep
 
 int main(int argc, char** argv) {
   std::string device_spec = "cpu";
-  int reps = 5, out_dim = 65536;
+  std::string arch = "vit_small";
+  int reps = 5, out_dim = 65536, patch = 16, image = 224, channels = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--device")) device_spec = argv[i + 1];
+    // The model whose gradients are reduced: bench/scale_model.py's check takes bench/train_ranks.sh's.
+    if (!std::strcmp(argv[i], "--arch")) arch = argv[i + 1];
+    if (!std::strcmp(argv[i], "--patch")) patch = std::stoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--image")) image = std::stoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--channels")) channels = std::stoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--reps")) reps = std::stoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--out-dim")) out_dim = std::stoi(argv[i + 1]);
   }
   pcdino::MpiWorld world;
   const torch::Device device = select_device(device_spec, world.local_rank());
   torch::set_num_threads(1);
-  MultiCropWrapper student(VisionTransformer(VitOptions::preset("vit_small", 16, 3, 224)),
-                           DinoHead(384, out_dim));
+  const VitOptions vit = VitOptions::preset(arch, patch, channels, image);
+  MultiCropWrapper student(VisionTransformer(vit), DinoHead(vit.embed_dim, out_dim));
   student->to(device);
   std::vector<torch::Tensor> params;
   std::size_t bytes = 0;
@@ -98,7 +105,7 @@ int main(int argc, char** argv) {
   // The overlapped path through autograd hooks, on this device (a CUDA backward runs the hooks on
   // autograd's device thread): fused gradients equal the plain backward's averaged ones.
   for (auto& p : params) p.mutable_grad() = torch::Tensor();
-  const auto x = torch::randn({4, 3, 64, 64}, torch::TensorOptions().device(device));
+  const auto x = torch::randn({4, channels, image, image}, torch::TensorOptions().device(device));
   student->forward(std::vector<torch::Tensor>{x}).pow(2).mean().backward();
   std::vector<torch::Tensor> expected;
   for (auto& p : params) expected.push_back(p.grad().clone());

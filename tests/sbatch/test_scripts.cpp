@@ -89,6 +89,8 @@ TEST(Stages, EveryKeyChangesExactlyTheStagesThatReadIt) {
       {"meta.name_of_run", {}},  // where the run is, not what it computes
       {"meta.", {"meanstd", "train", "extract", "labels", "knn", "plots"}},
       {"train_scDINO.fraction_for_mean_std_calc", {"meanstd", "train"}},
+      {"train_scDINO.stage_dataset", {}},  // where the dataset is read from, not what it holds
+      {"train_scDINO.keep_staged_dataset", {}},
       {"train_scDINO.", {"train"}},
       {"downstream_analyses.compute_cls_features.", {"extract"}},
       {"downstream_analyses.kNN.", {"knn"}},
