@@ -9,9 +9,12 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -31,6 +34,7 @@ namespace {
 
 constexpr std::size_t kChunkBytes = std::size_t{8} << 20;  // reads and writes of the copy
 constexpr const char* kStageRecord = "stage.json";
+constexpr const char* kFailed = ".failed";  // beside a copy: why the last attempt failed
 constexpr const char* kKey = "train_scDINO.stage_dataset";
 
 using Clock = std::chrono::steady_clock;
@@ -103,7 +107,7 @@ std::string node_name() {
     name = slurm;
   } else {
     char host[HOST_NAME_MAX + 1] = {};
-    name = ::gethostname(host, sizeof host) == 0 ? host : "node";
+    name = ::gethostname(host, sizeof host - 1) == 0 ? host : "node";
   }
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
@@ -113,8 +117,13 @@ std::string node_name() {
 struct SourceFile {
   std::string name;  // in the dataset folder
   std::uint64_t bytes = 0;
-  std::int64_t mtime_ns = 0;
+  std::int64_t mtime_ns = 0, ctime_ns = 0;
+  std::uint64_t inode = 0;
 };
+
+std::int64_t nanoseconds(const struct timespec& t) {
+  return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
 
 // pack.json's text and the files a copy holds: pack.json and its shards, with their sizes and times.
 std::vector<SourceFile> source_files(const std::string& dir, std::string& manifest) {
@@ -130,8 +139,10 @@ std::vector<SourceFile> source_files(const std::string& dir, std::string& manife
     for (const auto& shard : parsed.at("shards")) {
       const std::string file = shard.at("file").get<std::string>();
       // A shard lies in the dataset's folder: a name with a folder in it is not copied anywhere else.
-      if (file.empty() || file.find('/') != std::string::npos || file == "." || file == "..")
-        throw DataError(manifest_path + ": shard file '" + file + "' is not a file name in its folder");
+      if (file.empty() || file.find('/') != std::string::npos || file == "." || file == ".." ||
+          file == kStageRecord || std::find(names.begin(), names.end(), file) != names.end())
+        throw DataError(manifest_path + ": shard file '" + file +
+                        "' is not a file name of its own in its folder");
       names.push_back(file);
     }
   } catch (const nlohmann::json::exception& e) {
@@ -142,8 +153,8 @@ std::vector<SourceFile> source_files(const std::string& dir, std::string& manife
     struct stat st {};
     const std::string path = dir + "/" + name;
     if (::stat(path.c_str(), &st) != 0) throw NoInputError("cannot read '" + path + "': " + system_error());
-    files.push_back({name, static_cast<std::uint64_t>(st.st_size),
-                     static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
+    files.push_back({name, static_cast<std::uint64_t>(st.st_size), nanoseconds(st.st_mtim),
+                     nanoseconds(st.st_ctim), static_cast<std::uint64_t>(st.st_ino)});
   }
   return files;
 }
@@ -154,14 +165,17 @@ std::string dataset_id(const std::string& real_dir, const std::string& manifest,
   h.update(real_dir.data(), real_dir.size() + 1);
   h.update(manifest.data(), manifest.size());
   for (const auto& f : files) {
-    const std::string line = fmt::format("\n{} {} {}", f.name, f.bytes, f.mtime_ns);
+    const std::string line =
+        fmt::format("\n{} {} {} {} {}", f.name, f.bytes, f.mtime_ns, f.ctime_ns, f.inode);
     h.update(line.data(), line.size());
   }
   return h.hex().substr(0, 16);
 }
 
-// {scratch}/pcdino-{uid}: made 0700, or refused when it is a link, another user's or open to others (a
-// folder another user can write could hold a copy they changed).
+// {scratch}/pcdino-{uid}: made 0700, or refused when it is a link or open to others (a folder another user
+// can write could hold a copy they changed). "" when another user made it first: the caller reads in place.
+// A scratch folder others can write needs the sticky bit, without which another user could rename ours away
+// and put theirs in its place between our check and our use.
 std::string user_folder(const std::string& scratch, const std::string& node) {
   if (scratch.empty() || scratch.front() != '/')
     throw ConfigError(std::string(kKey) + ": '" + scratch + "' is not an absolute path");
@@ -172,16 +186,28 @@ std::string user_folder(const std::string& scratch, const std::string& node) {
                           (found ? std::string("not a directory") : system_error()) +
                           " (the site's local_scratch is where ParallelCluster mounts the instance store)");
   }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+    throw CantCreateError(fmt::format(
+        "{}: '{}' on {} can be written by other users (mode {:04o}) and has no sticky bit, so one could "
+        "replace a copy there: stage in a folder with mode 1777 (as /tmp) or one only this user can write",
+        kKey, scratch, node, st.st_mode & 07777));
+  }
   const std::string dir = scratch + "/pcdino-" + std::to_string(::geteuid());
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     throw CantCreateError("cannot create '" + dir + "' on " + node + ": " + system_error());
   if (::lstat(dir.c_str(), &st) != 0) throw CantCreateError("cannot stat '" + dir + "': " + system_error());
-  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+  if (S_ISDIR(st.st_mode) && st.st_uid != ::geteuid()) {
+    spdlog::warn(
+        "{}: '{}' on {} belongs to uid {}, not this user (uid {}): the dataset is read in place; "
+        "an administrator can remove it",
+        kKey, dir, node, st.st_uid, ::geteuid());
+    return "";
+  }
+  if (!S_ISDIR(st.st_mode) || (st.st_mode & 077) != 0) {
     throw CantCreateError(fmt::format(
-        "{}: '{}' on {} is {} (uid {}, mode {:04o}): staged copies are kept in a folder only their user "
-        "(uid {}) can enter; remove it",
-        kKey, dir, node, !S_ISDIR(st.st_mode) ? "not a folder" : "not this user's own", st.st_uid,
-        st.st_mode & 07777, ::geteuid()));
+        "{}: '{}' on {} is {} (mode {:04o}): staged copies are kept in a folder only their user can enter; "
+        "remove it",
+        kKey, dir, node, !S_ISDIR(st.st_mode) ? "not a folder" : "open to other users", st.st_mode & 07777));
   }
   return dir;
 }
@@ -197,16 +223,28 @@ int lock(const std::string& path, int operation) {
 }
 
 // Copies `from` to the new file `to` (0600), flushed to disk and dropped from the page cache. Returns the
-// SHA-256 of what was read.
-std::string copy_file(const std::string& from, const std::string& to, std::vector<char>& buffer) {
+// SHA-256 of what was read. Throws DataError when the file is not the one the copy's name was made of (its
+// size, times or inode changed: the dataset was packed again meanwhile) or ended early.
+std::string copy_file(const std::string& from, const SourceFile& expected, const std::string& to,
+                      std::vector<char>& buffer) {
   FileDescriptor in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
   if (in.get() < 0) throw NoInputError("cannot read '" + from + "': " + system_error());
+  const auto changed = [&] {
+    return DataError(
+        fmt::format("{}: '{}' changed while it was staged (packed again?): start the job again", kKey, from));
+  };
+  struct stat st {};
+  if (::fstat(in.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != expected.bytes ||
+      nanoseconds(st.st_mtim) != expected.mtime_ns || static_cast<std::uint64_t>(st.st_ino) != expected.inode)
+    throw changed();
+  std::uint64_t copied = 0;
   ::posix_fadvise(in.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   FileDescriptor out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (out.get() < 0) throw CantCreateError("cannot create '" + to + "': " + system_error());
   Sha256 digest;
   const bool read_ok = read_all(in.get(), buffer, [&](const char* data, std::size_t size) {
     digest.update(data, size);
+    copied += size;
     while (size > 0) {
       const ssize_t n = ::write(out.get(), data, size);
       if (n < 0 && errno == EINTR) continue;
@@ -216,6 +254,7 @@ std::string copy_file(const std::string& from, const std::string& to, std::vecto
     }
   });
   if (!read_ok) throw NoInputError("cannot read '" + from + "': " + system_error());
+  if (copied != expected.bytes) throw changed();
   if (::fsync(out.get()) != 0) throw CantCreateError("cannot flush '" + to + "': " + system_error());
   // So that the check reads the disk, not the pages just written; the source's pages are not needed again.
   ::posix_fadvise(out.get(), 0, 0, POSIX_FADV_DONTNEED);
@@ -254,43 +293,14 @@ void remove_copies(const std::string& base) {
     if (entry.path().filename().string().rfind(prefix, 0) == 0) fs::remove_all(entry.path(), ec);
 }
 
-}  // namespace
-
-std::string sha256_of_file(const std::string& path) {
-  FileDescriptor in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (in.get() < 0) throw NoInputError("cannot read '" + path + "': " + system_error());
-  ::posix_fadvise(in.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-  std::vector<char> buffer(kChunkBytes);
-  Sha256 digest;
-  if (!read_all(in.get(), buffer, [&](const char* data, std::size_t size) { digest.update(data, size); }))
-    throw NoInputError("cannot read '" + path + "': " + system_error());
-  return digest.hex();
-}
-
-StagedDataset StagedDataset::stage(const std::string& source_dir, const std::string& scratch) {
-  StagedDataset staged;
-  StageReport& r = staged.report_;
-  r.source = source_dir;
-  r.node = node_name();
-  const std::string folder = user_folder(scratch, r.node);
-  std::string manifest;
-  const std::vector<SourceFile> files = source_files(source_dir, manifest);
-  for (const auto& f : files) r.bytes += f.bytes;
+// Copies `files` of the dataset r.source into r.dir (a new copy under a temporary name, renamed when
+// verified), with the copy lock held. Throws as StagedDataset::stage() says.
+void copy_dataset(StageReport& r, const std::string& scratch, const std::string& folder,
+                  const std::vector<SourceFile>& files) {
+  const std::string& base = r.dir;
+  const std::string& source_dir = r.source;
   std::error_code ec;
-  const fs::path real = fs::canonical(source_dir, ec);
-  const std::string base =
-      folder + "/" + r.node + "-" + dataset_id(ec ? source_dir : real.string(), manifest, files);
-  r.dir = base;
-  staged.copy_lock_ = base + ".copy.lock";
-  staged.use_lock_ = base + ".use.lock";
-
-  const auto waited = Clock::now();
-  FileDescriptor copy_lock(lock(staged.copy_lock_, LOCK_EX));
-  r.wait_seconds = seconds_since(waited);
-  if (complete_copy(base, files)) {
-    spdlog::info("dataset: the copy of {} on {} is already here ({}): reading {}", source_dir, r.node,
-                 gib(r.bytes), base);
-  } else {
+  {
     remove_copies(base);
     struct statvfs vfs {};
     if (::statvfs(folder.c_str(), &vfs) != 0)
@@ -311,7 +321,7 @@ StagedDataset StagedDataset::stage(const std::string& source_dir, const std::str
       nlohmann::json record = {{"source", source_dir}, {"node", r.node}, {"files", nlohmann::json::array()}};
       for (const auto& f : files) {
         const std::string from = source_dir + "/" + f.name, to = tmp + "/" + f.name;
-        const std::string read = copy_file(from, to, buffer);
+        const std::string read = copy_file(from, f, to, buffer);
         const std::string written = sha256_of_file(to);
         if (written != read) {
           throw DataError(
@@ -333,6 +343,72 @@ StagedDataset StagedDataset::stage(const std::string& source_dir, const std::str
     spdlog::info("dataset: staged {} on {}: {} in {:.1f} s ({:.0f} MB/s), SHA-256 verified: reading {}",
                  source_dir, r.node, gib(r.bytes), r.copy_seconds,
                  static_cast<double>(r.bytes) / 1e6 / std::max(r.copy_seconds, 1e-9), base);
+  }
+}
+
+}  // namespace
+
+std::string sha256_of_file(const std::string& path) {
+  FileDescriptor in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (in.get() < 0) throw NoInputError("cannot read '" + path + "': " + system_error());
+  ::posix_fadvise(in.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  std::vector<char> buffer(kChunkBytes);
+  Sha256 digest;
+  if (!read_all(in.get(), buffer, [&](const char* data, std::size_t size) { digest.update(data, size); }))
+    throw NoInputError("cannot read '" + path + "': " + system_error());
+  return digest.hex();
+}
+
+StagedDataset StagedDataset::stage(const std::string& source_dir, const std::string& scratch) {
+  StagedDataset staged;
+  StageReport& r = staged.report_;
+  r.source = source_dir;
+  r.node = node_name();
+  std::string manifest;
+  const std::vector<SourceFile> files = source_files(source_dir, manifest);
+  for (const auto& f : files) r.bytes += f.bytes;
+  const std::string folder = user_folder(scratch, r.node);
+  if (folder.empty()) {  // another user's folder is in the way: no copy, and no failed job
+    r.dir = source_dir;
+    r.in_place = true;
+    return staged;
+  }
+  std::error_code ec;
+  const fs::path real = fs::canonical(source_dir, ec);
+  const std::string base =
+      folder + "/" + r.node + "-" + dataset_id(ec ? source_dir : real.string(), manifest, files);
+  r.dir = base;
+  staged.copy_lock_ = base + ".copy.lock";
+  staged.use_lock_ = base + ".use.lock";
+
+  const auto waited = Clock::now();
+  const auto wall = std::chrono::system_clock::now().time_since_epoch();
+  FileDescriptor copy_lock(lock(staged.copy_lock_, LOCK_EX));
+  r.wait_seconds = seconds_since(waited);
+  // The copier this process waited for failed: its error, not another read of the whole dataset each.
+  const std::string failed = base + kFailed;
+  if (struct stat fst{}; ::stat(failed.c_str(), &fst) == 0 &&
+                         nanoseconds(fst.st_mtim) >= std::chrono::nanoseconds(wall).count()) {
+    const std::string why = read_regular_file(failed, 1 << 16);
+    const int code = std::atoi(why.c_str());
+    throw Error(code > 0 ? static_cast<ExitCode>(code) : ExitCode::kCantCreate,
+                "another process's copy on " + r.node + " failed while this one waited for it: " +
+                    why.substr(std::min(why.size(), why.find(' ') + 1)));
+  }
+  if (complete_copy(base, files)) {
+    spdlog::info("dataset: the copy of {} on {} is already here ({}): reading {}", source_dir, r.node,
+                 gib(r.bytes), base);
+  } else {
+    try {
+      copy_dataset(r, scratch, folder, files);
+    } catch (const Error& e) {
+      try {
+        write_file_atomic(failed, std::to_string(to_int(e.code())) + " " + e.what());
+      } catch (const Error&) {
+      }
+      throw;
+    }
+    ::unlink(failed.c_str());
   }
   // Held before the copy lock is let go: a process that would remove the copy takes the copy lock first.
   staged.use_fd_ = lock(staged.use_lock_, LOCK_SH);
@@ -364,16 +440,28 @@ bool StagedDataset::release(bool remove) {
   if (use_fd_ < 0) return false;
   FileDescriptor use(std::exchange(use_fd_, -1));
   if (!remove) return false;
-  FileDescriptor copy_lock(lock(copy_lock_, LOCK_EX));
-  // Only when no other process holds the copy shared; a failed attempt lets ours go before the copy lock,
-  // so the last holder of the node always succeeds.
-  if (::flock(use.get(), LOCK_EX | LOCK_NB) != 0) {
-    ::close(use.release());
+  // The stage succeeded: nothing here may fail it; what cannot be removed is said and left.
+  try {
+    FileDescriptor copy_lock(lock(copy_lock_, LOCK_EX));
+    // Only when no other process holds the copy shared; a failed attempt lets ours go before the copy lock,
+    // so the last holder of the node always succeeds.
+    if (::flock(use.get(), LOCK_EX | LOCK_NB) != 0) {
+      ::close(use.release());
+      return false;
+    }
+    std::error_code ec;
+    fs::remove_all(report_.dir, ec);
+    if (ec) {
+      spdlog::warn("dataset: cannot remove the staged copy {} on {}: {}", report_.dir, report_.node,
+                   ec.message());
+      return false;
+    }
+    spdlog::info("dataset: removed the staged copy {} on {}", report_.dir, report_.node);
+    return true;
+  } catch (const Error& e) {
+    spdlog::warn("dataset: the staged copy {} on {} is left: {}", report_.dir, report_.node, e.what());
     return false;
   }
-  remove_copies(report_.dir);
-  spdlog::info("dataset: removed the staged copy {} on {}", report_.dir, report_.node);
-  return true;
 }
 
 }  // namespace pcdino

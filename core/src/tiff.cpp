@@ -91,13 +91,20 @@ void memory_unmap(thandle_t, void*, toff_t) {}
 // Files up to this size are read whole (one read); larger ones are memory-mapped by libtiff.
 constexpr off_t kReadWholeBytes = off_t{64} << 20;
 
+TIFF* open_memory(const std::string& name, MemoryFile& memory) {
+  return TIFFClientOpen(name.c_str(), "r", &memory, memory_read, memory_write, memory_seek, memory_close,
+                        memory_size, memory_map, memory_unmap);
+}
+
 // Opens `path` for reading: small regular files from memory (`memory` keeps their bytes), others mapped.
-// Returns null when libtiff cannot read it (the caller says why).
-TIFF* open_for_reading(const std::string& path, MemoryFile& memory) {
+// `file_bytes` receives the file's size. Returns null when libtiff cannot read it (the caller says why).
+TIFF* open_for_reading(const std::string& path, MemoryFile& memory, double& file_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return nullptr;
   struct stat st {};
-  bool whole = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= kReadWholeBytes;
+  const bool known = ::fstat(fd, &st) == 0;
+  file_bytes = known ? static_cast<double>(st.st_size) : 0;
+  bool whole = known && S_ISREG(st.st_mode) && st.st_size <= kReadWholeBytes;
   if (whole) {
     memory.bytes.resize(static_cast<std::size_t>(st.st_size));
     std::size_t done = 0;
@@ -111,8 +118,8 @@ TIFF* open_for_reading(const std::string& path, MemoryFile& memory) {
   }
   ::close(fd);
   if (!whole) return TIFFOpen(path.c_str(), "r");
-  return TIFFClientOpen(path.c_str(), "r", &memory, memory_read, memory_write, memory_seek, memory_close,
-                        memory_size, memory_map, memory_unmap);
+  file_bytes = static_cast<double>(memory.bytes.size());
+  return open_memory(path, memory);
 }
 
 [[noreturn]] void tiff_fail(const std::string& path, const std::string& what) {
@@ -123,6 +130,18 @@ TIFF* open_for_reading(const std::string& path, MemoryFile& memory) {
 
 // A corrupt header must not make us allocate gigabytes: 1 GiB of pixels is far beyond any image here.
 constexpr double kMaxImageBytes = static_cast<double>(1u << 30);
+// Nor a small file claim a large image: uncompressed, a file holds its pixels; compressed, no codec libtiff
+// reads makes more than this many bytes of one (PackBits 64, deflate about 1,032, LZW's 12-bit codes about
+// 2,730; zstd and LZMA can on a constant image, which no microscope writes).
+constexpr double kMaxCompressionRatio = 4096;
+
+// The most pixel bytes the current page of a file of `file_bytes` can hold.
+double max_pixel_bytes(TIFF* tif, double file_bytes) {
+  uint16_t compression = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+  return std::min(kMaxImageBytes,
+                  file_bytes * (compression == COMPRESSION_NONE ? 1.0 : kMaxCompressionRatio));
+}
 
 // "page N: " before what is wrong with a page other than the first (a one-page file's messages stay as they
 // were).
@@ -173,7 +192,7 @@ std::size_t page_bytes(const tiff::PageShape& p) {
 
 // The current page (page `index`) in its storage order ([H, W, S] contiguous, [S, H, W] planar) into `dst`.
 void read_page(TIFF* tif, const std::string& path, const tiff::PageShape& page, std::size_t index,
-               std::uint8_t* dst) {
+               std::uint8_t* dst, double file_bytes) {
   const std::string where = page_prefix(index);
   const std::size_t ps = pixel_size(page.type), spp = std::size_t(page.samples);
   const auto width = static_cast<uint32_t>(page.width), height = static_cast<uint32_t>(page.height);
@@ -183,7 +202,11 @@ void read_page(TIFF* tif, const std::string& path, const tiff::PageShape& page, 
     uint32_t tw = 0, th = 0;
     TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw);
     TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
-    std::vector<std::uint8_t> tile(static_cast<std::size_t>(std::max<tmsize_t>(0, TIFFTileSize(tif))));
+    const tmsize_t tile_bytes = TIFFTileSize(tif);
+    if (static_cast<double>(tile_bytes) > max_pixel_bytes(tif, file_bytes))
+      tiff_fail(path, where + "implausible tile size " + std::to_string(tw) + "x" + std::to_string(th) +
+                          " for a file of " + std::to_string(static_cast<long long>(file_bytes)) + " bytes");
+    std::vector<std::uint8_t> tile(static_cast<std::size_t>(std::max<tmsize_t>(0, tile_bytes)));
     if (tw == 0 || th == 0 || tile.size() < std::size_t(tw) * th * spp * ps) {
       tiff_fail(path, where + "unsupported tile layout (subsampled or malformed tiles)");
     }
@@ -271,15 +294,11 @@ RawImage to_hwc(const std::vector<tiff::Axis>& axes, PixelType type, std::vector
 
 namespace tiff {
 
-RawImage read(const std::string& path, std::string* layout) {
-  tiff_last_error.clear();
-  MemoryFile memory;
-  TiffPtr tif(open_for_reading(path, memory));
-  if (!tif) {
-    if (access(path.c_str(), R_OK) != 0)
-      throw NoInputError(path + ": cannot open image: " + std::strerror(errno));
-    tiff_fail(path, "not a readable TIFF file");
-  }
+namespace {
+
+// The image of an open TIFF of `file_bytes` bytes, named `path` in messages.
+RawImage read_open(TIFF* tif_handle, const std::string& path, double file_bytes, std::string* layout) {
+  TiffPtr tif(tif_handle);
   const PageShape page = page_shape(tif.get(), path, 0);
   char* text = nullptr;
   const std::string description =
@@ -305,18 +324,49 @@ RawImage read(const std::string& path, std::string* layout) {
                     "); pcdino reads pages of one shape that form one image, or a one-page TIFF");
   }
   const Stacking stacking = plan_stacking(path, page, count, description);
-  if (static_cast<double>(page_bytes(page)) * static_cast<double>(stacking.pages.size()) > kMaxImageBytes) {
+  const double claimed = static_cast<double>(page_bytes(page)) * static_cast<double>(stacking.pages.size());
+  if (claimed > kMaxImageBytes) {
     tiff_fail(path, "implausible image size: " + std::to_string(stacking.pages.size()) + " pages of " +
                         page.text() + " (more than 1 GiB of pixels)");
+  }
+  if (!TIFFSetDirectory(tif.get(), 0)) tiff_fail(path, "cannot read page 0");
+  if (claimed > max_pixel_bytes(tif.get(), file_bytes)) {  // before allocating what the header claims
+    tiff_fail(path, "implausible image size: " + std::to_string(stacking.pages.size()) + " page(s) of " +
+                        page.text() + " in a file of " + std::to_string(static_cast<long long>(file_bytes)) +
+                        " bytes (truncated, or a corrupt header)");
   }
   std::vector<std::uint8_t> data(page_bytes(page) * stacking.pages.size());
   for (std::size_t k = 0; k < stacking.pages.size(); ++k) {
     if (!TIFFSetDirectory(tif.get(), static_cast<tdir_t>(stacking.pages[k])))
       tiff_fail(path, "cannot read page " + std::to_string(stacking.pages[k]));
-    read_page(tif.get(), path, page, stacking.pages[k], data.data() + k * page_bytes(page));
+    read_page(tif.get(), path, page, stacking.pages[k], data.data() + k * page_bytes(page), file_bytes);
   }
   if (layout != nullptr) *layout = stacking.layout;
   return to_hwc(stacking.axes, page.type, std::move(data));
+}
+
+}  // namespace
+
+RawImage read(const std::string& path, std::string* layout) {
+  tiff_last_error.clear();
+  MemoryFile memory;
+  double file_bytes = 0;
+  TIFF* tif = open_for_reading(path, memory, file_bytes);
+  if (!tif) {
+    if (access(path.c_str(), R_OK) != 0)
+      throw NoInputError(path + ": cannot open image: " + std::strerror(errno));
+    tiff_fail(path, "not a readable TIFF file");
+  }
+  return read_open(tif, path, file_bytes, layout);
+}
+
+RawImage read_bytes(const std::string& bytes, const std::string& name, std::string* layout) {
+  tiff_last_error.clear();
+  MemoryFile memory;
+  memory.bytes.assign(bytes.begin(), bytes.end());
+  TIFF* tif = open_memory(name, memory);
+  if (!tif) tiff_fail(name, "not a readable TIFF file");
+  return read_open(tif, name, static_cast<double>(bytes.size()), layout);
 }
 
 }  // namespace tiff

@@ -57,4 +57,8 @@ Stacking plan_stacking(const std::string& path, const PageShape& page, std::size
 /// were stacked. Throws NoInputError if it cannot be opened, DataError (naming the file) otherwise.
 RawImage read(const std::string& path, std::string* layout);
 
+/// read() of a TIFF held in memory (`bytes`, named `name` in messages): the fuzz target's way in. Throws
+/// DataError naming `name`.
+RawImage read_bytes(const std::string& bytes, const std::string& name, std::string* layout);
+
 }  // namespace pcdino::tiff

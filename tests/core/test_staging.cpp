@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -145,17 +146,78 @@ TEST_F(Staging, RefusesClassFoldersAMissingScratchAndAFolderOthersCanEnter) {
   EXPECT_EQ(open.substr(0, 3), "73 ") << open;
   EXPECT_NE(open.find("mode 0777"), std::string::npos) << open;
   fs::remove(user);
+  // A link to a folder of the user's own, as another user could plant: not followed.
+  fs::create_directories(d / "elsewhere");
+  fs::permissions(d / "elsewhere", fs::perms::owner_all);
   fs::create_directory_symlink(d / "elsewhere", user);
-  EXPECT_NE(message_of([&] { StagedDataset::stage(source, d / "scratch"); }).find("not a folder"),
+  EXPECT_NE(message_of([&] { StagedDataset::stage(source, d / "scratch"); }).find("is not a folder"),
             std::string::npos);
+  EXPECT_TRUE(fs::is_empty(d / "elsewhere"));
   fs::remove(user);
-  if (::geteuid() == 0) {  // another user's folder (root can make one)
+  // A scratch folder others can write without the sticky bit: ours could be swapped for theirs.
+  fs::permissions(d / "scratch", fs::perms::all);
+  const std::string open_scratch = message_of([&] { StagedDataset::stage(source, d / "scratch"); });
+  EXPECT_NE(open_scratch.find("can be written by other users (mode 0777) and has no sticky bit"),
+            std::string::npos)
+      << open_scratch;
+  fs::permissions(d / "scratch", fs::perms::all | fs::perms::sticky_bit);
+  EXPECT_NO_THROW(StagedDataset::stage(source, d / "scratch").release(true)) << "mode 1777, as /tmp";
+  if (::geteuid() == 0) {  // another user's folder, made first (root can make one): read in place
+    fs::remove_all(user);
     fs::create_directories(user);
     fs::permissions(user, fs::perms::owner_all);
     ASSERT_EQ(::chown(user.c_str(), 65534, 65534), 0);
-    const std::string theirs = message_of([&] { StagedDataset::stage(source, d / "scratch"); });
-    EXPECT_NE(theirs.find("not this user's own (uid 65534"), std::string::npos) << theirs;
+    StagedDataset theirs = StagedDataset::stage(source, d / "scratch");
+    EXPECT_TRUE(theirs.report().in_place);
+    EXPECT_EQ(theirs.dir(), source);
+    EXPECT_FALSE(theirs.release(true));
+    EXPECT_TRUE(fs::is_empty(user));
   }
+}
+
+TEST_F(Staging, ProcessesOfANodeCopyOnceAndTheLastToFinishRemovesTheCopy) {
+  TempDir d;
+  const std::string source = packed_dataset(d);
+  fs::create_directories(d / "scratch");
+  constexpr int kProcesses = 4;  // the ranks of one node
+  std::vector<pid_t> children;
+  for (int i = 0; i < kProcesses; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int code = 0;
+      try {
+        StagedDataset s = StagedDataset::stage(source, d / "scratch");
+        code |= s.report().copied ? 1 : 0;
+        test::write_text(d / ("ready/" + std::to_string(i)), "");
+        // Every process holds the copy before any lets go, as the ranks of a job do.
+        for (int wait = 0; wait < 6000; ++wait) {
+          std::size_t ready = 0;
+          for ([[maybe_unused]] const auto& f : fs::directory_iterator(d / "ready")) ++ready;
+          if (ready == kProcesses) break;
+          ::usleep(10000);
+        }
+        code |= s.release(true) ? 2 : 0;
+      } catch (...) {
+        code = 64;
+      }
+      ::_exit(code);
+    }
+    children.push_back(pid);
+  }
+  int copied = 0, removed = 0;
+  for (const pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_NE(WEXITSTATUS(status), 64) << "a process failed to stage";
+    copied += WEXITSTATUS(status) & 1;
+    removed += (WEXITSTATUS(status) & 2) >> 1;
+  }
+  EXPECT_EQ(copied, 1) << "one copier per node";
+  EXPECT_EQ(removed, 1) << "the last holder removes the copy";
+  for (const auto& entry : fs::directory_iterator(d / ("scratch/pcdino-" + std::to_string(::geteuid()))))
+    EXPECT_FALSE(entry.is_directory()) << entry.path() << " is left";
 }
 
 TEST_F(Staging, AScratchTooSmallIsRefusedWithBothSizes) {

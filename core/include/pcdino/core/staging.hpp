@@ -29,6 +29,9 @@ struct StageReport {
   std::uint64_t bytes = 0;  ///< bytes of the dataset's files (pack.json and its shards)
   double copy_seconds = 0;  ///< time to copy and verify (0 when reused)
   double wait_seconds = 0;  ///< time spent waiting for another process's copy
+  /// The user's folder in the scratch folder belongs to another user (who made it first): nothing is
+  /// staged, `dir` is the source, read in place (a warning says so).
+  bool in_place = false;
 };
 
 /// A copy of a packed dataset on this node, held (shared) while the object lives. Move-only.
@@ -41,9 +44,12 @@ class StagedDataset {
   /// page cache and reads it back: a copy whose SHA-256 differs from the source's is removed and refused.
   /// Throws ConfigError if `source_dir` is not a packed dataset (class folders are not staged: `pcdino
   /// dataset pack` them) or `scratch` is not an absolute path; CantCreateError if `scratch` does not exist,
-  /// the user's folder there is another user's or open to others, or the free space there is less than the
-  /// dataset (both sizes and the node named); NoInputError for a source file that cannot be read; DataError
-  /// for a copy that does not match its source (naming the file).
+  /// others can write it and it has no sticky bit, the user's folder there is open to others, or the free
+  /// space there is less than the dataset (both sizes and the node named); NoInputError for a source file
+  /// that cannot be read; DataError for a copy that does not match its source, or a source that changed
+  /// while it was copied (naming the file). Processes that waited for a copier that failed throw its error.
+  /// The locks are flock(2)s: the scratch folder must be a local filesystem (NFS emulates them per
+  /// process, Lustre mounted without -o flock refuses them).
   static StagedDataset stage(const std::string& source_dir, const std::string& scratch);
 
   StagedDataset(StagedDataset&& other) noexcept;
