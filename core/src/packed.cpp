@@ -249,6 +249,26 @@ struct PackedReader::State {
   std::vector<Shard> shards;
 };
 
+namespace {
+
+// A manifest's counts and sides: whole JSON numbers in [low, high] (a number too large for its C++ type,
+// or a fraction, is a corrupt manifest, not undefined behaviour in the conversion).
+constexpr long long kMaxSide = 1 << 20;
+constexpr long long kMaxRows = 1LL << 40;
+
+long long whole_number(const nlohmann::json& object, const char* key, const std::string& manifest,
+                       long long low, long long high) {
+  const nlohmann::json& v = object.at(key);
+  if (!v.is_number_integer() || v.get<long long>() < low || v.get<long long>() > high ||
+      (v.is_number_unsigned() && v.get<unsigned long long>() > static_cast<unsigned long long>(high))) {
+    throw DataError(manifest + ": \"" + key + "\" is " + v.dump() + ", not a whole number in [" +
+                    std::to_string(low) + ", " + std::to_string(high) + "]");
+  }
+  return v.get<long long>();
+}
+
+}  // namespace
+
 PackedReader::PackedReader(const std::string& dir) : state_(std::make_unique<State>()) {
   State& st = *state_;
   st.dir = dir;
@@ -261,17 +281,17 @@ PackedReader::PackedReader(const std::string& dir) : state_(std::make_unique<Sta
     if (m.at("format") != "pcdino-pack" || m.at("version") != 1) {
       throw DataError(manifest_path + ": not a pcdino pack manifest of version 1");
     }
-    st.height = m.at("height");
-    st.width = m.at("width");
-    st.channels = m.at("channels");
+    st.height = static_cast<int>(whole_number(m, "height", manifest_path, 1, kMaxSide));
+    st.width = static_cast<int>(whole_number(m, "width", manifest_path, 1, kMaxSide));
+    st.channels = static_cast<int>(whole_number(m, "channels", manifest_path, 1, kMaxSide));
     st.type = parse_pixel_type(m.at("pixel_type"), manifest_path);
     st.classes = m.at("classes").get<std::vector<std::string>>();
     st.channel_names = m.value("channel_names", std::vector<std::string>{});
-    m.at("num_images").get<std::size_t>();
+    whole_number(m, "num_images", manifest_path, 0, kMaxRows);
     for (const auto& s : m.at("shards")) {
       s.at("file").get<std::string>();
-      s.at("first").get<std::size_t>();
-      s.at("count").get<std::size_t>();
+      whole_number(s, "first", manifest_path, 0, kMaxRows);
+      whole_number(s, "count", manifest_path, 0, kMaxRows);
     }
   } catch (const nlohmann::json::exception& e) {
     throw DataError(manifest_path + ": malformed manifest: " + e.what());

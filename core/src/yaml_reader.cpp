@@ -16,11 +16,22 @@ std::string location(const std::string& source, const YAML::Mark& m) {
   return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
 }
 
+// A document's nesting and size as the walks below meet it. An alias that names an enclosing anchor makes
+// yaml-cpp's tree a cycle (`a: &a [*a]`), and aliases of aliases grow it exponentially (the "billion
+// laughs"): neither is a configuration, and a walk over either would not end.
+constexpr int kMaxDepth = 64;
+constexpr std::size_t kMaxNodes = 1000000;
+
 // yaml-cpp keeps both entries of a key written twice and answers lookups with the first, while other
 // readers (PyYAML, hence ParallelCluster) take the last: a file that says a key twice is refused.
-void refuse_duplicate_keys(const YAML::Node& node, const std::string& source) {
+void refuse_duplicate_keys(const YAML::Node& node, const std::string& source, int depth, std::size_t& nodes) {
+  if (depth > kMaxDepth || ++nodes > kMaxNodes) {
+    throw ConfigError(location(source, node.Mark()) + ": nested deeper than " + std::to_string(kMaxDepth) +
+                      " levels or more than " + std::to_string(kMaxNodes) +
+                      " values with its aliases expanded (an alias inside its own anchor?)");
+  }
   if (node.IsSequence()) {
-    for (const auto& item : node) refuse_duplicate_keys(item, source);
+    for (const auto& item : node) refuse_duplicate_keys(item, source, depth + 1, nodes);
   } else if (node.IsMap()) {
     std::map<std::string, YAML::Mark> seen;
     for (const auto& kv : node) {
@@ -31,10 +42,17 @@ void refuse_duplicate_keys(const YAML::Node& node, const std::string& source) {
                             "' appears twice in this mapping (first at line " +
                             std::to_string(first->second.line + 1) + ")");
         }
+      } else {
+        refuse_duplicate_keys(kv.first, source, depth + 1, nodes);
       }
-      refuse_duplicate_keys(kv.second, source);
+      refuse_duplicate_keys(kv.second, source, depth + 1, nodes);
     }
   }
+}
+
+void refuse_duplicate_keys(const YAML::Node& node, const std::string& source) {
+  std::size_t nodes = 0;
+  refuse_duplicate_keys(node, source, 0, nodes);
 }
 
 }  // namespace

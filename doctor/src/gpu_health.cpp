@@ -113,6 +113,13 @@ std::string decode_kmsg(const std::string& text) {
 // Documentation/ABI/testing/dev-kmsg; printk.c devkmsg_write). FLAGS '+' is a fragment that continues the
 // record before it, mid-line (kernels 3.5 to 4.x, printk.c devkmsg_read). dmesg's lines lose the facility:
 // their message follows an optional "[  123.456789] ".
+// A count that a tool or the driver prints: its digits as an int, or nullopt when there are more than an int
+// holds (no driver prints such a number: the line is not what it seems).
+std::optional<int> small_count(const std::string& digits) {
+  if (digits.empty() || digits.size() > 9) return std::nullopt;
+  return std::stoi(digits);
+}
+
 std::optional<std::string> kernel_message(const std::string& line) {
   static const std::regex record(R"(^([0-9]{1,4}),[0-9]+,[0-9]+,([^;,]*)[^;]*;)");
   static const std::regex stamp(R"(^\[\s*[0-9]+\.[0-9]+\] ?)");
@@ -158,7 +165,7 @@ std::vector<XidEvent> parse_xids(const std::string& log) {
       std::string message = m[3].str();
       std::smatch p;
       if (std::regex_search(message, p, pid_name)) message = p.suffix().str();
-      events.push_back({m[1].str(), std::stoi(m[2].str()), trim(message)});
+      if (const auto number = small_count(m[2].str())) events.push_back({m[1].str(), *number, trim(message)});
     } else if (std::regex_search(*text, m, off_bus, at_start) ||
                std::regex_search(*text, m, off_bus_osapi, at_start)) {
       // The same fault as its Xid 79 line when the driver printed both: counted once per GPU.
@@ -355,7 +362,8 @@ std::vector<NvlinkLinks> parse_nvlink_status(const std::string& out) {
       gpus.push_back({m[1].str(), 0, {}});
     } else if (std::regex_search(line, m, link) && !gpus.empty()) {
       gpus.back().links++;
-      if (m[2].str().find("inactive") != std::string::npos) gpus.back().inactive.push_back(std::stoi(m[1]));
+      const auto number = small_count(m[1].str());
+      if (number && m[2].str().find("inactive") != std::string::npos) gpus.back().inactive.push_back(*number);
     }
   }
   return gpus;

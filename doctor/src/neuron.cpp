@@ -114,7 +114,13 @@ Check judge_neuron(const VendorNode& node, const std::string& instance_type) {
 double parse_nccom_busbw(const std::string& output) {
   static const std::regex average(R"(Avg bus bandwidth:\s*([0-9.]+)\s*GB/s)");
   std::smatch m;
-  if (std::regex_search(output, m, average)) return std::stod(m[1]);
+  if (std::regex_search(output, m, average)) {
+    try {
+      return std::stod(m[1]);
+    } catch (const std::exception&) {  // "1e999": out of range; a lone ".": no number
+      throw DataError("nccom-test printed a bus bandwidth that is not a number: '" + m[1].str() + "'");
+    }
+  }
   // The table: size(B) count(elems) type time(us) algbw(GB/s) busbw(GB/s) [algorithm].
   std::istringstream in(output);
   std::string line;

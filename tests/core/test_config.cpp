@@ -91,6 +91,23 @@ std::string error_of(const std::string& yaml, const std::vector<ConfigOverride>&
   return "(no error)";
 }
 
+// Found by scripts/fuzz yaml (core/fuzz/corpus/yaml/crash-alias-in-its-own-anchor): an alias inside its own
+// anchor made yaml-cpp's tree a cycle and the duplicate-key walk recursed until the stack ran out.
+TEST(Config, AnAliasInsideItsOwnAnchorIsRefusedNotFollowed) {
+  try {
+    parse_config("meta: &m\n  name_of_run: x\n  other: *m\n", "p.yaml");
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("an alias inside its own anchor"), std::string::npos) << e.what();
+  }
+  // The billion laughs: each level doubles the values an expanded walk meets.
+  std::string laughs = "l0: &l0 [x, x]\n";
+  for (int i = 1; i < 30; ++i)
+    laughs += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [*l" + std::to_string(i - 1) + ", *l" +
+              std::to_string(i - 1) + "]\n";
+  EXPECT_THROW(parse_config(laughs, "p.yaml"), ConfigError);
+}
+
 TEST(Config, ReadsTheWorkshopFile) {
   const PipelineConfig c = parse_config(kWorkshopYaml, "scDINO_full_pipeline.yaml");
   EXPECT_EQ(c.meta.dataset_dir, "/fsx/DeepPhenotype_PBMC_ImageSet_YSeverin/Training");

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "../lib/temp_dir.hpp"
 #include "pcdino/core/config.hpp"
@@ -102,6 +104,37 @@ TEST(Dataset, PackRoundTripIsBitIdentical) {
   EXPECT_THROW(pack_dataset(folders, d / "packed", options), CantCreateError);
   options.overwrite = true;
   EXPECT_NO_THROW(pack_dataset(folders, d / "packed", options));
+}
+
+// Found by scripts/fuzz pack (core/fuzz/corpus/pack/crash-height-beyond-int.json): a side too large for an
+// int was converted to one (undefined behaviour) before any check.
+TEST(Dataset, APackManifestsNumbersAreWholeAndInRange) {
+  TempDir d;
+  put(d / "src/a/1.tif", 1);
+  pack_dataset(Dataset::open(d / "src", 0), d / "packed", {});
+  const std::string manifest = d / "packed/pack.json";
+  std::string text;
+  {
+    std::ifstream in(manifest);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"\"height\": 4", "\"height\": 6.6e23"},
+           {"\"height\": 4", "\"height\": 4.5"},
+           {"\"num_images\": 1", "\"num_images\": -1"},
+           {"\"count\": 1", "\"count\": 18446744073709551615"}}) {
+    const auto at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from << " in " << text;
+    test::write_text(manifest, text.substr(0, at) + to + text.substr(at + from.size()));
+    try {
+      Dataset::open(d / "packed", 0);
+      FAIL() << to << " accepted";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find("not a whole number in ["), std::string::npos)
+          << to << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find(manifest), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Dataset, PackRefusesMixedShapesNamingBothFiles) {

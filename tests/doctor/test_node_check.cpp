@@ -31,6 +31,19 @@ std::string fixture(const std::string& name) {
   return read_file(std::string(PCDINO_SOURCE_DIR) + "/tests/doctor/fixtures/nvidia/" + name, "fixture");
 }
 
+// Found by scripts/fuzz probes (doctor/fuzz/corpus/probes/crash-xid-beyond-int): an Xid number longer than an
+// int threw std::out_of_range out of the node check, which runs as root in every prolog.
+TEST(GpuXid, ANumberNoDriverPrintsIsNoXidAndNoCrash) {
+  const std::string log =
+      "3,1181,3801140022,-;NVRM: Xid (PCI:0000:3b:00): 99999999999999999999, pid=1, x\n"
+      "3,1182,3801140023,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n";
+  std::vector<XidEvent> events;
+  ASSERT_NO_THROW(events = parse_xids(log));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].xid, 79);
+  EXPECT_NO_THROW(parse_nvlink_status("GPU 0: H100\n\tLink 99999999999999: <inactive>\n"));
+}
+
 TEST(GpuXid, AFallenGpuInTheKernelLogDrainsForAReboot) {
   // /dev/kmsg records of driver 560: the UUID line, the Xid and osinit.c's own line of the same fault.
   const auto events = parse_xids(fixture("kmsg-xid79.txt"));
