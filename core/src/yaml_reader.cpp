@@ -20,7 +20,7 @@ std::string location(const std::string& source, const YAML::Mark& m) {
 // yaml-cpp's tree a cycle (`a: &a [*a]`), and aliases of aliases grow it exponentially (the "billion
 // laughs"): neither is a configuration, and a walk over either would not end.
 constexpr int kMaxDepth = 64;
-constexpr std::size_t kMaxNodes = 1000000;
+constexpr std::size_t kMaxNodes = 100000;
 
 // yaml-cpp keeps both entries of a key written twice and answers lookups with the first, while other
 // readers (PyYAML, hence ParallelCluster) take the last: a file that says a key twice is refused.
