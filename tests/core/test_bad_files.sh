@@ -7,6 +7,7 @@
 source "$(dirname "$0")/../lib/assert.sh"
 source "$(dirname "$0")/../lib/pipeline.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_BUILD_DIR:?}" "${PCDINO_SOURCE_DIR:?}"
+[ -x /usr/bin/time ] || { echo "skipped: no GNU time (/usr/bin/time; scripts/install-deps installs it)"; exit 77; }
 W="$PCDINO_BUILD_DIR/test-work/bad_files"
 rm -rf "$W" && mkdir -p "$W"
 MARGIN_KIB=$((16 * 1024))
