@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "pcdino/core/config.hpp"
 #include "pcdino/core/dataset.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
@@ -293,6 +294,17 @@ void remove_copies(const std::string& base) {
     if (entry.path().filename().string().rfind(prefix, 0) == 0) fs::remove_all(entry.path(), ec);
 }
 
+// The SHA-256 of `path`, read through `buffer`. Throws NoInputError naming the file.
+std::string sha256_of_file(const std::string& path, std::vector<char>& buffer) {
+  FileDescriptor in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (in.get() < 0) throw NoInputError("cannot read '" + path + "': " + system_error());
+  ::posix_fadvise(in.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  Sha256 digest;
+  if (!read_all(in.get(), buffer, [&](const char* data, std::size_t size) { digest.update(data, size); }))
+    throw NoInputError("cannot read '" + path + "': " + system_error());
+  return digest.hex();
+}
+
 // Copies `files` of the dataset r.source into r.dir (a new copy under a temporary name, renamed when
 // verified), with the copy lock held. Throws as StagedDataset::stage() says.
 void copy_dataset(StageReport& r, const std::string& scratch, const std::string& folder,
@@ -300,63 +312,55 @@ void copy_dataset(StageReport& r, const std::string& scratch, const std::string&
   const std::string& base = r.dir;
   const std::string& source_dir = r.source;
   std::error_code ec;
-  {
-    remove_copies(base);
-    struct statvfs vfs {};
-    if (::statvfs(folder.c_str(), &vfs) != 0)
-      throw CantCreateError("cannot read the free space of '" + folder + "': " + system_error());
-    const std::uint64_t free_bytes = static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-    if (free_bytes < r.bytes) {
-      throw CantCreateError(
-          fmt::format("{}: {} on {} has {} free, the dataset {} needs {}: stage it on a "
-                      "larger disk or leave the key unset to read it in place",
-                      kKey, scratch, r.node, gib(free_bytes), source_dir, gib(r.bytes)));
-    }
-    const auto started = Clock::now();
-    const std::string tmp = base + ".tmp." + std::to_string(::getpid());
-    if (::mkdir(tmp.c_str(), 0700) != 0)
-      throw CantCreateError("cannot create '" + tmp + "': " + system_error());
-    try {
-      std::vector<char> buffer(kChunkBytes);
-      nlohmann::json record = {{"source", source_dir}, {"node", r.node}, {"files", nlohmann::json::array()}};
-      for (const auto& f : files) {
-        const std::string from = source_dir + "/" + f.name, to = tmp + "/" + f.name;
-        const std::string read = copy_file(from, f, to, buffer);
-        const std::string written = sha256_of_file(to);
-        if (written != read) {
-          throw DataError(
-              fmt::format("{}: the copy of '{}' on {} reads back with SHA-256 {}, the source "
-                          "read {}: the local disk is not keeping what is written to it",
-                          kKey, from, r.node, written, read));
-        }
-        record["files"].push_back({{"name", f.name}, {"bytes", f.bytes}, {"sha256", read}});
-      }
-      r.copy_seconds = seconds_since(started);
-      record["seconds"] = r.copy_seconds;
-      write_file_atomic(tmp + "/" + kStageRecord, record.dump(1) + "\n");
-      rename_into_place(tmp, base);
-    } catch (...) {
-      fs::remove_all(tmp, ec);
-      throw;
-    }
-    r.copied = true;
-    spdlog::info("dataset: staged {} on {}: {} in {:.1f} s ({:.0f} MB/s), SHA-256 verified: reading {}",
-                 source_dir, r.node, gib(r.bytes), r.copy_seconds,
-                 static_cast<double>(r.bytes) / 1e6 / std::max(r.copy_seconds, 1e-9), base);
+  remove_copies(base);
+  struct statvfs vfs {};
+  if (::statvfs(folder.c_str(), &vfs) != 0)
+    throw CantCreateError("cannot read the free space of '" + folder + "': " + system_error());
+  const std::uint64_t free_bytes = static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  if (free_bytes < r.bytes) {
+    throw CantCreateError(
+        fmt::format("{}: {} on {} has {} free, the dataset {} needs {}: stage it on a "
+                    "larger disk or leave the key unset to read it in place",
+                    kKey, scratch, r.node, gib(free_bytes), source_dir, gib(r.bytes)));
   }
+  const auto started = Clock::now();
+  const std::string tmp = base + ".tmp." + std::to_string(::getpid());
+  if (::mkdir(tmp.c_str(), 0700) != 0)
+    throw CantCreateError("cannot create '" + tmp + "': " + system_error());
+  try {
+    std::vector<char> buffer(kChunkBytes);
+    nlohmann::json record = {{"source", source_dir}, {"node", r.node}, {"files", nlohmann::json::array()}};
+    for (const auto& f : files) {
+      const std::string from = source_dir + "/" + f.name, to = tmp + "/" + f.name;
+      const std::string read = copy_file(from, f, to, buffer);
+      const std::string written = sha256_of_file(to, buffer);
+      if (written != read) {
+        throw DataError(
+            fmt::format("{}: the copy of '{}' on {} reads back with SHA-256 {}, the source "
+                        "read {}: the local disk is not keeping what is written to it",
+                        kKey, from, r.node, written, read));
+      }
+      record["files"].push_back({{"name", f.name}, {"bytes", f.bytes}, {"sha256", read}});
+    }
+    r.copy_seconds = seconds_since(started);
+    record["seconds"] = r.copy_seconds;
+    write_file_atomic(tmp + "/" + kStageRecord, record.dump(1) + "\n");
+    rename_into_place(tmp, base);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  r.copied = true;
+  spdlog::info("dataset: staged {} on {}: {} in {:.1f} s ({:.0f} MB/s), SHA-256 verified: reading {}",
+               source_dir, r.node, gib(r.bytes), r.copy_seconds,
+               static_cast<double>(r.bytes) / 1e6 / std::max(r.copy_seconds, 1e-9), base);
 }
 
 }  // namespace
 
 std::string sha256_of_file(const std::string& path) {
-  FileDescriptor in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (in.get() < 0) throw NoInputError("cannot read '" + path + "': " + system_error());
-  ::posix_fadvise(in.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   std::vector<char> buffer(kChunkBytes);
-  Sha256 digest;
-  if (!read_all(in.get(), buffer, [&](const char* data, std::size_t size) { digest.update(data, size); }))
-    throw NoInputError("cannot read '" + path + "': " + system_error());
-  return digest.hex();
+  return sha256_of_file(path, buffer);
 }
 
 StagedDataset StagedDataset::stage(const std::string& source_dir, const std::string& scratch) {
@@ -462,6 +466,15 @@ bool StagedDataset::release(bool remove) {
     spdlog::warn("dataset: the staged copy {} on {} is left: {}", report_.dir, report_.node, e.what());
     return false;
   }
+}
+
+MetaConfig meta_with_staged_dataset(const PipelineConfig& config, std::optional<StagedDataset>& staged) {
+  MetaConfig meta = config.meta;
+  if (!config.train.stage_dataset.empty()) {
+    staged.emplace(StagedDataset::stage(meta.dataset_dir, config.train.stage_dataset));
+    meta.dataset_dir = staged->dir();
+  }
+  return meta;
 }
 
 }  // namespace pcdino

@@ -137,12 +137,7 @@ ExtractReport run_extract_stage(const PipelineConfig& config, const MpiWorld& wo
   }
 
   std::optional<StagedDataset> staged;  // train_scDINO.stage_dataset's copy on this node
-  MetaConfig meta = config.meta;
-  if (!config.train.stage_dataset.empty()) {
-    staged.emplace(StagedDataset::stage(meta.dataset_dir, config.train.stage_dataset));
-    meta.dataset_dir = staged->dir();
-  }
-  const Dataset dataset = Dataset::open(meta, world);
+  const Dataset dataset = Dataset::open(meta_with_staged_dataset(config, staged), world);
   const auto images = held_out_images(config, dataset);
   const auto mine = shard(images, world.rank(), world.size());
   const ImageTransform transform{config.selected_channels(), config.meta.center_crop};

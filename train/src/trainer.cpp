@@ -372,12 +372,7 @@ void Training::set_up_device() {
 }
 
 void Training::set_up_data() {
-  MetaConfig meta = c_.meta;
-  if (!c_.train.stage_dataset.empty()) {
-    staged_.emplace(StagedDataset::stage(meta.dataset_dir, c_.train.stage_dataset));
-    meta.dataset_dir = staged_->dir();
-  }
-  ds_.emplace(Dataset::open(meta));
+  ds_.emplace(Dataset::open(meta_with_staged_dataset(c_, staged_)));
   train_ = train_heldout_split(ds_->size(), c_.meta.train_datasetsplit_fraction, c_.meta.seed).train;
   if (rt_.limit_images > 0 && static_cast<std::size_t>(rt_.limit_images) < train_.size())
     train_.resize(rt_.limit_images);

@@ -16,9 +16,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace pcdino {
+
+struct MetaConfig;
+struct PipelineConfig;
 
 /// What stage_dataset() did on this node.
 struct StageReport {
@@ -75,6 +79,11 @@ class StagedDataset {
   std::string use_lock_, copy_lock_;
   int use_fd_ = -1;
 };
+
+/// The pipeline's `meta` as the training and CLS-feature stages read it: with train_scDINO.stage_dataset set,
+/// meta.dataset_dir is this node's copy (StagedDataset::stage(), held in `staged`, which the stage releases
+/// with train_scDINO.keep_staged_dataset when it succeeds); else `config.meta` as it is. Throws as stage().
+MetaConfig meta_with_staged_dataset(const PipelineConfig& config, std::optional<StagedDataset>& staged);
 
 /// The SHA-256 of `path`'s bytes as 64 lowercase hex digits. Throws NoInputError naming the file.
 std::string sha256_of_file(const std::string& path);
