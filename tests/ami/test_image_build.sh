@@ -18,7 +18,7 @@
 # It downloads ~1.5 GB of Debian packages and builds pcdino once more (771 s from nothing on the 2-core
 # machine, 149 s with what it keeps, 2026-11-27), so ctest skips it (exit 77) unless
 # PCDINO_TEST_IMAGE_BUILD=1 (.ci/run sets it). What a later run can reuse is kept outside the build tree, in
-# $PCDINO_IMAGE_CACHE (default /var/cache/pcdino/stacks/image-build, beside scripts/stack's roots), so that
+# $PCDINO_IMAGE_CACHE (default $PCDINO_STACK_CACHE/image-build, beside scripts/stack's roots), so that
 # CI's fresh clone reuses it: the bootstrapped root as a tarball named by its package list (delete it for a
 # fresh root), the root's downloaded .deb files (its /var/cache/apt/archives), and a compiler cache for the
 # script's builds (ccache in the root, CCACHE_DIR there; CMake takes the launcher from the environment, so
@@ -37,7 +37,7 @@ W="$PCDINO_BUILD_DIR/test-work/image_build"
 R="$W/root"
 # The base AMI's stand-ins (Open MPI, libfabric, CPU LibTorch) and the root's compiler cache.
 STAND_INS="ca-certificates libopenmpi-dev openmpi-bin libfabric-dev libtorch-dev libopenblas0-pthread ccache"
-KEEP="${PCDINO_IMAGE_CACHE:-/var/cache/pcdino/stacks/image-build}"
+KEEP="${PCDINO_IMAGE_CACHE:-${PCDINO_STACK_CACHE:-/var/cache/pcdino/stacks}/image-build}"
 CACHE="$KEEP/root-bookworm-$(printf '%s' "$STAND_INS" | sha256sum | cut -c1-12).tar"
 rm -rf "$W" && mkdir -p "$W" "$KEEP/apt-archives" "$KEEP/ccache"
 

@@ -8,7 +8,7 @@ source "$(dirname "$0")/../lib/assert.sh"
 W="$PCDINO_BUILD_DIR/test-work/demo"
 rm -rf "$W" && mkdir -p "$W"
 unset SLURM_CONF
-export PCDINO_DEMO_DIR="$W" PCDINO_DEMO_PER_CLASS=100 PCDINO_DEMO_EPOCHS=6 LOCAL_CLUSTER_DIR="$W/cluster"
+export PCDINO_DEMO_DIR="$W" PCDINO_DEMO_PER_CLASS=100 PCDINO_DEMO_EPOCHS=3 LOCAL_CLUSTER_DIR="$W/cluster"
 export LOCAL_CLUSTER_PORT=${TEST_CLUSTER_PORT:-18617}
 trap '"$PCDINO_SOURCE_DIR/sbatch/local-cluster" down >/dev/null 2>&1' EXIT
 
@@ -32,9 +32,9 @@ train_log=$(cat "$RUN"/logs/train_err_*.err)
 assert_contains "$train_log" "rank 1 of 2 on node2" "training ran on both nodes"
 assert_contains "$train_log" "time_budget_minutes 15, estimate after epoch 1: " \
   "the demo's time budget judged the steps"
-assert_contains "$train_log" " steps (6 epochs, " "PCDINO_DEMO_EPOCHS capped them"
+assert_contains "$train_log" " steps (3 epochs, " "PCDINO_DEMO_EPOCHS capped them"
 assert_contains "$(cat "$W/pipeline.yaml")" "dataset_dir: \"$W/fashion-mnist-100\"" "pipeline.yaml: the dataset filled in"
-assert_contains "$(cat "$W/pipeline.yaml")" "  epochs: 6 " "pipeline.yaml: PCDINO_DEMO_EPOCHS filled in"
+assert_contains "$(cat "$W/pipeline.yaml")" "  epochs: 3 " "pipeline.yaml: PCDINO_DEMO_EPOCHS filled in"
 diff <(grep -Ev '_dir:|^  epochs:' "$W/pipeline.yaml") \
   <(grep -Ev '_dir:|^  epochs:' "$PCDINO_SOURCE_DIR/sbatch/examples/demo.yaml") >/dev/null &&
   pass "pipeline.yaml is demo.yaml with only the folders and the epochs filled in" ||
