@@ -97,7 +97,9 @@ class Reader {
   void reject_unknown(const YAML::Node& node, const std::string& path) const {
     if (!node.IsMap() || leaves_.count(path) != 0) return;
     for (const auto& kv : node) {
-      const std::string key = kv.first.as<std::string>();
+      // A complex key ("? " followed by a mapping or a list) names no setting.
+      if (!kv.first.IsScalar()) fail(kv.first, path, "a key must be a name, got '" + render(kv.first) + "'");
+      const std::string key = kv.first.Scalar();
       const std::string child = join(path, key);
       if (known_.count(child) == 0) {
         fail(kv.first, child, "unknown key" + suggestion(child));
@@ -686,7 +688,8 @@ std::vector<Entry> meta_keys() {
       key("meta.center_crop", PCDINO_MEMBER(meta.center_crop), at_least(0),
           "side in pixels of a centre crop taken from every image first; 0 = none"),
       key("meta.skip_corrupt", PCDINO_MEMBER(meta.skip_corrupt), any_bool(),
-          "skip unreadable images (listed in a report) instead of failing"),
+          "mean/std and training go on past an unreadable image, naming it (mean/std leaves it out; training "
+          "takes another training image in its place) instead of stopping"),
   };
 }
 

@@ -39,6 +39,9 @@ void write_string_dataset(H5::H5File& file, const std::string& name, const std::
 
 std::vector<std::string> read_string_dataset(H5::H5File& file, const std::string& name) {
   H5::DataSet ds = file.openDataSet(name);
+  // The extent is read into one hsize_t: a dataset of another rank would write past it.
+  if (ds.getSpace().getSimpleExtentNdims() != 1)
+    throw H5::DataSetIException("read_string_dataset", "/" + name + " is not 1-dimensional");
   hsize_t n = 0;
   ds.getSpace().getSimpleExtentDims(&n);
   H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -23,9 +25,66 @@ std::string lower_extension(const std::string& path) {
   return ext;
 }
 
+std::uint32_t big_endian(const std::string& b, std::size_t at, int bytes) {
+  std::uint32_t v = 0;
+  for (int k = 0; k < bytes; ++k)
+    v = (v << 8) | static_cast<unsigned char>(b[at + static_cast<std::size_t>(k)]);
+  return v;
+}
+
+// The width x height a PNG's IHDR chunk or a JPEG's start-of-frame marker in `head` claims; 0 when `head`
+// holds neither (OpenCV then decides). PNG: the 8-byte signature, then IHDR's length, type, width, height
+// (PNG 1.2, section 11.2.2). JPEG: markers FF xx from SOI on, each but the standalone ones with a 2-byte
+// length, until a SOFn (C0-CF but DHT C4, JPG C8, DAC CC) whose height and width follow its precision
+// (ITU T.81, B.2.2).
+std::uint64_t claimed_pixels(const std::string& head) {
+  if (head.size() >= 24 && head.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0 && head.compare(12, 4, "IHDR") == 0)
+    return std::uint64_t{big_endian(head, 16, 4)} * big_endian(head, 20, 4);
+  if (head.size() < 4 || big_endian(head, 0, 2) != 0xFFD8) return 0;
+  for (std::size_t i = 2; i + 4 <= head.size();) {
+    if (static_cast<unsigned char>(head[i]) != 0xFF) return 0;
+    const auto marker = static_cast<unsigned char>(head[i + 1]);
+    if (marker == 0xFF) {  // a fill byte
+      ++i;
+      continue;
+    }
+    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD9)) {  // TEM, RSTn, SOI, EOI: no length
+      i += 2;
+      continue;
+    }
+    const bool sof = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
+    if (sof)
+      return i + 9 <= head.size() ? std::uint64_t{big_endian(head, i + 5, 2)} * big_endian(head, i + 7, 2)
+                                  : 0;
+    i += 2 + big_endian(head, i + 2, 2);
+  }
+  return 0;
+}
+
+// A PNG or JPEG whose header claims more pixels than its file could hold compressed is refused before
+// OpenCV allocates them (a 1 KiB file claiming 30000 x 30000 px). The bound is the TIFF reader's for
+// compressed data (tiff.cpp): 4096 times the file's size, with 4 channels of 2 bytes a pixel; deflate holds
+// at most ~1032:1 and a JPEG of one colour ~200:1.
+void check_claimed_size(const std::string& path) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) return;  // OpenCV says why it cannot read it
+  std::string head(static_cast<std::size_t>(std::min<std::uintmax_t>(size, 1u << 20)), '\0');
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    head.resize(std::fread(head.data(), 1, head.size(), f));
+    std::fclose(f);
+  }
+  const std::uint64_t pixels = claimed_pixels(head);
+  if (pixels > std::max<std::uint64_t>(size, 1) * 4096 / 8) {
+    throw DataError(path + ": its header claims " + std::to_string(pixels) + " pixels, more than a file of " +
+                    std::to_string(size) + " bytes can hold (truncated or corrupt)");
+  }
+}
+
 RawImage read_with_opencv(const std::string& path) {
   if (access(path.c_str(), R_OK) != 0)
     throw NoInputError(path + ": cannot open image: " + std::strerror(errno));
+  check_claimed_size(path);
   cv::Mat mat = cv::imread(path, cv::IMREAD_UNCHANGED);
   if (mat.empty()) throw DataError(path + ": cannot decode image (truncated, corrupt or unknown format)");
   if (mat.channels() == 3) cv::cvtColor(mat, mat, cv::COLOR_BGR2RGB);

@@ -2,8 +2,12 @@
 
 #include <H5Cpp.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "pcdino/core/error.hpp"
@@ -17,12 +21,50 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_string_attribute(H5::H5File& file, const std::string& name) {
-  if (!file.attrExists(name)) return "";
+// A root attribute `name` of `path`: absent, or one value (a list would be read past its one-value buffer).
+std::optional<H5::Attribute> single_attribute(H5::H5File& file, const std::string& path,
+                                              const std::string& name) {
+  if (!file.attrExists(name)) return std::nullopt;
   H5::Attribute a = file.openAttribute(name);
+  if (a.getSpace().getSimpleExtentNpoints() != 1)
+    throw DataError(path + ": attribute '" + name + "' holds " +
+                    std::to_string(a.getSpace().getSimpleExtentNpoints()) + " values, not one");
+  return a;
+}
+
+std::string read_string_attribute(H5::H5File& file, const std::string& path, const std::string& name) {
+  std::optional<H5::Attribute> a = single_attribute(file, path, name);
+  if (!a) return "";
+  if (a->getTypeClass() != H5T_STRING) throw DataError(path + ": attribute '" + name + "' is not a string");
   std::string value;
-  a.read(a.getStrType(), value);
+  a->read(a->getStrType(), value);
   return value;
+}
+
+// How many times its file's size a dataset's values may claim: a chunk compressed with deflate holds at
+// most ~1032 times its size (the TIFF reader's bound, core/src/tiff.cpp, allows the same 4096).
+constexpr std::uint64_t kMaxExpansion = 4096;
+
+// The dimensions of dataset `name` of `path`, which must have `rank` of them and claim at most `limit`
+// bytes as values of `element_bytes` each; checked before anything of that size is allocated (a
+// well-formed file can claim 2^40 values in a few bytes of chunks never written).
+std::vector<hsize_t> checked_dims(const H5::DataSet& ds, const std::string& path, const std::string& name,
+                                  int rank, std::uint64_t element_bytes, std::uint64_t limit) {
+  const H5::DataSpace space = ds.getSpace();
+  if (space.getSimpleExtentNdims() != rank)
+    throw DataError(path + ": /" + name + " has " + std::to_string(space.getSimpleExtentNdims()) +
+                    " dimensions, not " + std::to_string(rank));
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  space.getSimpleExtentDims(dims.data());
+  std::uint64_t bytes = element_bytes;
+  for (hsize_t d : dims) {
+    if (d != 0 && bytes > limit / d) {
+      throw DataError(path + ": /" + name + " claims more than " + std::to_string(limit) +
+                      " bytes of values, " + std::to_string(kMaxExpansion) + " times the file's size");
+    }
+    bytes *= d;
+  }
+  return dims;
 }
 
 void write_int_attribute(H5::H5File& file, const std::string& name, int value) {
@@ -30,10 +72,11 @@ void write_int_attribute(H5::H5File& file, const std::string& name, int value) {
       .write(H5::PredType::NATIVE_INT32, &value);
 }
 
-int read_int_attribute(H5::H5File& file, const std::string& name, int fallback) {
-  if (!file.attrExists(name)) return fallback;
+int read_int_attribute(H5::H5File& file, const std::string& path, const std::string& name, int fallback) {
+  std::optional<H5::Attribute> a = single_attribute(file, path, name);
+  if (!a) return fallback;
   int value = fallback;
-  file.openAttribute(name).read(H5::PredType::NATIVE_INT32, &value);
+  a->read(H5::PredType::NATIVE_INT32, &value);
   return value;
 }
 
@@ -101,6 +144,8 @@ FeatureSet read_features(const std::string& path) {
     throw NoInputError("'" + path + "' does not exist (run `pcdino extract` first)");
   }
   FeatureSet set;
+  std::error_code size_error;
+  const std::uint64_t limit = std::max<std::uint64_t>(fs::file_size(path, size_error), 1) * kMaxExpansion;
   std::lock_guard<std::mutex> lock(hdf5_mutex());
   std::string current = "features";
   try {
@@ -111,35 +156,43 @@ FeatureSet read_features(const std::string& path) {
     }
     current = "features";
     H5::DataSet f = file.openDataSet("features");
-    H5::DataSpace space = f.getSpace();
-    if (space.getSimpleExtentNdims() != 2) throw DataError(path + ": /features is not 2-dimensional [N, D]");
-    hsize_t dims[2] = {0, 0};
-    space.getSimpleExtentDims(dims);
+    const std::vector<hsize_t> dims = checked_dims(f, path, "features", 2, sizeof(float), limit);
     set.rows = dims[0], set.dim = dims[1];
-    set.features.resize(set.rows * set.dim);
-    if (!set.features.empty()) f.read(set.features.data(), H5::PredType::NATIVE_FLOAT);
-    const auto read_1d = [&](const char* name, auto& out, const H5::PredType& type) {
+    // Every per-row dataset holds rows values: checked before any is read.
+    const auto per_row = [&](const char* name, std::uint64_t element_bytes) {
       current = name;
       H5::DataSet ds = file.openDataSet(name);
-      hsize_t n = 0;
-      ds.getSpace().getSimpleExtentDims(&n);
-      out.resize(n);
-      if (n > 0) ds.read(out.data(), type);
+      const hsize_t n = checked_dims(ds, path, name, 1, element_bytes, limit)[0];
+      if (std::strcmp(name, "class_names") != 0 && n != set.rows)
+        throw DataError(path + ": /" + name + " has " + std::to_string(n) + " rows, /features " +
+                        std::to_string(set.rows));
+      return ds;
     };
-    read_1d("labels", set.labels, H5::PredType::NATIVE_INT32);
-    read_1d("indices", set.indices, H5::PredType::NATIVE_INT64);
+    H5::DataSet labels = per_row("labels", sizeof(std::int32_t)),
+                indices = per_row("indices", sizeof(std::int64_t));
+    per_row("paths", sizeof(char*));
+    per_row("class_names", sizeof(char*));
+    current = "features";
+    set.features.resize(set.rows * set.dim);
+    if (!set.features.empty()) f.read(set.features.data(), H5::PredType::NATIVE_FLOAT);
+    current = "labels";
+    set.labels.resize(set.rows);
+    if (set.rows > 0) labels.read(set.labels.data(), H5::PredType::NATIVE_INT32);
+    current = "indices";
+    set.indices.resize(set.rows);
+    if (set.rows > 0) indices.read(set.indices.data(), H5::PredType::NATIVE_INT64);
     current = "class_names";
     set.class_names = read_string_dataset(file, "class_names");
     current = "paths";
     set.paths = read_string_dataset(file, "paths");
     current = "attributes";
-    set.checkpoint = read_string_attribute(file, "checkpoint");
-    set.checkpoint_key = read_string_attribute(file, "checkpoint_key");
-    set.arch = read_string_attribute(file, "arch");
-    set.channels = read_string_attribute(file, "channels");
-    set.epoch = read_int_attribute(file, "epoch", -1);
-    set.patch_size = read_int_attribute(file, "patch_size", 0);
-    set.normalized = read_int_attribute(file, "normalized", 0) != 0;
+    set.checkpoint = read_string_attribute(file, path, "checkpoint");
+    set.checkpoint_key = read_string_attribute(file, path, "checkpoint_key");
+    set.arch = read_string_attribute(file, path, "arch");
+    set.channels = read_string_attribute(file, path, "channels");
+    set.epoch = read_int_attribute(file, path, "epoch", -1);
+    set.patch_size = read_int_attribute(file, path, "patch_size", 0);
+    set.normalized = read_int_attribute(file, path, "normalized", 0) != 0;
   } catch (const H5::Exception& e) {
     throw DataError(path + ": cannot read '/" + current + "': " + e.getDetailMsg());
   }
@@ -151,19 +204,25 @@ std::string write_feature_csvs(const std::string& dir, const FeatureSet& set,
                                const std::string& channel_names, const std::string& model) {
   set.check(dir);
   make_directories(dir);
-  std::string features;
-  features.reserve(set.rows * set.dim * 14);
+  // Written in pieces of ~4 MiB: the whole CSV in memory was 1 GB at 200,000 rows of 384 (bench/stages.sh
+  // at a million cells: extract's peak 3.3 GB).
+  const std::string name = features_csv(dir, channel_names, model);
+  AtomicFile out(name);
+  std::string piece;
   char buf[32];
   for (std::size_t i = 0; i < set.rows; ++i) {
     for (std::size_t j = 0; j < set.dim; ++j) {
       std::snprintf(buf, sizeof buf, j == 0 ? "%.9g" : ",%.9g",
                     static_cast<double>(set.features[i * set.dim + j]));
-      features += buf;
+      piece += buf;
     }
-    features += '\n';
+    piece += '\n';
+    if (piece.size() >= (std::size_t{4} << 20) || i + 1 == set.rows) {
+      out.write(piece.data(), piece.size());
+      piece.clear();
+    }
   }
-  const std::string name = features_csv(dir, channel_names, model);
-  write_file_atomic(name, features);
+  out.commit();
   std::vector<std::string> labels;
   for (int l : set.labels) labels.push_back(set.class_names[static_cast<std::size_t>(l)]);
   write_label_csvs(dir, labels, set.paths);

@@ -108,6 +108,15 @@ TEST(Config, AnAliasInsideItsOwnAnchorIsRefusedNotFollowed) {
   EXPECT_THROW(parse_config(laughs, "p.yaml"), ConfigError);
 }
 
+// Found by scripts/fuzz yaml in CI (core/fuzz/corpus/yaml/crash-complex-key): a complex key ("? " and a
+// mapping) reached the unknown-key walk, whose conversion to a string threw yaml-cpp's own exception.
+TEST(Config, AComplexKeyIsRefusedNamingItsLine) {
+  const std::string error = error_of("meta:\n  name_of_run: x\n  ? {a: 1}\n  : 2\n");
+  EXPECT_NE(error.find("pipeline.yaml:3"), std::string::npos) << error;
+  EXPECT_NE(error.find("a key must be a name, got '{a: 1}'"), std::string::npos) << error;
+  EXPECT_NE(error_of("? [a, b]\n: 1\n").find("a key must be a name"), std::string::npos);
+}
+
 TEST(Config, ReadsTheWorkshopFile) {
   const PipelineConfig c = parse_config(kWorkshopYaml, "scDINO_full_pipeline.yaml");
   EXPECT_EQ(c.meta.dataset_dir, "/fsx/DeepPhenotype_PBMC_ImageSet_YSeverin/Training");

@@ -207,6 +207,44 @@ TEST(Image, PngThroughOpenCvIsRgb) {
   EXPECT_EQ(img.at(1, 1, 2), 10);
 }
 
+// A JPEG or PNG whose header claims more pixels than its file can hold compressed is refused before OpenCV
+// allocates them (issue #73). A JPEG claiming 20000 x 20000 px in 780 bytes was decoded before: libjpeg
+// fills what the file lacks with grey, so the read gave a whole 1.2 GB image (2.4 GB resident with pcdino's
+// copy) and no error. The seeds of the image fuzzer still read.
+TEST(Image, AJpegOrPngClaimingMorePixelsThanItsFileHoldsIsRefusedBeforeDecoding) {
+  TempDir dir;
+  const std::string seeds = std::string(PCDINO_SOURCE_DIR) + "/core/fuzz/corpus/image/";
+  const auto bytes_of = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const auto write = [](const std::string& path, const std::string& bytes) {
+    std::ofstream(path, std::ios::binary) << bytes;
+  };
+  std::string jpeg = bytes_of(seeds + "rgb-16x16.jpg");
+  const std::size_t sof = jpeg.find("\xFF\xC0");
+  ASSERT_NE(sof, std::string::npos);
+  for (std::size_t at : {sof + 5, sof + 7}) jpeg[at] = '\x4E', jpeg[at + 1] = '\x20';  // 20000
+  write(dir / "claims.jpg", jpeg);
+  std::string png = bytes_of(seeds + "rgb-8x6.png");
+  for (std::size_t at : {16, 20}) png.replace(at, 4, std::string("\x00\x00\x75\x30", 4));  // 30000
+  write(dir / "claims.png", png);
+  for (const char* name : {"claims.jpg", "claims.png"}) {
+    const std::string path = dir / name;
+    try {
+      const RawImage img = read_image(path);
+      ADD_FAILURE() << name << " read as " << img.width << " x " << img.height;
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find(path + ": its header claims"), std::string::npos) << e.what();
+    }
+  }
+  const RawImage jpg = read_image(seeds + "progressive-16x8.jpg"),
+                 gray16 = read_image(seeds + "gray16-4x4.png");
+  EXPECT_EQ(jpg.width, 16);
+  EXPECT_EQ(jpg.height, 8);
+  EXPECT_EQ(gray16.type, PixelType::kUint16);
+}
+
 TEST(Image, MinMaxScalingPerChannel) {
   // 2x2, 2 channels: channel 0 ranges 10..40, channel 1 is constant 7.
   const RawImage raw = make_image(2, 2, 2, PixelType::kUint16, {10, 7, 20, 7, 30, 7, 40, 7});

@@ -46,6 +46,29 @@ TEST(Idx, ReadsPlainAndGzipped) {
   EXPECT_THROW(read_idx(d / "missing"), NoInputError);
 }
 
+// A header that claims more than its file holds is refused as truncated, naming the file, before it is
+// allocated (the fuzzer's input, pipelines/fuzz/corpus/idx/crash-claims-more-than-it-holds: 34 bytes claiming
+// 3,741,319,170 x 3 x 3 bytes, 33.7 GB, which was allocated whole: std::bad_alloc); dimensions whose product
+// passes 2^64 are refused too (they wrapped round to a small size before).
+TEST(Idx, AHeaderClaimingMoreThanTheFileIsRefusedBeforeItIsAllocated) {
+  TempDir d;
+  const std::string found =
+      std::string(PCDINO_SOURCE_DIR) + "/pipelines/fuzz/corpus/idx/crash-claims-more-than-it-holds";
+  try {
+    read_idx(found);
+    FAIL() << "a 34-byte file claiming 33.7 GB was read";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find(found + ": truncated IDX data"), std::string::npos) << e.what();
+  }
+  test::write_text(d / "wraps", idx_bytes({0x10000, 0x10000, 0x10000, 0x10000}, {1, 2, 3}));
+  try {
+    read_idx(d / "wraps");
+    FAIL() << "2^64 values claimed and read";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("over 2^64 values"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Import, WritesClassFoldersWithPerClassLimit) {
   TempDir d;
   // 6 training images of 2x2 with labels 0,1,0,2,0,1; 2 test images with labels 2,2.

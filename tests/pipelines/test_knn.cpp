@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "../lib/temp_dir.hpp"
@@ -202,6 +203,66 @@ TEST(Features, MissingLabelsNamesFileAndDataset) {
     EXPECT_NE(std::string(e.what()).find("'/labels'"), std::string::npos) << e.what();
   }
   EXPECT_THROW(read_features(dir / "absent.h5"), NoInputError);
+}
+
+// Well-formed HDF5 of the wrong shape (the features fuzzer's finds, issue #73): /labels of rank 2 was read
+// into a buffer of its first dimension (a heap overflow,
+// pipelines/fuzz/corpus/features/crash-labels-of-rank-2); /features claiming 2^31 x 2^31 values in unwritten
+// chunks was allocated before anything checked it; an attribute of two values was read into one. Each is a
+// DataError naming the file and what is wrong.
+TEST(Features, AWellFormedFileOfTheWrongShapeIsRefusedBeforeItIsRead) {
+  test::TempDir dir;
+  const std::string path = dir / "features.h5";
+  using Mutate = std::function<void(H5::H5File&)>;
+  const auto refused = [&](const Mutate& mutate, const std::string& what) {
+    write_features(path, small_set(4, 2));
+    {
+      H5::H5File f(path, H5F_ACC_RDWR);
+      mutate(f);
+    }
+    try {
+      read_features(path);
+      ADD_FAILURE() << "read: " << what;
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find(path + ": " + what), std::string::npos) << e.what();
+    }
+  };
+  refused(
+      [](H5::H5File& f) {
+        f.unlink("labels");
+        const hsize_t dims[2] = {4, 3};
+        const std::int32_t v[12] = {};
+        f.createDataSet("labels", H5::PredType::NATIVE_INT32, H5::DataSpace(2, dims))
+            .write(v, H5::PredType::NATIVE_INT32);
+      },
+      "/labels has 2 dimensions, not 1");
+  refused(
+      [](H5::H5File& f) {
+        f.unlink("features");
+        const hsize_t dims[2] = {hsize_t{1} << 31, hsize_t{1} << 31}, chunk[2] = {8, 8};
+        H5::DSetCreatPropList props;
+        props.setChunk(2, chunk);
+        f.createDataSet("features", H5::PredType::NATIVE_FLOAT, H5::DataSpace(2, dims), props);
+      },
+      "/features claims more than");
+  refused(
+      [](H5::H5File& f) {
+        f.removeAttr("epoch");
+        const hsize_t two = 2;
+        const std::int32_t v[2] = {1, 2};
+        f.createAttribute("epoch", H5::PredType::NATIVE_INT32, H5::DataSpace(1, &two))
+            .write(H5::PredType::NATIVE_INT32, v);
+      },
+      "attribute 'epoch' holds 2 values, not one");
+  refused(
+      [](H5::H5File& f) {
+        f.unlink("indices");
+        const hsize_t three = 3;
+        const std::int64_t v[3] = {};
+        f.createDataSet("indices", H5::PredType::NATIVE_INT64, H5::DataSpace(1, &three))
+            .write(v, H5::PredType::NATIVE_INT64);
+      },
+      "/indices has 3 rows, /features 4");
 }
 
 PipelineConfig knn_config(const test::TempDir& dir, const std::string& ks) {

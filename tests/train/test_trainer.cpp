@@ -209,6 +209,35 @@ TEST(Trainer, ATornCheckpointFallsBackToTheOneBeforeIt) {
   for (const auto& [name, value] : ta) EXPECT_TRUE(torch::equal(value, tb.at(name))) << name;
 }
 
+// A training image that cannot be read stops the training with a DataError naming it (exit 65), the last
+// checkpoint kept to resume from; with meta.skip_corrupt the run goes on, another training image in its
+// place in every batch that draws it (issue #73).
+TEST(Trainer, AnUnreadableImageStopsTheRunNamingItUnlessSkipCorruptReplacesIt) {
+  test::TempDir d;
+  PipelineConfig c = tiny_run(d);
+  c.train.epochs = 1;
+  TrainRuntime rt = one_thread(d / "model");
+  ASSERT_EQ(run_training(c, rt).epochs_done, 1);
+  const std::string bad = d / "data/class1/img3.tif";
+  write_file_atomic(bad, "II* this is no TIFF any more");
+
+  c.train.epochs = 2;
+  try {
+    run_training(c, rt);
+    FAIL() << "an unreadable image was trained on";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+  }
+  const ModelFiles files{rt.output_dir};
+  EXPECT_EQ(read_checkpoint_state(files.checkpoint()).epoch, 1) << "the last checkpoint is kept";
+
+  c.meta.skip_corrupt = true;
+  const TrainReport r = run_training(c, rt);
+  EXPECT_EQ(r.epochs_done, 2);
+  EXPECT_EQ(r.corrupt_images_replaced, 1u) << "the bad image is drawn once in an epoch";
+  EXPECT_EQ(read_checkpoint_state(files.checkpoint()).epoch, 2);
+}
+
 // A checkpoint of another run (another seed, another architecture) in the model folder is not resumed from:
 // refused with the reason, and with nothing of this run's to fall back to, the training stops.
 TEST(Trainer, AnotherRunsCheckpointIsRefusedWithTheReason) {

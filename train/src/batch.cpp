@@ -1,9 +1,11 @@
 #include "pcdino/train/batch.hpp"
 
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "pcdino/core/error.hpp"
 
@@ -24,6 +26,27 @@ bool has_shapes(const Batch& batch, const std::vector<std::vector<int64_t>>& sha
     if (batch[k].sizes() != c10::IntArrayRef(shapes[k])) return false;
   }
   return true;
+}
+
+// Dataset image `idx`, or with `corrupt` the first readable spare in its place: (its index, the image).
+std::pair<std::size_t, Image> load_or_spare(const Dataset& ds, std::size_t idx,
+                                            const ImageTransform& transform, CorruptImages* corrupt) {
+  try {
+    return {idx, ds.load(idx, transform)};
+  } catch (const DataError& e) {
+    if (corrupt == nullptr) throw;
+    for (std::size_t spare : corrupt->spares) {
+      try {
+        Image image = ds.load(spare, transform);
+        spdlog::warn("meta.skip_corrupt: {}; {} takes its place in this batch", e.what(), ds.source(spare));
+        ++corrupt->skipped;
+        return {spare, std::move(image)};
+      } catch (const DataError&) {
+        // that one is unreadable too: the next spare
+      }
+    }
+    throw;
+  }
 }
 
 }  // namespace
@@ -53,14 +76,14 @@ Batch BatchPool::take(const std::vector<std::vector<int64_t>>& shapes) {
 }
 
 Batch make_batch(const Dataset& ds, const std::vector<std::size_t>& indices, const ImageTransform& transform,
-                 const MultiCropOptions& crops, std::uint64_t seed, int epoch, bool pinned, BatchPool* pool) {
+                 const MultiCropOptions& crops, std::uint64_t seed, int epoch, bool pinned, BatchPool* pool,
+                 CorruptImages* corrupt) {
   const std::vector<int> sizes = multi_crop_sizes(crops);
   Batch batch;
   std::vector<float*> rows(sizes.size());
   std::size_t channels = 0;
   for (std::size_t b = 0; b < indices.size(); ++b) {
-    const std::size_t idx = indices[b];
-    const Image image = ds.load(idx, transform);
+    const auto [idx, image] = load_or_spare(ds, indices[b], transform, corrupt);
     if (b == 0) {
       // Every image must have the channels the normalisation has (or the batch's first one has).
       channels = crops.mean.empty() ? std::size_t(image.channels) : crops.mean.size();

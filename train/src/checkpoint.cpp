@@ -152,8 +152,14 @@ c10::Dict<c10::IValue, c10::IValue> read_top(const std::string& path) {
     if (!top.isGenericDict()) throw DataError(path + ": not a checkpoint (expected a dict)");
     check_storages(top, *file, path);
     return top.toGenericDict();
+  } catch (const Error&) {
+    throw;
   } catch (const c10::Error& e) {
     throw DataError(path + ": cannot unpickle checkpoint: " + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    // LibTorch's unpickler indexes its memo and stack with .at(): a damaged pickle can end in
+    // std::out_of_range (found by Checkpoint.DamagedCheckpointsAreEachReadOrRefusedNamingTheFile).
+    throw DataError(path + ": cannot unpickle checkpoint: " + e.what());
   }
 }
 
@@ -199,9 +205,18 @@ void write_archive(const c10::IValue& value, AtomicFile& file) {
 c10::Dict<std::string, torch::Tensor> tensor_dict(const c10::Dict<c10::IValue, c10::IValue>& top,
                                                   const std::string& key, const std::string& path) {
   if (!top.contains(key)) throw DataError(path + ": checkpoint has no '" + key + "'");
+  const c10::IValue& value = top.at(key);
+  if (!value.isGenericDict()) throw DataError(path + ": '" + key + "' is not a dict of tensors");
   c10::Dict<std::string, torch::Tensor> out;
-  for (const auto& entry : top.at(key).toGenericDict())
+  for (const auto& entry : value.toGenericDict()) {
+    if (!entry.key().isString() || !entry.value().isTensor()) {
+      throw DataError(
+          path + ": '" + key + "' holds " +
+          (entry.key().isString() ? "'" + entry.key().toStringRef() + "'" : std::string("a key")) +
+          ", which is not a named tensor");
+    }
     out.insert(entry.key().toStringRef(), entry.value().toTensor());
+  }
   return out;
 }
 
@@ -292,8 +307,12 @@ CheckpointState load_checkpoint(const std::string& path, MultiCropWrapper& stude
       state.args[entry.key().toStringRef()] = entry.value().toStringRef();
     }
     return state;
+  } catch (const Error&) {
+    throw;
   } catch (const c10::Error& e) {
     throw DataError(path + ": incomplete checkpoint: " + e.what_without_backtrace());
+  } catch (const std::exception& e) {  // e.g. std::out_of_range from LibTorch's archive reader
+    throw DataError(path + ": incomplete checkpoint: " + e.what());
   }
 }
 

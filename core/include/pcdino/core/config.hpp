@@ -30,8 +30,10 @@ struct MetaConfig {
   std::map<int, std::string> channel_dict;   ///< channel index -> name (no '_' or '/')
   /// Channel combinations, one model per combination in scDINO; stages use one (see selected_channels()).
   std::vector<std::vector<int>> selected_channel_combination_per_run;
-  int center_crop = 0;        ///< side of the centre crop in pixels; 0 = none
-  bool skip_corrupt = false;  ///< skip unreadable images (listed in a report) instead of failing
+  int center_crop = 0;  ///< side of the centre crop in pixels; 0 = none
+  /// Mean/std and training go on past an unreadable image, naming it (mean/std leaves it out; training
+  /// takes another training image in its place) instead of stopping.
+  bool skip_corrupt = false;
 };
 
 /// `train_scDINO.hyperparameters:` DINO's options with main_dino.py's names and defaults.

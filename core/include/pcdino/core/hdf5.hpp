@@ -26,7 +26,7 @@ void write_string_attribute(H5::H5Object& object, const std::string& name, const
 void write_string_dataset(H5::H5File& file, const std::string& name, const std::vector<std::string>& values);
 
 /// Reads the 1-D variable-length string dataset `name` of `file` (hold hdf5_mutex()); HDF5's buffers are
-/// released before it returns. Throws H5::Exception.
+/// released before it returns. Throws H5::Exception, also when the dataset is not 1-D.
 std::vector<std::string> read_string_dataset(H5::H5File& file, const std::string& name);
 
 }  // namespace pcdino

@@ -45,7 +45,8 @@ struct FeatureSet {
 void write_features(const std::string& path, const FeatureSet& set);
 
 /// Reads a file written by write_features(). Throws NoInputError if it is missing, DataError naming the
-/// file and the dataset if a dataset is missing or the sizes disagree.
+/// file and the dataset or attribute if one is missing, of another rank, type or count, or claims more
+/// values than 4096 times the file's size (checked before they are allocated), or the sizes disagree.
 FeatureSet read_features(const std::string& path);
 
 /// The workshop's CSV exports in `dir`: `channel{_names}_model_{model}_features.csv` (N rows of D

@@ -36,13 +36,23 @@ class BatchPool {
   std::vector<Batch> batches_;
 };
 
+/// What make_batch does with an image it cannot read (Dataset::load throws DataError: a truncated or
+/// corrupt file), when meta.skip_corrupt says to go on: a warning names the file and the first readable
+/// image of `spares`, in order, takes its place (with that image's own seed).
+struct CorruptImages {
+  std::vector<std::size_t> spares;  ///< dataset indices to take instead, e.g. the rank's next step's
+  std::size_t skipped = 0;          ///< out: images of the batch that were replaced
+};
+
 /// Loads `indices` from `ds` with `transform` (Dataset::load), makes each one's multi_crop() with the seed
 /// sample_seed(seed, epoch, index), and stacks them: B = indices.size(). `pinned`: page-locked host memory,
 /// so that the copy to a GPU overlaps with compute. Throws DataError naming the file when an image has not
-/// the channels of the normalisation (or of the batch's first image), and what Dataset::load throws.
-/// With `pool` (and not `pinned`), the tensors come from it.
+/// the channels of the normalisation (or of the batch's first image), and what Dataset::load throws;
+/// with `corrupt`, an unreadable image is replaced instead (CorruptImages), and its DataError is thrown
+/// only when none of the spares can be read either. With `pool` (and not `pinned`), the
+/// tensors come from it.
 Batch make_batch(const Dataset& ds, const std::vector<std::size_t>& indices, const ImageTransform& transform,
                  const MultiCropOptions& crops, std::uint64_t seed, int epoch, bool pinned,
-                 BatchPool* pool = nullptr);
+                 BatchPool* pool = nullptr, CorruptImages* corrupt = nullptr);
 
 }  // namespace pcdino::train

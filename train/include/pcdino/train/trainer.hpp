@@ -52,6 +52,9 @@ struct TrainReport {
   double last_epoch_loss = 0;    ///< mean loss of the last finished epoch in this run
   double images_per_second = 0;  ///< over this run's iterations
   bool interrupted = false;      ///< stopped on a signal after writing a checkpoint: resubmit to resume
+  /// Images of this rank's batches that could not be read and were replaced (meta.skip_corrupt; without
+  /// it the first one stops the training with a DataError naming the file, the last checkpoint kept).
+  std::size_t corrupt_images_replaced = 0;
   std::string output_dir;
   /// use_fp16 on a CPU with --amp-dtype auto: the student's forward and backward timed in each precision
   /// at the start (images/s, summed over ranks), and the one trained in ("float32" or "bfloat16").
@@ -64,7 +67,8 @@ struct TrainReport {
 /// JSON object per epoch: train_loss, train_lr, train_wd, epoch) and metrics.jsonl (also images/s,
 /// momentum, ETA). A run interrupted and resumed ends with the same weights as an uninterrupted one.
 /// Throws NoInputError (dataset, mean/std file), ConfigError (batch larger than the split), DataError
-/// (a non-finite loss, a checkpoint of another architecture).
+/// (a non-finite loss, a checkpoint of another architecture, an image that cannot be read: see
+/// meta.skip_corrupt and TrainReport::corrupt_images_replaced).
 ///
 /// With a `world` of several ranks it trains data-parallel (issue #5): rank r takes every ranks-th image of
 /// each step's batch_size_per_gpu * ranks (the learning rate scales with that total), starts from rank
