@@ -62,9 +62,8 @@ std::uint64_t claimed_pixels(const std::string& head) {
 }
 
 // A PNG or JPEG whose header claims more pixels than its file could hold compressed is refused before
-// OpenCV allocates them (a 1 KiB file claiming 30000 x 30000 px). The bound is the TIFF reader's for
-// compressed data (tiff.cpp): 4096 times the file's size, with 4 channels of 2 bytes a pixel; deflate holds
-// at most ~1032:1 and a JPEG of one colour ~200:1.
+// OpenCV allocates them (a 1 KiB file claiming 30000 x 30000 px): at most kMaxCompressionRatio times the
+// file's size, with 4 channels of 2 bytes a pixel.
 void check_claimed_size(const std::string& path) {
   std::error_code ec;
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
@@ -75,7 +74,7 @@ void check_claimed_size(const std::string& path) {
     std::fclose(f);
   }
   const std::uint64_t pixels = claimed_pixels(head);
-  if (pixels > std::max<std::uint64_t>(size, 1) * 4096 / 8) {
+  if (pixels > std::max<std::uint64_t>(size, 1) * kMaxCompressionRatio / 8) {
     throw DataError(path + ": its header claims " + std::to_string(pixels) + " pixels, more than a file of " +
                     std::to_string(size) + " bytes can hold (truncated or corrupt)");
   }

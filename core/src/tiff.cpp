@@ -130,17 +130,16 @@ TIFF* open_for_reading(const std::string& path, MemoryFile& memory, double& file
 
 // A corrupt header must not make us allocate gigabytes: 1 GiB of pixels is far beyond any image here.
 constexpr double kMaxImageBytes = static_cast<double>(1u << 30);
-// Nor a small file claim a large image: uncompressed, a file holds its pixels; compressed, no codec libtiff
-// reads makes more than this many bytes of one (PackBits 64, deflate about 1,032, LZW's 12-bit codes about
-// 2,730; zstd and LZMA can on a constant image, which no microscope writes).
-constexpr double kMaxCompressionRatio = 4096;
+// Nor a small file claim a large image: uncompressed, a file holds its pixels; compressed, at most
+// kMaxCompressionRatio (image.hpp) times them.
 
 // The most pixel bytes the current page of a file of `file_bytes` can hold.
 double max_pixel_bytes(TIFF* tif, double file_bytes) {
   uint16_t compression = COMPRESSION_NONE;
   TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
-  return std::min(kMaxImageBytes,
-                  file_bytes * (compression == COMPRESSION_NONE ? 1.0 : kMaxCompressionRatio));
+  return std::min(
+      kMaxImageBytes,
+      file_bytes * (compression == COMPRESSION_NONE ? 1.0 : static_cast<double>(kMaxCompressionRatio)));
 }
 
 // "page N: " before what is wrong with a page other than the first (a one-page file's messages stay as they

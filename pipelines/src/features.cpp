@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <sstream>
@@ -13,6 +12,7 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/hdf5.hpp"
+#include "pcdino/core/image.hpp"
 #include "pcdino/core/run_files.hpp"
 
 namespace pcdino::pipelines {
@@ -41,10 +41,6 @@ std::string read_string_attribute(H5::H5File& file, const std::string& path, con
   return value;
 }
 
-// How many times its file's size a dataset's values may claim: a chunk compressed with deflate holds at
-// most ~1032 times its size (the TIFF reader's bound, core/src/tiff.cpp, allows the same 4096).
-constexpr std::uint64_t kMaxExpansion = 4096;
-
 // The dimensions of dataset `name` of `path`, which must have `rank` of them and claim at most `limit`
 // bytes as values of `element_bytes` each; checked before anything of that size is allocated (a
 // well-formed file can claim 2^40 values in a few bytes of chunks never written).
@@ -60,7 +56,7 @@ std::vector<hsize_t> checked_dims(const H5::DataSet& ds, const std::string& path
   for (hsize_t d : dims) {
     if (d != 0 && bytes > limit / d) {
       throw DataError(path + ": /" + name + " claims more than " + std::to_string(limit) +
-                      " bytes of values, " + std::to_string(kMaxExpansion) + " times the file's size");
+                      " bytes of values, " + std::to_string(kMaxCompressionRatio) + " times the file's size");
     }
     bytes *= d;
   }
@@ -145,7 +141,8 @@ FeatureSet read_features(const std::string& path) {
   }
   FeatureSet set;
   std::error_code size_error;
-  const std::uint64_t limit = std::max<std::uint64_t>(fs::file_size(path, size_error), 1) * kMaxExpansion;
+  const std::uint64_t limit =
+      std::max<std::uint64_t>(fs::file_size(path, size_error), 1) * kMaxCompressionRatio;
   std::lock_guard<std::mutex> lock(hdf5_mutex());
   std::string current = "features";
   try {
@@ -158,20 +155,20 @@ FeatureSet read_features(const std::string& path) {
     H5::DataSet f = file.openDataSet("features");
     const std::vector<hsize_t> dims = checked_dims(f, path, "features", 2, sizeof(float), limit);
     set.rows = dims[0], set.dim = dims[1];
-    // Every per-row dataset holds rows values: checked before any is read.
-    const auto per_row = [&](const char* name, std::uint64_t element_bytes) {
+    // Every 1-D dataset checked before any is read; those of one value a row hold rows values.
+    const auto one_dim = [&](const char* name, std::uint64_t element_bytes, bool one_per_row) {
       current = name;
       H5::DataSet ds = file.openDataSet(name);
       const hsize_t n = checked_dims(ds, path, name, 1, element_bytes, limit)[0];
-      if (std::strcmp(name, "class_names") != 0 && n != set.rows)
+      if (one_per_row && n != set.rows)
         throw DataError(path + ": /" + name + " has " + std::to_string(n) + " rows, /features " +
                         std::to_string(set.rows));
       return ds;
     };
-    H5::DataSet labels = per_row("labels", sizeof(std::int32_t)),
-                indices = per_row("indices", sizeof(std::int64_t));
-    per_row("paths", sizeof(char*));
-    per_row("class_names", sizeof(char*));
+    H5::DataSet labels = one_dim("labels", sizeof(std::int32_t), true),
+                indices = one_dim("indices", sizeof(std::int64_t), true);
+    one_dim("paths", sizeof(char*), true);
+    one_dim("class_names", sizeof(char*), false);
     current = "features";
     set.features.resize(set.rows * set.dim);
     if (!set.features.empty()) f.read(set.features.data(), H5::PredType::NATIVE_FLOAT);

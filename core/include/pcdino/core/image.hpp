@@ -39,6 +39,12 @@ struct Image {
   std::vector<float> data;  ///< channels * height * width values
 };
 
+/// How many times its file's size the compressed data of an image or dataset may claim, checked before
+/// anything of the claimed size is allocated: no codec pcdino meets makes more bytes than this of one
+/// (PackBits 64, deflate about 1,032, LZW's 12-bit codes about 2,730, a one-colour JPEG about 200; zstd and
+/// LZMA can on a constant image, which no microscope writes). The TIFF, PNG/JPEG and features.h5 readers'.
+inline constexpr std::uint64_t kMaxCompressionRatio = 4096;
+
 /// Reads an image file into [H, W, C]. TIFF (libtiff): strips or tiles, contiguous or separate planes,
 /// 1..N samples per pixel of 8/16-bit unsigned integers or 32-bit floats. A one-page TIFF's samples are
 /// its channels. A multi-page TIFF is the one image its pages form as the first page's ImageDescription
