@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -20,6 +21,7 @@
 #include "../lib/temp_dir.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/train/checkpoint.hpp"
+#include "pcdino/train/pickle_bounds.hpp"
 
 namespace pcdino::train {
 namespace {
@@ -64,6 +66,25 @@ std::string pickle_of(const std::string& path) {
   caffe2::serialize::PyTorchStreamReader reader(path);
   const auto [data, size] = reader.getRecord("data.pkl");
   return {static_cast<const char*>(data.get()), size};
+}
+
+// The process's peak resident memory (Linux's VmHWM, in KiB) since the last reset_peak_memory().
+void reset_peak_memory() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";  // proc(5): resets the peak to the current resident size
+  ASSERT_TRUE(clear.flush()) << "cannot reset the peak RSS (/proc/self/clear_refs)";
+}
+long peak_memory_kib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+long resident_memory_kib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
 }
 
 TEST(Checkpoint, RoundTripIsBitExactAndPythonReadsIt) {
@@ -279,38 +300,183 @@ TEST(Checkpoint, ACutOrLyingCheckpointIsRefusedNamingTheFile) {
   EXPECT_EQ(read_checkpoint_state(d / "whole.pth").epoch, 0);
 }
 
+// check_pickle_bounds against CPython's own pickler (its table restates Lib/pickletools.py): a value with
+// every kind of argument (integers of each width, a long, floats, short and long strings and bytes, a
+// bytearray, containers, globals, memo entries past 255) pickled at protocols 0-5, and torch.save's
+// data.pkl, each passes whole; every cut of the protocol pickles is refused naming the file.
+TEST(PickleBounds, PythonsPicklesOfEveryProtocolPassAndEveryCutOfOneIsRefused) {
+  test::TempDir d;
+  test::write_text(d / "write.py",
+                   "import collections, os, pickle, sys, zipfile\n"
+                   "import torch\n"
+                   "here = os.path.dirname(os.path.abspath(sys.argv[0]))\n"
+                   "shared = ['shared']\n"
+                   "value = {'ints': [0, 255, 65535, -1, 2**31 - 1, 2**70, -2**70],\n"
+                   "         'floats': [0.5, -1e300], 'text': ['x', 'ü' * 300],\n"
+                   "         'bytes': [b'y', b'z' * 300], 'array': bytearray(b'w' * 10),\n"
+                   "         'more': (None, True, False, (1,), (1, 2), (1, 2, 3), {1, 2},\n"
+                   "                  frozenset([3]), collections.OrderedDict(a=1)),\n"
+                   "         'memo': [str(i) for i in range(300)], 'again': [shared, shared]}\n"
+                   "for protocol in range(6):\n"
+                   "    open(here + f'/p{protocol}.pkl', 'wb').write(pickle.dumps(value, "
+                   "protocol=protocol))\n"
+                   "torch.save({'teacher': {f'w{i}': torch.ones(i + 1) for i in range(300)}, "
+                   "'epoch': 3}, here + '/t.pth')\n"
+                   "z = zipfile.ZipFile(here + '/t.pth')\n"
+                   "name = [n for n in z.namelist() if n.endswith('/data.pkl')][0]\n"
+                   "open(here + '/torch.pkl', 'wb').write(z.read(name))\n"
+                   "print('written')\n");
+  const std::string py = run_python(d / "write.py");
+  ASSERT_NE(py.find("written"), std::string::npos) << py;
+  for (const char* name : {"p0.pkl", "p1.pkl", "p2.pkl", "p3.pkl", "p4.pkl", "p5.pkl", "torch.pkl"}) {
+    const std::string bytes = file_bytes(d / name);
+    ASSERT_GT(bytes.size(), 1000u) << name;
+    EXPECT_NO_THROW(check_pickle_bounds(bytes.data(), bytes.size(), name)) << name;
+    if (std::string(name) == "torch.pkl") continue;
+    for (std::size_t cut = 0; cut < bytes.size(); ++cut) {
+      try {
+        check_pickle_bounds(bytes.data(), cut, name);
+        ADD_FAILURE() << name << " cut to " << cut << " bytes passed";
+        break;
+      } catch (const DataError& e) {
+        ASSERT_EQ(std::string(e.what()).rfind(std::string(name) + ": data.pkl", 0), 0u) << e.what();
+      }
+    }
+  }
+}
+
+// A pickle whose opcodes claim what it does not hold (issue #73): LibTorch's unpickler allocates a
+// string of the length a BINUNICODE claims, zeroed, before it reads it (4 GB for a damaged 100 KB
+// checkpoint), and memo entries up to a LONG_BINPUT's index. Each is refused naming the file, the opcode and
+// its byte, and nothing of the claim is allocated.
+TEST(Checkpoint, APickleClaimingMoreThanItHoldsIsRefusedBeforeItIsAllocated) {
+  test::TempDir d;
+  const struct {
+    const char* name;
+    std::string pickle, says;
+  } cases[] = {
+      {"string.pth",
+       std::string("\x80\x02}X\xf0\xff\xff\xff"
+                   "epochK\x03s.",
+                   16),
+       "data.pkl, byte 3: BINUNICODE claims 4294967280 bytes, 8 remain"},
+      {"memo.pth", std::string("\x80\x02}r\xff\xff\xff\x7f.", 9),
+       "data.pkl, byte 3: LONG_BINPUT names memo entry 2147483647 in a pickle of 9 bytes"},
+      {"unended.pth",
+       std::string("\x80\x02}X\x05\x00\x00\x00"
+                   "epochK\x03s",
+                   15),
+       "data.pkl ends after 15 bytes without its STOP opcode"},
+  };
+  for (const auto& c : cases) {
+    const std::string path = d / c.name;
+    {
+      caffe2::serialize::PyTorchStreamWriter writer(path);
+      writer.writeRecord("data.pkl", c.pickle.data(), c.pickle.size());
+      writer.writeEndOfFile();
+    }
+    reset_peak_memory();
+    const long before = resident_memory_kib();
+    try {
+      read_checkpoint_state(path);
+      FAIL() << c.name << " was read";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find(path + ": " + c.says), std::string::npos) << e.what();
+    }
+    EXPECT_LT(peak_memory_kib() - before, 16 * 1024) << c.name << ": the claim was allocated";
+  }
+}
+
+// What a checkpoint of a ViT of width 24 and one block holds, its AdamW `steps` steps in: the structure of
+// a real one whole (every key; after a step, the optimizer's moments in its archive) in about 100 KB, so
+// that each damaged copy costs milliseconds, not the tiny model's 20 MB. Its pickle is the same at every
+// save (4,571 bytes before a step).
+struct SmallDino {
+  static VitOptions vit() {
+    VitOptions o = VitOptions::preset("vit_tiny", 4, 1, 12);
+    o.depth = 1, o.embed_dim = 24, o.num_heads = 2;
+    return o;
+  }
+  explicit SmallDino(int steps)
+      : student(VisionTransformer(vit()), DinoHead(24, 16, true, 32, 8)),
+        teacher(VisionTransformer(vit()), DinoHead(24, 16, true, 32, 8)),
+        opt(student->parameters(), torch::optim::AdamWOptions(1e-3)) {
+    for (auto& p : student->parameters()) p.mutable_grad() = torch::ones_like(p);
+    for (int i = 0; i < steps; ++i) opt.step();
+  }
+  void save(const std::string& path) { save_checkpoint(path, student, teacher, opt, loss, {}); }
+  MultiCropWrapper student, teacher;
+  torch::optim::AdamW opt;
+  DinoLoss loss{16, 4, 0.04, 0.04, 0, 2};
+};
+
+// A damaged copy that crashed LibTorch 1.13's unpickler (SIGSEGV, copy 74,806 of a 200,000-copy run of the
+// test below): one persistent id's dtype, BINGET of torch.FloatStorage, became BININT1 164, which the
+// unpickler casts to a ScalarType unchecked. Its pickle is kept in the pickle fuzzer's seeds; here it
+// replaces a fresh checkpoint's, whose records it reads.
+TEST(Checkpoint, AStorageOfNoDtypeIsRefusedNotCastToOne) {
+  test::TempDir d;
+  SmallDino(0).save(d / "whole.pth");
+  const std::string damaged =
+      file_bytes(PCDINO_SOURCE_DIR "/train/fuzz/corpus/pickle/crash-persistent-id-of-no-storage-type.pkl");
+  std::string bytes = file_bytes(d / "whole.pth");
+  const std::string pickle = pickle_of(d / "whole.pth");
+  ASSERT_EQ(pickle.size(), damaged.size())
+      << "the checkpoint's structure changed: write the kept pickle anew";
+  bytes.replace(bytes.find(pickle), pickle.size(), damaged);
+  test::write_text(d / "damaged.pth", bytes);
+  try {
+    read_checkpoint_state(d / "damaged.pth");
+    FAIL() << "read";
+  } catch (const DataError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find(d / "damaged.pth" + ": data.pkl, byte 4530: BINPERSID has no ('storage', "
+                                                       "torch.<Type>Storage, key, location, size)"),
+        std::string::npos)
+        << e.what();
+  }
+}
+
 // A checkpoint damaged in many ways (issue #73; the fuzzing tree has no LibTorch, so this is a seeded
-// mutation test under the ordinary build; it found LibTorch's unpickler ending in std::out_of_range, and a
-// string where a tensor belongs ending in c10::Error, both of which escaped as no pcdino error): bytes of its
-// pickle overwritten, set to opcodes' edge values, inserted or deleted, bytes of the zip directory after it
-// overwritten, the file cut short. Every damaged file is read as a resume and an extraction read it
-// (read_checkpoint_state, read_state_dict): each either reads or is refused with pcdino's Error naming the
-// file; no other exception, no crash.
+// mutation test under the ordinary build; it found LibTorch's unpickler ending in std::out_of_range, a
+// string where a tensor belongs ending in c10::Error, a 4 GB allocation and a crash, bench/RESULTS.md):
+// bytes of its pickle overwritten, set to opcodes' edge values, inserted or deleted, bytes of the zip
+// directory after it or of the optimizer's archive overwritten, the file cut short. Every damaged file is
+// read as a resume and an extraction read it (read_checkpoint_state, read_state_dict, load_checkpoint):
+// each either reads or is refused with pcdino's Error naming the file; no other exception, no crash, and
+// the reader's peak memory bounded.
 TEST(Checkpoint, DamagedCheckpointsAreEachReadOrRefusedNamingTheFile) {
   test::TempDir d;
-  // A ViT of width 24 and one block: the checkpoint's structure whole (every key, the optimizer's archive)
-  // in 150 KB, so that each damaged copy costs milliseconds, not the tiny model's 20 MB.
-  VitOptions o = VitOptions::preset("vit_tiny", 4, 1, 12);
-  o.depth = 1, o.embed_dim = 24, o.num_heads = 2;
-  MultiCropWrapper student(VisionTransformer(o), DinoHead(24, 16, true, 32, 8));
-  MultiCropWrapper teacher(VisionTransformer(o), DinoHead(24, 16, true, 32, 8));
-  torch::optim::AdamW opt(student->parameters(), torch::optim::AdamWOptions(1e-3));
-  save_checkpoint(d / "whole.pth", student, teacher, opt, DinoLoss{16, 4, 0.04, 0.04, 0, 2}, {});
+  SmallDino m(1);
+  m.save(d / "whole.pth");
   const std::string whole = file_bytes(d / "whole.pth"), pickle = pickle_of(d / "whole.pth");
-  std::cout << "a checkpoint of " << whole.size() << " bytes, its pickle " << pickle.size() << "\n";
   const std::size_t at = whole.find(pickle);
   ASSERT_NE(at, std::string::npos);
+  // The optimizer's archive: the record that is itself a zip
+  std::size_t archive_at = 0, archive_size = 0;
+  {
+    caffe2::serialize::PyTorchStreamReader reader(d / "whole.pth");
+    for (const std::string& name : reader.getAllRecords()) {
+      const auto [data, size] = reader.getRecord(name);
+      if (size > 4 && std::memcmp(data.get(), "PK\x03\x04", 4) == 0)
+        archive_at = reader.getRecordOffset(name), archive_size = size;
+    }
+  }
+  ASSERT_GT(archive_size, 0u) << "no optimizer archive found";
+  std::cout << "a checkpoint of " << whole.size() << " bytes, its pickle " << pickle.size()
+            << ", its optimizer's archive " << archive_size << "\n";
   std::mt19937_64 rng(73);
   const auto below = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
   const std::string path = d / "damaged.pth";
   std::size_t refused = 0, read = 0;
-  // 300 by default: a refusal costs ~0.1 s here, most of it LibTorch 1.13 symbolising the backtrace of each
-  // c10::Error; longer runs: PCDINO_CHECKPOINT_MUTATIONS=N.
+  reset_peak_memory();
+  const long before = resident_memory_kib();
+  // 2000 by default (~2 ms a copy here); longer runs: PCDINO_CHECKPOINT_MUTATIONS=N.
   const char* mutations = std::getenv("PCDINO_CHECKPOINT_MUTATIONS");
-  const int kFiles = mutations != nullptr ? std::atoi(mutations) : 300;
+  const int kFiles = mutations != nullptr ? std::atoi(mutations) : 2000;
   for (int k = 0; k < kFiles; ++k) {
     std::string bytes = whole;
-    const std::size_t kind = below(10);
+    const std::size_t kind = below(11);
     if (kind < 4) {  // 1-4 pickle bytes overwritten
       for (std::size_t n = 1 + below(4); n > 0; --n)
         bytes[at + below(pickle.size())] = static_cast<char>(below(256));
@@ -328,6 +494,9 @@ TEST(Checkpoint, DamagedCheckpointsAreEachReadOrRefusedNamingTheFile) {
         const std::size_t tail = bytes.size() - (at + pickle.size());
         bytes[at + pickle.size() + below(tail)] = static_cast<char>(below(256));
       }
+    } else if (kind < 9) {  // 1-4 bytes of the optimizer's archive (a TorchScript zip of its own)
+      for (std::size_t n = 1 + below(4); n > 0; --n)
+        bytes[archive_at + below(archive_size)] = static_cast<char>(below(256));
     } else {  // cut short
       bytes.resize(below(bytes.size()));
     }
@@ -338,6 +507,7 @@ TEST(Checkpoint, DamagedCheckpointsAreEachReadOrRefusedNamingTheFile) {
     try {
       read_checkpoint_state(path);
       read_state_dict(path, "teacher");
+      load_checkpoint(path, m.student, m.teacher, m.opt, m.loss);
       ++read;
     } catch (const Error& e) {
       ++refused;
@@ -350,6 +520,9 @@ TEST(Checkpoint, DamagedCheckpointsAreEachReadOrRefusedNamingTheFile) {
   std::cout << kFiles << " damaged copies: " << refused << " refused, " << read << " read\n";
   EXPECT_EQ(refused + read, static_cast<std::size_t>(kFiles));
   EXPECT_GT(refused, static_cast<std::size_t>(kFiles / 2)) << "the damage reached the reader";
+  // A checkpoint of 107 KB: nothing it claims is allocated before it is known to hold it (a damaged
+  // BINUNICODE length had the unpickler zero 4 GB)
+  EXPECT_LT(peak_memory_kib() - before, 64 * 1024) << "peak RSS in KiB above the start's";
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "pcdino/train/checkpoint.hpp"
 
+#include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/read_adapter_interface.h>
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -21,6 +23,7 @@
 
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
+#include "pcdino/train/pickle_bounds.hpp"
 
 namespace pcdino::train {
 
@@ -104,10 +107,30 @@ class MappedFile final : public caffe2::serialize::ReadAdapterInterface {
   std::size_t size_ = 0;
 };
 
+// Whether `tensor`'s view lies inside its storage: no negative size, stride or offset, and the last element
+// it reaches within the storage's bytes. LibTorch's unpickler takes a tensor's offset, sizes and strides from
+// the pickle as they are (a damaged stride made a copy of the tensor read outside the file).
+bool view_inside_storage(const torch::Tensor& tensor) {
+  if (tensor.storage_offset() < 0) return false;
+  std::uint64_t last = static_cast<std::uint64_t>(tensor.storage_offset());  // the last element's index
+  for (int64_t d = 0; d < tensor.dim(); ++d) {
+    const int64_t size = tensor.size(d), stride = tensor.stride(d);
+    if (size < 0 || stride < 0) return false;
+    if (size == 0) return true;  // no element
+    const auto reach = static_cast<std::uint64_t>(size - 1), step = static_cast<std::uint64_t>(stride);
+    if (step != 0 && reach > (UINT64_MAX - last) / step) return false;
+    last += reach * step;
+  }
+  const auto bytes = static_cast<std::uint64_t>(tensor.element_size());
+  return last < UINT64_MAX / bytes && (last + 1) * bytes <= tensor.storage().nbytes();
+}
+
 // Every tensor in `value` (nested dicts and lists): a storage that views the mapped file must lie inside it
-// (a corrupt pickle can claim more elements than its record holds).
+// (a corrupt pickle can claim more elements than its record holds), and the tensor inside its storage.
 void check_storages(const c10::IValue& value, const MappedFile& file, const std::string& path) {
   if (value.isTensor()) {
+    if (!view_inside_storage(value.toTensor()))
+      throw DataError(path + ": a tensor's sizes, strides or offset reach outside its storage");
     const c10::Storage& storage = value.toTensor().storage();
     const char* begin = static_cast<const char*>(storage.data());
     if (begin >= file.data() && begin < file.data() + file.size() &&
@@ -122,6 +145,18 @@ void check_storages(const c10::IValue& value, const MappedFile& file, const std:
   }
 }
 
+// The optimizer's archive (LibTorch's own: a TorchScript zip in a uint8 tensor) is read by LibTorch's
+// unpickler too: each of its pickles is walked as the checkpoint's is. Throws DataError or c10::Error.
+void check_optimizer_pickles(const torch::Tensor& archive, const std::string& path) {
+  caffe2::serialize::PyTorchStreamReader reader(std::make_shared<caffe2::serialize::MemoryReadAdapter>(
+      archive.data_ptr(), static_cast<off_t>(archive.numel())));
+  for (const std::string& name : reader.getAllRecords()) {
+    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".pkl") != 0) continue;
+    const auto [bytes, size] = reader.getRecord(name);
+    check_pickle_bounds(static_cast<const char*>(bytes.get()), size, path, "the optimizer's " + name);
+  }
+}
+
 // The checkpoint's top-level dict (torch.save's zip archive: data.pkl and one data/N record per storage),
 // its tensors viewing the mapped file.
 c10::Dict<c10::IValue, c10::IValue> read_top(const std::string& path) {
@@ -131,6 +166,7 @@ c10::Dict<c10::IValue, c10::IValue> read_top(const std::string& path) {
     at::DataPtr pickle;
     std::size_t pickle_size = 0;
     std::tie(pickle, pickle_size) = reader.getRecord("data.pkl");
+    check_pickle_bounds(static_cast<const char*>(pickle.get()), pickle_size, path);
     std::size_t at = 0;
     const auto read = [&](char* buf, std::size_t n) {
       n = std::min(n, pickle_size - at);
@@ -276,7 +312,9 @@ CheckpointState load_checkpoint(const std::string& path, MultiCropWrapper& stude
   copy_into(*teacher, tensor_dict(top, "teacher", path), "", path);
   try {
     const torch::Tensor opt = top.at("optimizer").toTensor().contiguous();
+    if (opt.scalar_type() != torch::kUInt8) throw DataError(path + ": its optimizer is not a byte tensor");
     const torch::Device device = device_of(*student);
+    check_optimizer_pickles(opt, path);
     torch::serialize::InputArchive archive;
     archive.load_from(static_cast<const char*>(opt.data_ptr()), static_cast<std::size_t>(opt.numel()),
                       device);  // the AdamW moments where the parameters are
