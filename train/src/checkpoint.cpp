@@ -9,6 +9,7 @@
 #include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/csrc/jit/serialization/unpickler.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -145,9 +146,31 @@ void check_storages(const c10::IValue& value, const MappedFile& file, const std:
   }
 }
 
-// The optimizer's archive (LibTorch's own: a TorchScript zip in a uint8 tensor) is read by LibTorch's
-// unpickler too: each of its pickles is walked as the checkpoint's is. Throws DataError or c10::Error.
-void check_optimizer_pickles(const torch::Tensor& archive, const std::string& path) {
+// zlib's CRC-32 of `size` bytes.
+std::uint32_t crc32_of(const void* data, std::size_t size) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  const auto* p = static_cast<const Bytef*>(data);
+  for (std::size_t done = 0; done < size;) {
+    const auto n = static_cast<uInt>(std::min<std::size_t>(size - done, 1u << 30));
+    crc = crc32(crc, p + done, n);
+    done += n;
+  }
+  return static_cast<std::uint32_t>(crc);
+}
+
+// The optimizer's archive (LibTorch's own: a TorchScript zip in a uint8 tensor) is loaded by LibTorch's
+// TorchScript importer, whose parser a damaged archive crashes (its code records are source text): its bytes
+// must have the CRC-32 the checkpoint's "optimizer_crc32" records (a checkpoint written before that key has
+// none and is loaded unchecked), and each of its pickles is walked as the checkpoint's is.
+// Throws DataError or c10::Error.
+void check_optimizer_archive(const c10::Dict<c10::IValue, c10::IValue>& top, const torch::Tensor& archive,
+                             const std::string& path) {
+  if (top.contains("optimizer_crc32")) {
+    const c10::IValue& recorded = top.at("optimizer_crc32");
+    const std::uint32_t crc = crc32_of(archive.data_ptr(), static_cast<std::size_t>(archive.numel()));
+    if (!recorded.isInt() || recorded.toInt() != static_cast<int64_t>(crc))
+      throw DataError(path + ": the optimizer's archive is damaged (its CRC-32 is not the one recorded)");
+  }
   caffe2::serialize::PyTorchStreamReader reader(std::make_shared<caffe2::serialize::MemoryReadAdapter>(
       archive.data_ptr(), static_cast<off_t>(archive.numel())));
   for (const std::string& name : reader.getAllRecords()) {
@@ -278,6 +301,7 @@ void save_checkpoint(const std::string& path, MultiCropWrapper& student, MultiCr
   top.insert("optimizer", torch::from_blob(
                               bytes->data(), {static_cast<int64_t>(bytes->size())}, [bytes](void*) {},
                               torch::TensorOptions().dtype(torch::kUInt8)));
+  top.insert("optimizer_crc32", static_cast<int64_t>(crc32_of(bytes->data(), bytes->size())));
   top.insert("epoch", static_cast<int64_t>(state.epoch));
   top.insert("iteration", static_cast<int64_t>(state.iteration));
   c10::Dict<std::string, torch::Tensor> dino_loss;
@@ -314,7 +338,7 @@ CheckpointState load_checkpoint(const std::string& path, MultiCropWrapper& stude
     const torch::Tensor opt = top.at("optimizer").toTensor().contiguous();
     if (opt.scalar_type() != torch::kUInt8) throw DataError(path + ": its optimizer is not a byte tensor");
     const torch::Device device = device_of(*student);
-    check_optimizer_pickles(opt, path);
+    check_optimizer_archive(top, opt, path);
     torch::serialize::InputArchive archive;
     archive.load_from(static_cast<const char*>(opt.data_ptr()), static_cast<std::size_t>(opt.numel()),
                       device);  // the AdamW moments where the parameters are

@@ -4,6 +4,7 @@
 //   {"student": {"module.backbone.cls_token": ..., "module.head.last_layer.weight_g": ...},  (DDP names)
 //    "teacher": {"backbone.cls_token": ..., "head.mlp.0.weight": ...},
 //    "optimizer": uint8 tensor (LibTorch's own archive of the AdamW state: exact resume in C++),
+//    "optimizer_crc32": zlib's CRC-32 of those bytes (checked before LibTorch loads them),
 //    "epoch": epochs finished, "iteration": iterations done in the next epoch (0 at an epoch's end),
 //    "dino_loss": {"center": [1, out_dim]}, "rng_state": the CPU generator's state,
 //    "cuda_rng_state": the GPU's (trained on a GPU), "args": {key: value},
