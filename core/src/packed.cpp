@@ -15,6 +15,7 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/hdf5.hpp"
+#include "pcdino/core/image.hpp"
 #include "pcdino/core/prefetch.hpp"
 
 namespace pcdino {
@@ -321,6 +322,15 @@ void PackedReader::open_shards(const std::string& dir, const nlohmann::json& sha
     shard.count = s.at("count");
     if (shard.first != st.paths.size())
       throw DataError(manifest_path + ": shards are not contiguous at " + shard.file);
+    // Its rows' class indices and paths are read whole: what the manifest claims must fit in what the file
+    // can hold (4 bytes of class index a row, compressed at most kMaxCompressionRatio times), or a few
+    // bytes of unwritten chunks would be allocated gigabytes.
+    std::error_code size_error;
+    const std::uint64_t file_bytes = std::max<std::uint64_t>(fs::file_size(shard.file, size_error), 1);
+    if (!size_error && shard.count > file_bytes * kMaxCompressionRatio / 4) {
+      throw DataError(manifest_path + ": " + shard.file + " is said to hold " + std::to_string(shard.count) +
+                      " images in a file of " + std::to_string(file_bytes) + " bytes");
+    }
     try {
       shard.h5.openFile(shard.file, H5F_ACC_RDONLY, no_file_locking());
       shard.images = shard.h5.openDataSet("images");

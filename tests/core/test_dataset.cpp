@@ -1,9 +1,11 @@
+#include <H5Cpp.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
+#include "../lib/peak_memory.hpp"
 #include "../lib/temp_dir.hpp"
 #include "pcdino/core/config.hpp"
 #include "pcdino/core/dataset.hpp"
@@ -135,6 +137,56 @@ TEST(Dataset, APackManifestsNumbersAreWholeAndInRange) {
       EXPECT_NE(std::string(e.what()).find(manifest), std::string::npos) << e.what();
     }
   }
+}
+
+// A shard whose datasets claim 2^24 rows in a few KB of unwritten chunks, and a manifest that agrees: every
+// shape check passes, and its class indices and paths were read whole (16,777,216 images of "" accepted, 1 GB
+// of peak RSS). A shard may claim no more rows than its file can hold, said before it is read.
+TEST(Dataset, AShardClaimingMoreRowsThanItsFileHoldsIsRefusedBeforeItIsRead) {
+  TempDir d;
+  put(d / "src/a/1.tif", 1);
+  pack_dataset(Dataset::open(d / "src", 0), d / "packed", {});
+  const std::string manifest = d / "packed/pack.json";
+  std::string text;
+  {
+    std::ifstream in(manifest);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  constexpr hsize_t kRows = hsize_t(1) << 24;
+  for (const std::string& from : {std::string("\"num_images\": 1"), std::string("\"count\": 1")}) {
+    const auto at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from << " in " << text;
+    text.replace(at, from.size(), from.substr(0, from.size() - 1) + std::to_string(kRows));
+  }
+  test::write_text(manifest, text);
+  std::string shard_path;
+  for (const auto& entry : std::filesystem::directory_iterator(d / "packed"))
+    if (entry.path().extension() == ".h5") shard_path = entry.path().string();
+  ASSERT_FALSE(shard_path.empty());
+  {
+    H5::H5File file(shard_path, H5F_ACC_TRUNC);
+    const auto chunked = [&](const char* name, const H5::DataType& type, std::vector<hsize_t> dims,
+                             std::vector<hsize_t> chunk) {
+      H5::DSetCreatPropList props;
+      props.setChunk(static_cast<int>(chunk.size()), chunk.data());
+      file.createDataSet(name, type, H5::DataSpace(static_cast<int>(dims.size()), dims.data()), props);
+    };
+    chunked("images", H5::PredType::NATIVE_UINT16, {kRows, 4, 4, 2}, {1, 4, 4, 2});
+    chunked("class_index", H5::PredType::NATIVE_INT32, {kRows}, {4096});
+    chunked("paths", H5::StrType(H5::PredType::C_S1, H5T_VARIABLE), {kRows}, {4096});
+  }
+  const test::PeakMemory peak;
+  try {
+    Dataset::open(d / "packed", 0);
+    FAIL() << "a shard of " << std::filesystem::file_size(shard_path) << " bytes opened as " << kRows
+           << " images";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find(manifest + ": " + shard_path +
+                                         " is said to hold 16777216 images in a file of "),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_LT(peak.grown_kib(), 16 * 1024) << "KiB of peak RSS for a file of a few KB";
 }
 
 TEST(Dataset, PackRefusesMixedShapesNamingBothFiles) {

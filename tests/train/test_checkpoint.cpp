@@ -18,6 +18,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "../lib/peak_memory.hpp"
 #include "../lib/temp_dir.hpp"
 #include "pcdino/core/error.hpp"
 #include "pcdino/train/checkpoint.hpp"
@@ -66,25 +67,6 @@ std::string pickle_of(const std::string& path) {
   caffe2::serialize::PyTorchStreamReader reader(path);
   const auto [data, size] = reader.getRecord("data.pkl");
   return {static_cast<const char*>(data.get()), size};
-}
-
-// The process's peak resident memory (Linux's VmHWM, in KiB) since the last reset_peak_memory().
-void reset_peak_memory() {
-  std::ofstream clear("/proc/self/clear_refs");
-  clear << "5";  // proc(5): resets the peak to the current resident size
-  ASSERT_TRUE(clear.flush()) << "cannot reset the peak RSS (/proc/self/clear_refs)";
-}
-long peak_memory_kib() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-  return -1;
-}
-long resident_memory_kib() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  return -1;
 }
 
 TEST(Checkpoint, RoundTripIsBitExactAndPythonReadsIt) {
@@ -376,15 +358,14 @@ TEST(Checkpoint, APickleClaimingMoreThanItHoldsIsRefusedBeforeItIsAllocated) {
       writer.writeRecord("data.pkl", c.pickle.data(), c.pickle.size());
       writer.writeEndOfFile();
     }
-    reset_peak_memory();
-    const long before = resident_memory_kib();
+    const test::PeakMemory peak;
     try {
       read_checkpoint_state(path);
       FAIL() << c.name << " was read";
     } catch (const DataError& e) {
       EXPECT_NE(std::string(e.what()).find(path + ": " + c.says), std::string::npos) << e.what();
     }
-    EXPECT_LT(peak_memory_kib() - before, 16 * 1024) << c.name << ": the claim was allocated";
+    EXPECT_LT(peak.grown_kib(), 16 * 1024) << c.name << ": the claim was allocated";
   }
 }
 
@@ -480,8 +461,7 @@ TEST(Checkpoint, DamagedCheckpointsAreEachReadOrRefusedNamingTheFile) {
   const auto below = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
   const std::string path = d / "damaged.pth";
   std::size_t refused = 0, read = 0;
-  reset_peak_memory();
-  const long before = resident_memory_kib();
+  const test::PeakMemory peak;
   // 2000 by default (~2 ms a copy here); longer runs: PCDINO_CHECKPOINT_MUTATIONS=N.
   const char* mutations = std::getenv("PCDINO_CHECKPOINT_MUTATIONS");
   const int kFiles = mutations != nullptr ? std::atoi(mutations) : 2000;
@@ -533,7 +513,7 @@ TEST(Checkpoint, DamagedCheckpointsAreEachReadOrRefusedNamingTheFile) {
   EXPECT_GT(refused, static_cast<std::size_t>(kFiles / 2)) << "the damage reached the reader";
   // A checkpoint of 107 KB: nothing it claims is allocated before it is known to hold it (a damaged
   // BINUNICODE length had the unpickler zero 4 GB)
-  EXPECT_LT(peak_memory_kib() - before, 64 * 1024) << "peak RSS in KiB above the start's";
+  EXPECT_LT(peak.grown_kib(), 64 * 1024) << "peak RSS in KiB above the start's";
 }
 
 }  // namespace
