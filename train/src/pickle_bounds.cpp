@@ -260,18 +260,18 @@ void check_pickle_bounds(const char* data, std::size_t size, const std::string& 
         case 'r':
           put(index(4));
           break;
-        case 0x94:
+        case 0x94:  // MEMOIZE: at the next index
           put(memo.size());
-          break;  // MEMOIZE: the next index
+          break;
         case 'h':
           get(index(1));
           break;
         case 'j':
           get(index(4));
           break;
-        case '2':
+        case '2':  // DUP
           pushed = top;
-          break;  // DUP
+          break;
         case 'c':
           pushed = storage_type(data + pos + 1, data + at) ? Value::kStorageType : Value::kOther;
           break;
