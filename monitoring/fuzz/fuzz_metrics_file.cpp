@@ -17,12 +17,15 @@
 
 namespace {
 
-// One folder for the whole run, emptied after each input.
+// One folder for the whole run, emptied after each input and removed at the end.
 const std::string& folder() {
-  static const std::string dir = [] {
+  // Never destroyed: the exit handler that removes the folder runs after static objects are gone.
+  static const std::string& dir = *[] {
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/pcdino_fuzz_metrics_XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) std::abort();
+    auto* pattern =
+        new std::string(std::string(tmp != nullptr ? tmp : "/tmp") + "/pcdino_fuzz_metrics_XXXXXX");
+    if (::mkdtemp(pattern->data()) == nullptr) std::abort();
+    std::atexit([] { std::filesystem::remove_all(folder()); });  // libFuzzer ends a run with exit()
     return pattern;
   }();
   return dir;
