@@ -36,16 +36,21 @@ std::uint32_t big_endian(const std::string& b, std::size_t at, int bytes) {
 // holds neither (OpenCV then decides). PNG: the 8-byte signature, then IHDR's length, type, width, height
 // (PNG 1.2, section 11.2.2). JPEG: markers FF xx from SOI on, each but the standalone ones with a 2-byte
 // length, until a SOFn (C0-CF but DHT C4, JPG C8, DAC CC) whose height and width follow its precision
-// (ITU T.81, B.2.2).
+// (ITU T.81, B.2.2). Between markers, as libjpeg's next_marker() (jdmarker.c) does, bytes other than FF
+// and a stuffed FF 00 are skipped, not taken as the end: libjpeg decodes past such garbage (a 263-byte
+// file whose frame followed it decoded to 7.2 M pixels in 3.7 s).
 std::uint64_t claimed_pixels(const std::string& head) {
   if (head.size() >= 24 && head.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0 && head.compare(12, 4, "IHDR") == 0)
     return std::uint64_t{big_endian(head, 16, 4)} * big_endian(head, 20, 4);
   if (head.size() < 4 || big_endian(head, 0, 2) != 0xFFD8) return 0;
   for (std::size_t i = 2; i + 4 <= head.size();) {
-    if (static_cast<unsigned char>(head[i]) != 0xFF) return 0;
     const auto marker = static_cast<unsigned char>(head[i + 1]);
-    if (marker == 0xFF) {  // a fill byte
+    if (static_cast<unsigned char>(head[i]) != 0xFF || marker == 0xFF) {  // garbage, or a fill byte
       ++i;
+      continue;
+    }
+    if (marker == 0x00) {  // a stuffed zero: no marker
+      i += 2;
       continue;
     }
     if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD9)) {  // TEM, RSTn, SOI, EOI: no length
