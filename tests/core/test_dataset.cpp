@@ -115,11 +115,7 @@ TEST(Dataset, APackManifestsNumbersAreWholeAndInRange) {
   put(d / "src/a/1.tif", 1);
   pack_dataset(Dataset::open(d / "src", 0), d / "packed", {});
   const std::string manifest = d / "packed/pack.json";
-  std::string text;
-  {
-    std::ifstream in(manifest);
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  std::string text = test::read_text(manifest);
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
            {"\"height\": 4", "\"height\": 6.6e23"},
            {"\"height\": 4", "\"height\": 4.5"},
@@ -147,11 +143,7 @@ TEST(Dataset, AShardClaimingMoreRowsThanItsFileHoldsIsRefusedBeforeItIsRead) {
   put(d / "src/a/1.tif", 1);
   pack_dataset(Dataset::open(d / "src", 0), d / "packed", {});
   const std::string manifest = d / "packed/pack.json";
-  std::string text;
-  {
-    std::ifstream in(manifest);
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  std::string text = test::read_text(manifest);
   constexpr hsize_t kRows = hsize_t(1) << 24;
   for (const std::string& from : {std::string("\"num_images\": 1"), std::string("\"count\": 1")}) {
     const auto at = text.find(from);

@@ -58,8 +58,7 @@ std::string run_python(const std::filesystem::path& script) {
 }
 
 std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return test::read_text(path);
 }
 
 // The pickle (data.pkl) of a checkpoint's zip archive, as bytes: its global names are plain text in it.
