@@ -12,6 +12,7 @@
 #include <limits>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <optional>
 
 #include "pcdino/core/error.hpp"
 #include "tiff.hpp"
@@ -32,17 +33,17 @@ std::uint32_t big_endian(const std::string& b, std::size_t at, int bytes) {
   return v;
 }
 
-// The width x height a PNG's IHDR chunk or a JPEG's start-of-frame marker in `head` claims; 0 when `head`
-// holds neither (OpenCV then decides). PNG: the 8-byte signature, then IHDR's length, type, width, height
-// (PNG 1.2, section 11.2.2). JPEG: markers FF xx from SOI on, each but the standalone ones with a 2-byte
-// length, until a SOFn (C0-CF but DHT C4, JPG C8, DAC CC) whose height and width follow its precision
-// (ITU T.81, B.2.2). Between markers, as libjpeg's next_marker() (jdmarker.c) does, bytes other than FF
-// and a stuffed FF 00 are skipped, not taken as the end: libjpeg decodes past such garbage (a 263-byte
-// file whose frame followed it decoded to 7.2 M pixels in 3.7 s).
-std::uint64_t claimed_pixels(const std::string& head) {
+// The width x height a PNG's IHDR chunk or a JPEG's start-of-frame marker in `head` claims; 0 for a JPEG
+// whose frame is not in `head` (libjpeg then decides); nullopt when `head` is neither a PNG nor a JPEG. PNG:
+// the 8-byte signature, then IHDR's length, type, width, height (PNG 1.2, section 11.2.2). JPEG: markers FF
+// xx from SOI on, each but the standalone ones with a 2-byte length, until a SOFn (C0-CF but DHT C4, JPG C8,
+// DAC CC) whose height and width follow its precision (ITU T.81, B.2.2). Between markers, as libjpeg's
+// next_marker() (jdmarker.c) does, bytes other than FF and a stuffed FF 00 are skipped, not taken as the end:
+// libjpeg decodes past such garbage (a 263-byte file whose frame followed it decoded to 7.2 M pixels).
+std::optional<std::uint64_t> claimed_pixels(const std::string& head) {
   if (head.size() >= 24 && head.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0 && head.compare(12, 4, "IHDR") == 0)
     return std::uint64_t{big_endian(head, 16, 4)} * big_endian(head, 20, 4);
-  if (head.size() < 4 || big_endian(head, 0, 2) != 0xFFD8) return 0;
+  if (head.size() < 4 || big_endian(head, 0, 2) != 0xFFD8) return std::nullopt;
   for (std::size_t i = 2; i + 4 <= head.size();) {
     const auto marker = static_cast<unsigned char>(head[i + 1]);
     if (static_cast<unsigned char>(head[i]) != 0xFF || marker == 0xFF) {  // garbage, or a fill byte
@@ -68,7 +69,9 @@ std::uint64_t claimed_pixels(const std::string& head) {
 
 // A PNG or JPEG whose header claims more pixels than its file could hold compressed is refused before
 // OpenCV allocates them (a 1 KiB file claiming 30000 x 30000 px): at most kMaxCompressionRatio times the
-// file's size, with 4 channels of 2 bytes a pixel.
+// file's size, with 4 channels of 2 bytes a pixel. Any other content is refused too: OpenCV picks its
+// decoder by a file's bytes, not its name, and a .png holding BMP, PNM, JPEG 2000 or WebP would otherwise
+// be decoded with no claim checked (a 20-byte PNM header claims 400 MB).
 void check_claimed_size(const std::string& path) {
   std::error_code ec;
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
@@ -78,7 +81,11 @@ void check_claimed_size(const std::string& path) {
     head.resize(std::fread(head.data(), 1, head.size(), f));
     std::fclose(f);
   }
-  const std::uint64_t pixels = claimed_pixels(head);
+  const std::optional<std::uint64_t> claim = claimed_pixels(head);
+  if (!claim)
+    throw DataError(path + ": neither a PNG nor a JPEG by its first bytes (pcdino reads .png as PNG and " +
+                    ".jpg/.jpeg as JPEG; TIFFs need .tif/.tiff)");
+  const std::uint64_t pixels = *claim;
   if (pixels > std::max<std::uint64_t>(size, 1) * kMaxCompressionRatio / 8) {
     throw DataError(path + ": its header claims " + std::to_string(pixels) + " pixels, more than a file of " +
                     std::to_string(size) + " bytes can hold (truncated or corrupt)");

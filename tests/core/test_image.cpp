@@ -247,6 +247,26 @@ TEST(Image, AJpegOrPngClaimingMorePixelsThanItsFileHoldsIsRefusedBeforeDecoding)
   EXPECT_EQ(gray16.type, PixelType::kUint16);
 }
 
+TEST(Image, AFileNamedPngOrJpegHoldingAnotherFormatIsRefusedByItsSignature) {
+  TempDir dir;
+  // OpenCV chooses its decoder by a file's bytes: a valid 2 x 2 PNM read as an image before, and a 20-byte
+  // PNM header claiming 20000 x 20000 px (400 MB) had OpenCV allocate it; neither is a PNG or a JPEG.
+  const std::string pnm = "P6\n2 2\n255\n" + std::string(12, '\x7f'), claim = "P5\n20000 20000\n255\n";
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"pnm.png", pnm}, {"pnm.jpg", pnm}, {"claim.jpeg", claim}, {"empty.png", ""}};
+  for (const auto& [name, bytes] : files) {
+    const std::string path = dir / name;
+    test::write_text(path, bytes);
+    try {
+      const RawImage img = read_image(path);
+      ADD_FAILURE() << name << " read as " << img.width << " x " << img.height;
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find(path + ": neither a PNG nor a JPEG"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(Image, MinMaxScalingPerChannel) {
   // 2x2, 2 channels: channel 0 ranges 10..40, channel 1 is constant 7.
   const RawImage raw = make_image(2, 2, 2, PixelType::kUint16, {10, 7, 20, 7, 30, 7, 40, 7});
