@@ -75,6 +75,23 @@ int act_for_slurm(const doctor::NodeCheckReport& report) {
   return prolog && report.drain() ? to_int(ExitCode::kFailure) : 0;
 }
 
+// The limit slurmd runs the check within: in the health check, the HealthCheckTimeout of the Slurm that
+// `scontrol show config` names (26.05 on); in a prolog, pcdino's own 60 s (PrologEpilogTimeout is not read).
+CheckLimit slurm_limit() {
+  CheckLimit limit;
+  if (std::getenv("SLURM_JOB_ID") != nullptr) {
+    limit.source = "pcdino's limit in a prolog";
+    return limit;
+  }
+  try {
+    const ProcessResult shown = run_process({"scontrol", "show", "config"}, "", 5);
+    if (shown.exit_code == 0) return doctor::health_check_limit(shown.out);
+  } catch (const std::exception& e) {
+    std::cerr << "pcdino node-check: Slurm's limit for the check: " << e.what() << "\n";
+  }
+  return limit;
+}
+
 // The drain guard (doctor::apply_drain_guard) with Slurm's view of every node: one `scontrol show nodes`,
 // only when the report would drain. Slurm not answering leaves the report as it is.
 std::vector<doctor::WithheldDrain> guard_drains(doctor::NodeCheckReport& report, const NodeCheckSite& site) {
@@ -145,7 +162,8 @@ void add_node_check_command(CLI::App& app) {
       "--slurm", a->slurm,
       "Act for Slurm: drain the node on a drain finding (in a prolog, $SLURM_JOB_ID set, also exit 1 "
       "so that Slurm requeues the job), and in the health check resume a node pcdino drained once "
-      "it passes");
+      "it passes; every probe runs within half of Slurm's limit for the check (HealthCheckTimeout from "
+      "Slurm 26.05, 60 s before), which the report's first line names");
   sub->add_flag("--list", a->list, "List the probes and exit");
   // The shared_fs probe's child process (run_node_check's `prober`): not for users.
   sub->add_option("--probe-filesystem", a->probe_filesystem)->group("");
@@ -183,6 +201,7 @@ void add_node_check_command(CLI::App& app) {
     try {
       NodeCheckSite site = a->site.empty() ? NodeCheckSite{} : read_node_check_site(a->site);
       for (const auto& d : a->shared_dirs) site.shared_storage.push_back({d, ""});
+      if (a->slurm) site.limit = slurm_limit();
       const std::string node = a->node.empty() ? this_node() : a->node;
       doctor::NodeCheckReport report = doctor::run_node_check(site, node, own_program());
       const auto withheld = a->slurm ? guard_drains(report, site) : std::vector<doctor::WithheldDrain>{};

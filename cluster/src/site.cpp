@@ -15,10 +15,14 @@
 #include "pcdino/core/parallelcluster.hpp"
 #include "pcdino/core/slurm_features.hpp"
 #include "pcdino/core/yaml_reader.hpp"
+#include "site_checks.hpp"
+#include "site_table.hpp"
 
 namespace pcdino::cluster {
 
 namespace {
+using namespace site_rows;
+
 const char* const kInstance = R"([a-z][a-z0-9-]*\.[0-9a-z]+)";
 const char* const kAnyText = R"([^\n]{1,512})";
 const char* const kCidr = R"(([0-9]{1,3}\.){3}[0-9]{1,3}/[0-9]{1,2})";
@@ -27,170 +31,6 @@ const char* const kS3Prefix = R"(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?
 const char* const kS3Path = R"(s3://[a-z0-9.-]{3,63}(/.*)?)";
 const char* const kDir = R"(/[A-Za-z0-9/_.-]*)";
 const char* const kSubnet = R"(subnet-[0-9a-f]{8,17})";
-
-// "head_node.key_name" -> {"head_node", "key_name"}; "name" -> {"", "name"}.
-std::pair<std::string, std::string> split_key(const std::string& path) {
-  const auto dot = path.rfind('.');
-  if (dot == std::string::npos) return {"", path};
-  return {path.substr(0, dot), path.substr(dot + 1)};
-}
-
-struct Row;
-using Table = std::vector<Row>;
-
-// One mapping read with its table (the spec, a queue, an S3 access, monitoring.prometheus), and the
-// sections of it entered so far.
-class Scope {
- public:
-  Scope(const YamlReader& r, const YAML::Node& node, std::string path, const Table& table)
-      : reader(r), table(table), path_(std::move(path)) {
-    sections_.emplace("", node);
-  }
-
-  const YamlReader& reader;
-  const Table& table;
-
-  // The mapping at `section` ("" = the scope's own), once its row has entered it.
-  YAML::Node at(const std::string& section) const { return sections_.at(section); }
-  void enter(const std::string& section, const YAML::Node& node) { sections_.emplace(section, node); }
-  // The key path of `rel` in messages: "queues[0].name".
-  std::string path(const std::string& rel) const {
-    return rel.empty() ? path_ : YamlReader::join(path_, rel);
-  }
-  [[noreturn]] void fail(const YAML::Node& node, const std::string& rel, const std::string& what) const {
-    reader.fail(node, path(rel), what);
-  }
-
- private:
-  std::string path_;
-  std::map<std::string, YAML::Node> sections_;
-};
-
-// Where a row's key is: the mapping holding it, the key, its path in messages.
-struct At {
-  YAML::Node parent;
-  std::string key;
-  std::string path;
-  YAML::Node value() const { return parent[key]; }
-};
-
-// Reads a row's key and lands it in the spec; or, for a section, enters it; or, for a rule, checks keys.
-using Read = std::function<void(Scope&, const At&, SiteSpec&)>;
-
-// A key or section of the table's mapping (info.path relative to it), or a rule (info.path "") that checks
-// the keys read before it. Rows are read in order: a key's default may depend on a key above it.
-struct Row {
-  SiteKey info;
-  Read read;
-  const Table* items = nullptr;  // the table of each element of a list (or of a mapping's form)
-  const char* item_path = "";    // "[]" for a list's elements
-};
-
-// The keys the table knows in `section`, for "unknown key" errors.
-std::set<std::string> keys_in(const Table& table, const std::string& section) {
-  std::set<std::string> keys;
-  for (const Row& row : table) {
-    const auto [outer, key] = split_key(row.info.path);
-    if (!row.info.path.empty() && outer == section) keys.insert(key);
-  }
-  return keys;
-}
-
-// Reads the scope's mapping with its table: no key the table does not know, then each row in order.
-void read_table(Scope& scope, SiteSpec& s) {
-  scope.reader.only(scope.at(""), scope.path(""), keys_in(scope.table, ""));
-  for (const Row& row : scope.table) {
-    const auto [section, key] = split_key(row.info.path);
-    row.read(scope,
-             {row.info.path.empty() ? YAML::Node() : scope.at(section), key, scope.path(row.info.path)}, s);
-  }
-}
-
-// A spec of defaults with one queue and one S3 access: the default column of the table (only read).
-SiteSpec& defaults() {
-  static SiteSpec spec = [] {
-    SiteSpec d;
-    d.queues.emplace_back();
-    d.s3_access.emplace_back();
-    return d;
-  }();
-  return spec;
-}
-
-template <class T>
-using Member = T& (*)(SiteSpec&);
-// The member a key lands in, as a function pointer the table can hold.
-#define PCDINO_SITE(expr)      \
-  +[](SiteSpec & s) -> auto& { \
-    return s.expr;             \
-  }
-using Required = bool (*)(const SiteSpec&);
-bool always(const SiteSpec&) {
-  return true;
-}
-bool never(const SiteSpec&) {
-  return false;
-}
-
-// A string matching `pattern`; absent, the member keeps its default. `then` runs after it is read.
-Row text(const char* path, Member<std::string> member, const char* pattern, const std::string& expected,
-         Required required, const char* doc, Read then = nullptr) {
-  Row row{{path, "string", expected, member(defaults()), required(defaults()), doc}, nullptr};
-  row.read = [=](Scope& scope, const At& at, SiteSpec& s) {
-    const std::string value = scope.reader.text(at.parent, at.key, at.path, required(s), pattern, expected);
-    if (!value.empty()) member(s) = value;
-    if (then) then(scope, at, s);
-  };
-  return row;
-}
-
-// An integer in [low, high]; absent, `fallback` (default: the member's default).
-Row integer(const char* path, Member<int> member, int low, int high, const char* doc, Read then = nullptr,
-            int (*fallback)(const SiteSpec&) = nullptr) {
-  Row row{{path, "integer", "[" + std::to_string(low) + ", " + std::to_string(high) + "]",
-           std::to_string(member(defaults())), false, doc},
-          nullptr};
-  row.read = [=](Scope& scope, const At& at, SiteSpec& s) {
-    member(s) =
-        scope.reader.integer(at.parent, at.key, at.path, low, high, fallback ? fallback(s) : member(s));
-    if (then) then(scope, at, s);
-  };
-  return row;
-}
-
-Row boolean(const char* path, Member<bool> member, const char* doc) {
-  Row row{{path, "bool", "true or false", member(defaults()) ? "true" : "false", false, doc}, nullptr};
-  row.read = [=](Scope& scope, const At& at, SiteSpec& s) {
-    member(s) = scope.reader.boolean(at.parent, at.key, at.path, member(s));
-  };
-  return row;
-}
-
-enum class Need { optional, required, mapping_if_given };
-
-// A mapping of keys (the rows below it whose paths it starts); `entered` runs once it is checked.
-Row section(const char* path, Need need, const char* doc, Read entered = nullptr) {
-  Row row{{path, "mapping", "", "", need == Need::required, doc}, nullptr};
-  row.read = [=](Scope& scope, const At& at, SiteSpec& s) {
-    const bool required =
-        need == Need::required || (need == Need::mapping_if_given && at.value().IsDefined());
-    const YAML::Node node = scope.reader.map(at.parent, at.key, at.path, required);
-    scope.reader.only(node, at.path, keys_in(scope.table, path));
-    scope.enter(path, node);
-    if (entered) entered(scope, at, s);
-  };
-  return row;
-}
-
-// A key read its own way (lists, a mapping's form).
-Row other(SiteKey info, Read read, const Table* items = nullptr, const char* item_path = "") {
-  return {std::move(info), std::move(read), items, item_path};
-}
-
-// A check of keys read before it, reporting at whichever it names.
-Row rule(std::function<void(Scope&, SiteSpec&)> check) {
-  return {{}, [check](Scope& scope, const At&, SiteSpec& s) { check(scope, s); }};
-}
 
 // A root volume no smaller than the AMI's: ParallelCluster's own AMIs have 40 GiB (constants.py
 // EBS_VOLUME_SIZE_DEFAULT, v3.11.1), and its RootVolumeSizeValidator refuses less. EBS gp3 ends at 16 TiB.
@@ -204,38 +44,6 @@ Row root_volume(const char* path, Member<int> member) {
               at.value(), at.path,
               std::to_string(gib) + " GiB is smaller than the 40 GiB root volume of ParallelCluster's AMIs");
       });
-}
-
-// An s3://bucket/prefix without trailing '/' (commands.sh appends "/head-node.sh").
-Read trim_slashes(Member<std::string> member) {
-  return [member](Scope&, const At&, SiteSpec& s) {
-    while (!member(s).empty() && member(s).back() == '/') member(s).pop_back();
-  };
-}
-
-// One slurm.conf line: a mapping of Slurm parameters (their case as Slurm documents it) to scalar values.
-SlurmLine slurm_line(const YamlReader& r, const YAML::Node& node, const std::string& path) {
-  if (!node.IsMap() || node.size() == 0)
-    r.fail(node, path, "expected a mapping of slurm.conf parameters to values (Key: value)");
-  SlurmLine line;
-  for (const auto& kv : node) {
-    const std::string key = kv.first.Scalar();
-    if (!kv.second.IsScalar() || kv.second.Scalar().empty())
-      r.fail(kv.second, YamlReader::join(path, key), "expected a value for the slurm.conf parameter");
-    line.emplace_back(key, kv.second.Scalar());
-  }
-  return line;
-}
-
-// Each element of a list of mappings, read with `items` after `each` has made its place in the spec.
-void read_items(Scope& scope, const YAML::Node& list, const std::string& path, const Table& items,
-                const std::string& not_a_mapping, const std::function<void(SiteSpec&)>& each, SiteSpec& s) {
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    Scope item(scope.reader, list[i], path + "[" + std::to_string(i) + "]", items);
-    if (!list[i].IsMap()) item.fail(list[i], "", not_a_mapping);
-    each(s);
-    read_table(item, s);
-  }
 }
 
 // --- The tables: each key once, in reading order. ---
@@ -343,86 +151,6 @@ const Table& node_check_table() {
   return rows;
 }
 
-// The slurm.conf keys the node check sets itself (CustomSlurmSettings).
-const char* const kNodeCheckKeys[] = {"PrologFlags", "HealthCheckProgram", "HealthCheckInterval",
-                                      "HealthCheckNodeState"};
-
-// The checks of node_check against the image and slurm.settings (its s3_prefix: check_upload_prefix).
-void check_node_check(Scope& scope, SiteSpec& s) {
-  if (!s.node_check.enabled) return;
-  const YAML::Node at = scope.at("")["node_check"];
-  if (s.custom_ami.empty())
-    scope.fail(
-        at, "node_check",
-        "needs image.custom_ami, the pcdino image (`pcdino ami`) that holds pcdino and the node check's "
-        "wrapper");
-  for (const auto& line : s.slurm_settings) {
-    for (const auto& [key, value] : line) {
-      const std::string lower = ascii_lower(key);
-      for (const char* own : kNodeCheckKeys)
-        if (lower == ascii_lower(own))
-          scope.fail(at, "node_check",
-                     "slurm.settings sets " + key + ", which the node check sets (" + own +
-                         "); leave it out, or turn the node check off (node_check: false)");
-      // ParallelCluster's slurm.conf has SchedulerParameters=nohold_on_prolog_fail; a site's replaces it.
-      if (lower == "schedulerparameters" && value.find("nohold_on_prolog_fail") == std::string::npos)
-        scope.fail(
-            at, "node_check",
-            "slurm.settings' SchedulerParameters replaces ParallelCluster's nohold_on_prolog_fail: add it, "
-            "or a job whose prolog found a sick node is requeued held instead of running elsewhere");
-    }
-  }
-}
-
-// The sections of head-node.sh that say where commands.sh uploads it (and compute-node.sh beside it), in the
-// order their s3_prefix counts. It is one script, uploaded once: the prefixes given must agree, and the first
-// given serves the sections that give none.
-struct UploadSection {
-  const char* parent;  // the section's parent in the spec ("" at the top)
-  const char* name;    // its key under the parent
-  const char* path;    // its key path, as messages name it
-  bool (*on)(const SiteSpec&);
-  std::string& (*prefix)(SiteSpec&);
-};
-const UploadSection kUploadSections[] = {
-    {"", "spank", "spank", [](const SiteSpec& s) { return s.spank.enabled; },
-     [](SiteSpec& s) -> std::string& { return s.spank.s3_prefix; }},
-    {"monitoring", "prometheus", "monitoring.prometheus",
-     [](const SiteSpec& s) { return s.prometheus.enabled; },
-     [](SiteSpec& s) -> std::string& { return s.prometheus.s3_prefix; }},
-    {"", "node_check", "node_check", [](const SiteSpec& s) { return s.node_check.enabled; },
-     [](SiteSpec& s) -> std::string& { return s.node_check.s3_prefix; }},
-    {"", "containers", "containers", [](const SiteSpec& s) { return s.containers.enabled; },
-     [](SiteSpec& s) -> std::string& { return s.containers.s3_prefix; }},
-};
-
-// Every section on gets the upload prefix: its own, or the first given; one that differs is refused.
-void check_upload_prefix(Scope& scope, SiteSpec& s) {
-  const UploadSection* first = nullptr;
-  for (const auto& section : kUploadSections)
-    if (section.on(s) && !section.prefix(s).empty()) {
-      first = &section;
-      break;
-    }
-  for (const auto& section : kUploadSections) {
-    if (!section.on(s)) continue;
-    const YAML::Node at = scope.at(section.parent)[section.name];
-    std::string& prefix = section.prefix(s);
-    const std::string key = std::string(section.path) + ".s3_prefix";
-    if (first == nullptr) {
-      scope.fail(at, key,
-                 "missing: where commands.sh uploads head-node.sh (s3://bucket/prefix; one of spank, "
-                 "monitoring.prometheus, node_check and containers gives it for all)");
-    } else if (prefix.empty()) {
-      prefix = first->prefix(s);
-    } else if (prefix != first->prefix(s)) {
-      scope.fail(at["s3_prefix"], key,
-                 "'" + prefix + "' is not " + first->path + ".s3_prefix '" + first->prefix(s) +
-                     "': head-node.sh is one script, uploaded once");
-    }
-  }
-}
-
 const Table& containers_table() {
   static const Table rows = {
       text("s3_prefix", PCDINO_SITE(containers.s3_prefix), kS3Prefix, "an s3://bucket/prefix", never,
@@ -435,55 +163,6 @@ const Table& containers_table() {
            "run)"),
   };
   return rows;
-}
-
-// The first release whose official images hold Pyxis off, with its example configuration to turn it on
-// (aws-parallelcluster-cookbook v3.11.1, CHANGELOG: "Pyxis is now disabled by default"); 3.11.0 turned it on
-// itself, with a fault that failed job submissions (aws/aws-parallelcluster#6459).
-constexpr const char* kPyxisExamplesRelease = "3.11.1";
-
-// The checks of containers against the release (its s3_prefix: check_upload_prefix).
-void check_containers(Scope& scope, SiteSpec& s) {
-  if (!s.containers.enabled) return;
-  const YAML::Node at = scope.at("")["containers"];
-  if (parallelcluster::compare_versions(s.parallelcluster_version, kPyxisExamplesRelease) < 0)
-    scope.fail(
-        at, "containers",
-        "ParallelCluster " + s.parallelcluster_version + " has no Pyxis example configuration to turn on (" +
-            kPyxisExamplesRelease + " and later keep it in /opt/parallelcluster/examples; 3.11.0 turned " +
-            "Pyxis on itself, with a fault fixed in 3.11.1): use " + kPyxisExamplesRelease + " or later");
-}
-
-// The checks of monitoring.prometheus against the image and spank (after both are read).
-void check_prometheus(Scope& scope, SiteSpec& s) {
-  if (!s.prometheus.enabled) return;
-  const YAML::Node at = scope.at("monitoring")["prometheus"];
-  // The head node installs Prometheus from its OS's own package, and the rules from the pcdino image.
-  const PrometheusPackage* package = prometheus_package(s.os);
-  if (package == nullptr || *package->package == '\0') {
-    std::string offered;
-    for (const auto& row : prometheus_packages())
-      if (*row.package != '\0') offered += (offered.empty() ? "" : ", ") + std::string(row.os);
-    scope.fail(at, "monitoring.prometheus",
-               "the head node (image.os " + s.os + ") has no Prometheus package to install: " +
-                   (package != nullptr ? std::string(package->why) + " (" + package->source + ")"
-                                       : "not in pcdino's table") +
-                   "; pcdino installs no unpinned binary instead (OSes with a package: " + offered + ")");
-  }
-  if (s.custom_ami.empty())
-    scope.fail(at, "monitoring.prometheus",
-               "needs image.custom_ami, the pcdino image (`pcdino ami`) that holds pcdino's alert rules and "
-               "the compute nodes' node exporter");
-  // Slurm's own metrics: pcdino sets MetricsType for the head node's Prometheus (slurm_metrics()).
-  if (!slurm_metrics(s)) return;
-  for (const auto& line : s.slurm_settings)
-    for (const auto& kv : line)
-      if (ascii_lower(kv.first) == "metricstype")
-        scope.fail(at, "monitoring.prometheus",
-                   "slurm.settings sets " + kv.first +
-                       ", which monitoring.prometheus sets (metrics/openmetrics on Slurm " +
-                       pcdino::slurm::feature("openmetrics").first_release +
-                       "+, for the head node's Prometheus); leave it out");
 }
 
 // The queues: a list of at least one, each read with queue_table().
@@ -685,6 +364,7 @@ Table storage_rows() {
           other({"slurm.settings", "list of {Parameter: value}", "", "", false,
                  "slurm.conf lines (Scheduling.SlurmSettings.CustomSlurmSettings)"},
                 read_slurm_settings),
+          rule(check_slurm_release),
           other({"tags", "{name: value}", "", "", false, "tags of the cluster's resources"}, read_tags)};
 }
 
@@ -798,12 +478,6 @@ SiteSpec parse_site_spec(const std::string& yaml_text, const std::string& source
   Scope scope(r, root, "", site_table());
   read_table(scope, s);
   return s;
-}
-
-std::string head_node_s3_prefix(const SiteSpec& site) {
-  for (const auto& section : kUploadSections)
-    if (section.on(site)) return section.prefix(const_cast<SiteSpec&>(site));  // read, never written
-  return "";
 }
 
 SiteSpec load_site_spec(const std::string& path) {

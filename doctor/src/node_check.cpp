@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -20,6 +21,7 @@
 #include "pcdino/core/error.hpp"
 #include "pcdino/core/fs.hpp"
 #include "pcdino/core/process.hpp"
+#include "pcdino/core/slurm_features.hpp"
 #include "pcdino/doctor/gpu_health.hpp"
 #include "vendor_tools.hpp"
 
@@ -234,10 +236,10 @@ int expected_gpus(const SlurmNodeView& view) {
 
 namespace {
 
-// Level 1 takes seconds (DCGM's dcgmi diag reference): three times the others' limit, at most 30 s, so that
-// the whole check stays under the 60 s Slurm gives a HealthCheckProgram. A slow host engine only warns.
+// Level 1 takes seconds (DCGM's dcgmi diag reference): three times the others' limit, within half the
+// check's (30 s of Slurm's 60 for a HealthCheckProgram). A slow host engine only warns.
 double dcgm_limit(const NodeCheckSite& site) {
-  return std::min(3.0 * site.probe_seconds, 30.0);
+  return std::max(1.0, std::min(3.0 * site.probe_seconds, site.limit.seconds / 2));
 }
 
 bool has_nvidia(const NodeFacts& f) {
@@ -420,11 +422,42 @@ std::string NodeCheckReport::reason() const {
   return reason;
 }
 
-NodeCheckReport run_node_check(const NodeCheckSite& site, const std::string& node,
+double probe_limit(const NodeCheckSite& site, const NodeProbe& probe) {
+  const double own = probe.limit != nullptr ? probe.limit(site) : site.probe_seconds;
+  return std::max(1.0, std::min(own, site.limit.seconds / 2));
+}
+
+CheckLimit health_check_limit(const std::string& show_config) {
+  auto keys = slurm::parse_show_config(show_config);
+  const std::string version = keys["SLURM_VERSION"];
+  CheckLimit limit;
+  if (version.empty()) return limit;
+  if (!slurm::has(version, "health_check_timeout")) {
+    limit.source = "Slurm " + version + "'s fixed limit for a HealthCheckProgram";
+    return limit;
+  }
+  // "60 sec"; slurmd resets 0 to its default (read_config.c), and the key holds at most 65535.
+  const std::string& value = keys["HealthCheckTimeout"];
+  char* end = nullptr;
+  const long seconds = std::strtol(value.c_str(), &end, 10);
+  if (end == value.c_str() || seconds <= 0 || seconds > 65535) {
+    limit.source = "Slurm " + version + "'s default HealthCheckTimeout";
+    return limit;
+  }
+  limit.seconds = static_cast<double>(seconds);
+  limit.source = "HealthCheckTimeout of Slurm " + version;
+  return limit;
+}
+
+NodeCheckReport run_node_check(const NodeCheckSite& given, const std::string& node,
                                const std::string& prober) {
   const auto start = std::chrono::steady_clock::now();
   NodeCheckReport report;
   report.node = node;
+  report.limit = given.limit;
+  // Every probe's own tools and calls within half the check's limit too, not only the wait for it below.
+  NodeCheckSite site = given;
+  site.probe_seconds = std::max(1, std::min(given.probe_seconds, static_cast<int>(given.limit.seconds / 2)));
   SlurmNodeView view;
   Check slurm = check_slurm_view(node, std::min(site.probe_seconds, 5), &view);
   NodeFacts facts = node_facts(node, view.name.empty() ? std::nullopt : std::optional<SlurmNodeView>(view));
@@ -460,7 +493,7 @@ NodeCheckReport run_node_check(const NodeCheckSite& site, const std::string& nod
   }
   // Probes limit their own tools and filesystem calls; a probe stuck elsewhere fails at its limit here.
   for (auto& p : pending) {
-    const double limit = p.probe->limit != nullptr ? p.probe->limit(site) : site.probe_seconds;
+    const double limit = probe_limit(site, *p.probe);
     const auto deadline = begun + std::chrono::duration<double>(limit + 2.0);
     if (p.future.wait_until(deadline) != std::future_status::ready) {
       report.checks.push_back(
@@ -478,7 +511,8 @@ NodeCheckReport run_node_check(const NodeCheckSite& site, const std::string& nod
 }
 
 std::string format_node_check(const NodeCheckReport& report) {
-  std::string out = fmt::format("pcdino node-check on {}\n", report.node);
+  std::string out = fmt::format("pcdino node-check on {}, within {:g} s ({})\n", report.node,
+                                report.limit.seconds, report.limit.source);
   for (const auto& c : report.checks) {
     const char* verdict = c.check.ok ? "ok" : c.check.severity == Severity::kWarn ? "WARN" : "DRAIN";
     out += fmt::format("  {:<13} {:<5} {:>6.2f} s  {}\n", c.check.name, verdict, c.seconds, c.check.detail);
@@ -502,6 +536,8 @@ std::string node_check_json(const NodeCheckReport& report) {
                         {"verdict", report.verdict()},
                         {"reason", report.reason()},
                         {"seconds", report.seconds},
+                        {"limit_seconds", report.limit.seconds},
+                        {"limit", report.limit.source},
                         {"checks", checks}}
              .dump(2) +
          "\n";

@@ -290,27 +290,11 @@ void check_container_settings(const PipelineConfig& config, const std::string& s
 }
 
 bool expedites_requeues(const std::string& config) {
-  // "Key   = value" lines; SlurmctldParameters is a comma-separated list, "(null)" when unset.
-  const auto strip = [](const std::string& t) {
-    const auto first = t.find_first_not_of(" \t");
-    return first == std::string::npos ? std::string() : trim(t.substr(first));
-  };
-  std::string version, parameters;
-  std::istringstream in(config);
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    const std::string key = strip(line.substr(0, eq)), value = strip(line.substr(eq + 1));
-    if (key == "SLURM_VERSION") version = value;
-    if (key == "SlurmctldParameters") parameters = value;
-  }
-  if (!slurm::has(version, "expedited_requeue")) return false;
-  std::istringstream list(parameters);
-  std::string item;
-  while (std::getline(list, item, ','))
-    if (strip(item) == "enable_expedited_requeue") return true;
-  return false;
+  auto keys = slurm::parse_show_config(config);  // SlurmctldParameters: a comma list, "(null)" when unset
+  if (!slurm::has(keys["SLURM_VERSION"], "expedited_requeue")) return false;
+  const auto asked = slurm::features_of_setting("SlurmctldParameters", keys["SlurmctldParameters"]);
+  return std::any_of(asked.begin(), asked.end(),
+                     [](const slurm::Feature* f) { return std::string(f->name) == "expedited_requeue"; });
 }
 
 bool cluster_expedites_requeues() {

@@ -943,6 +943,40 @@ Scheduling:
 // ParallelCluster 3.11.1 slurm_settings_validator.py: parameters it writes itself are refused at each level
 // (case-insensitively; at the cluster level only one-parameter lines, and the accounting ones only with a
 // Database), and node names with -st- or -dy- are its own.
+// slurm.settings against the release's Slurm (core/slurm_features.hpp's keys, issue #74): a line only a later
+// Slurm reads is refused naming the line, the Slurm it needs and the release's.
+TEST(ClusterSite, SlurmSettingsOfALaterSlurmAreRefusedForTheReleasesSlurm) {
+  const std::string base =
+      "name: c\nregion: us-east-1\navailability_zone: us-east-1a\nhead_node: {ssh_allowed_cidr: "
+      "203.0.113.0/24}\nqueues: [{name: q, instance_type: c5.xlarge}]\n";
+  const auto with = [&](const std::string& release, const std::string& line) {
+    return site_error(base + "parallelcluster_version: " + release +
+                      "\nslurm:\n  settings:\n    - {DefMemPerCPU: " + "1900}\n    - {" + line + "}\n");
+  };
+  std::string e = with("3.16.3", "HealthCheckTimeout: 120");
+  EXPECT_NE(e.find("s.yaml:10:7: slurm.settings[1]: HealthCheckTimeout=120 needs Slurm 26.05 or later ("),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("); ParallelCluster 3.16.3 has Slurm 25.11.8"), std::string::npos) << e;
+  e = with("3.16.3", "metricsauthusers: alice");  // slurm.conf's keys are case-insensitive
+  EXPECT_NE(e.find("metricsauthusers=alice needs Slurm 26.05 or later"), std::string::npos) << e;
+  e = with("3.16.3", "HealthCheckNodeState: 'IDLE,REBOOT_ONLY'");
+  EXPECT_NE(e.find("HealthCheckNodeState=IDLE,REBOOT_ONLY needs Slurm 26.05 or later"), std::string::npos)
+      << e;
+  EXPECT_EQ(with("3.16.3", "HealthCheckNodeState: START_ONLY"), "(accepted)");
+  e = with("3.14.0", "HealthCheckNodeState: START_ONLY");
+  EXPECT_NE(
+      e.find("needs Slurm 25.11 or later (Slurm 25.11.7 slurm.conf(5)); ParallelCluster 3.14.0 has Slurm "
+             "24.11.6"),
+      std::string::npos)
+      << e;
+  EXPECT_EQ(with("3.16.3", "SlurmctldParameters: 'enable_expedited_requeue,idle_on_node_suspend'"),
+            "(accepted)");
+  e = with("3.14.0", "SlurmctldParameters: 'idle_on_node_suspend,enable_expedited_requeue'");
+  EXPECT_NE(e.find("needs Slurm 25.11 or later"), std::string::npos) << e;
+  EXPECT_EQ(with("3.14.0", "SlurmctldParameters: idle_on_node_suspend"), "(accepted)");
+}
+
 TEST(ClusterValidate, CustomSlurmSettingsDenyListsAndNodeNames) {
   const std::string cluster_level = "  SlurmSettings:\n    CustomSlurmSettings:\n";
   const auto with = [&](const std::string& settings, const std::string& queue_extra = "") {

@@ -19,6 +19,30 @@ TEST(SlurmFeatures, FirstReleaseAndLater) {
   EXPECT_TRUE(slurm::has("25.11.7", "openmetrics"));
   EXPECT_TRUE(slurm::has("25.11.8", "expedited_requeue"));
   EXPECT_TRUE(slurm::has("26.05.0", "health_check_start_only"));
+  for (const char* name : {"health_check_timeout", "metrics_auth_users", "health_check_reboot_only"}) {
+    EXPECT_FALSE(slurm::has("25.11.8", name)) << name;
+    EXPECT_TRUE(slurm::has("26.05.3", name)) << name;
+  }
+}
+
+// The slurm.conf lines that ask for a row: the key as Slurm reads it, a row's value among the line's items.
+TEST(SlurmFeatures, ASettingAsksForTheRowsOfItsKeyAndItems) {
+  const auto names = [](const std::string& key, const std::string& value) {
+    std::string out;
+    for (const auto* f : slurm::features_of_setting(key, value))
+      out += std::string(out.empty() ? "" : " ") + f->name;
+    return out;
+  };
+  EXPECT_EQ(names("HealthCheckTimeout", "30"), "health_check_timeout");
+  EXPECT_EQ(names("healthchecktimeout", "30"), "health_check_timeout");
+  EXPECT_EQ(names("HealthCheckNodeState", "IDLE"), "");
+  EXPECT_EQ(names("HealthCheckNodeState", "idle,reboot_only"), "health_check_reboot_only");
+  EXPECT_EQ(names("HealthCheckNodeState", "START_ONLY,REBOOT_ONLY"),
+            "health_check_start_only health_check_reboot_only");
+  EXPECT_EQ(names("SlurmctldParameters", "enable_expedited_requeue_x"), "") << "an item, not a prefix";
+  EXPECT_EQ(names("PrologFlags", "Alloc,DeferBatch,ForceRequeueOnFail"), "force_requeue_on_fail");
+  EXPECT_EQ(names("MetricsAuthUsers", "alice,bob"), "metrics_auth_users");
+  EXPECT_EQ(names("HealthCheckInterval", "300"), "");
 }
 
 TEST(SlurmFeatures, UnknownVersionHasNothingAndUnknownNameThrows) {
@@ -37,6 +61,7 @@ TEST(SlurmFeatures, RowsAreWholeAndUnique) {
     EXPECT_GE(parallelcluster::compare_versions(f.first_release, previous), 0) << f.name << ": oldest first";
     EXPECT_NE(std::string(f.what), "") << f.name;
     EXPECT_NE(std::string(f.source), "") << f.name;
+    EXPECT_NE(std::string(f.key), "") << f.name;
     previous = f.first_release;
   }
 }

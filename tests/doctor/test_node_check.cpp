@@ -457,5 +457,57 @@ TEST(NodeCheckRun, ADirectoryThatIsNoMountDrains) {
   EXPECT_NE(format_node_check(r).find("no-such-node: drain in "), std::string::npos);
 }
 
+// The limit the health check runs within (issue #74): HealthCheckTimeout where the Slurm that scontrol names
+// has it (26.05 on), Slurm's fixed 60 s before, and every probe within half of it. The show-config lines are
+// as src/api/config_info.c prints them ("%u sec"; scontrol pads each key to 23 columns).
+TEST(NodeCheckLimit, TheHealthCheckRunsWithinSlurmsLimitAndSaysWhose) {
+  const auto config = [](const std::string& version, const std::string& timeout) {
+    std::string text = "Configuration data as of 2026-12-02T10:00:00\nHealthCheckInterval     = 300 sec\n";
+    if (!timeout.empty()) text += "HealthCheckTimeout      = " + timeout + "\n";
+    return text + "SLURM_VERSION           = " + version + "\n";
+  };
+  EXPECT_EQ(health_check_limit("").seconds, 60) << "scontrol did not answer";
+  EXPECT_EQ(health_check_limit("").source, CheckLimit{}.source);
+  const CheckLimit newest = health_check_limit(config("26.05.3", "20 sec"));
+  EXPECT_EQ(newest.seconds, 20);
+  EXPECT_EQ(newest.source, "HealthCheckTimeout of Slurm 26.05.3");
+  // 25.11's slurmd kills the program at 60 s whatever the line says: a key its release lacks is not read.
+  const CheckLimit older = health_check_limit(config("25.11.7", "20 sec"));
+  EXPECT_EQ(older.seconds, 60);
+  EXPECT_EQ(older.source, "Slurm 25.11.7's fixed limit for a HealthCheckProgram");
+  EXPECT_EQ(health_check_limit(config("26.05.3", "")).seconds, 60);
+  EXPECT_EQ(health_check_limit(config("26.05.3", "0 sec")).source,
+            "Slurm 26.05.3's default HealthCheckTimeout");
+
+  const auto limit_of = [](const NodeCheckSite& site, const std::string& name) {
+    for (const auto& p : node_probes())
+      if (name == p.name) return probe_limit(site, p);
+    ADD_FAILURE() << "no probe " << name;
+    return 0.0;
+  };
+  NodeCheckSite site;  // ProbeSeconds 10 under Slurm's 60 s: as before HealthCheckTimeout
+  EXPECT_EQ(limit_of(site, "shared_fs"), 10);
+  EXPECT_EQ(limit_of(site, "dcgm"), 30);
+  site.limit = newest;
+  EXPECT_EQ(limit_of(site, "shared_fs"), 10);
+  EXPECT_EQ(limit_of(site, "dcgm"), 10);
+  site.limit.seconds = 120, site.probe_seconds = 20;
+  EXPECT_EQ(limit_of(site, "shared_fs"), 20);
+  EXPECT_EQ(limit_of(site, "dcgm"), 60);
+  site.limit.seconds = 1;
+  EXPECT_EQ(limit_of(site, "gpus"), 1) << "at least a second";
+
+  test::TempDir dir;
+  NodeCheckSite small;
+  small.shared_storage = {{dir.path().string(), ""}};
+  small.manifest = "";
+  small.limit = {6, "a test's limit"};
+  const NodeCheckReport r = run_node_check(small, "no-such-node");
+  const std::string text = format_node_check(r);
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            "pcdino node-check on no-such-node, within 6 s (a test's limit)");
+  EXPECT_NE(node_check_json(r).find("\"limit_seconds\": 6.0"), std::string::npos) << node_check_json(r);
+}
+
 }  // namespace
 }  // namespace pcdino::doctor

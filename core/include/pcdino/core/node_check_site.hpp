@@ -18,6 +18,13 @@ struct SharedStorage {
   std::string storage_type;  ///< StorageType: "FsxLustre", "Efs", "Ebs", ...; "" = any filesystem
 };
 
+/// The time the whole node check runs within, and whose limit that is (NodeCheckSite::limit).
+struct CheckLimit {
+  double seconds = 60;  ///< every probe runs within half of it, the rest is Slurm's view and actions
+  /// What `pcdino node-check` prints after "within N s": whose limit it is.
+  std::string source = "Slurm's fixed limit for a HealthCheckProgram through 25.11";
+};
+
 /// The node check's site file.
 struct NodeCheckSite {
   std::vector<SharedStorage> shared_storage;           ///< each must be mounted, readable and writable
@@ -33,11 +40,14 @@ struct NodeCheckSite {
   /// one node in two is the cluster's, and a partition keeps nodes to run on while it is found.
   int drain_guard_percent = 50;
   std::string source;  ///< the file it was read from ("" = defaults)
+  /// Not a key of the file: the node check takes it from the Slurm it runs under
+  /// (doctor::health_check_limit(): HealthCheckTimeout where Slurm has it, 26.05 on).
+  CheckLimit limit;
 };
 
 /// The most ProbeSeconds may be: slurmd kills a HealthCheckProgram after 60 s (slurmd.c
-/// run_script_health_check, through 25.11), and the check takes at most 5 s + 3 x ProbeSeconds capped at 30
-/// s, plus its Slurm actions.
+/// run_script_health_check, through 25.11; HealthCheckTimeout's default from 26.05), and the check takes at
+/// most 5 s + 3 x ProbeSeconds capped at half its limit (30 s), plus its Slurm actions.
 inline constexpr int kMaxProbeSeconds = 20;
 
 /// The keys of the site file, in the order write_node_check_site() writes them, with what each holds.

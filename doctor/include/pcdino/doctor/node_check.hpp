@@ -107,6 +107,17 @@ extern const NodeProbe kSlurmViewProbe;
 /// --list` prints, one "name<TAB>what" line each.
 std::vector<const NodeProbe*> node_check_probes();
 
+/// The seconds run_node_check() gives `probe`: its own limit (probe_seconds; dcgm's three times that)
+/// within half of the check's (site.limit.seconds; the rest is for Slurm's view of the node and the
+/// scontrol lines that act on the verdict), and at least 1 s.
+double probe_limit(const NodeCheckSite& site, const NodeProbe& probe);
+
+/// The limit slurmd gives a HealthCheckProgram on the Slurm that `scontrol show config` printed as
+/// `show_config`: its HealthCheckTimeout where SLURM_VERSION has the key (core/slurm_features.hpp's
+/// health_check_timeout: 26.05 on), else the fixed 60 s of earlier releases; CheckLimit's default where
+/// the text names no Slurm (scontrol did not answer).
+CheckLimit health_check_limit(const std::string& show_config);
+
 /// One check with the seconds its probe took.
 struct TimedCheck {
   Check check;
@@ -119,6 +130,7 @@ struct NodeCheckReport {
   std::string node;
   std::vector<TimedCheck> checks;
   double seconds = 0;  ///< wall time of the whole check (the probes run side by side)
+  CheckLimit limit;    ///< what it ran within (NodeCheckSite::limit)
 
   /// Some check failed with Severity::kDrain.
   bool drain() const;
@@ -134,7 +146,8 @@ struct NodeCheckReport {
 /// a probe still running then is a failed check, "did not finish within N s", of its on_timeout severity.
 /// `prober`: a pcdino program that writes and reads the shared filesystems' files in a process of its own
 /// (`PROBER node-check --probe-filesystem DIR`), so that a process stuck in a hung mount is that one, not
-/// this ("" = on a thread of this process). In all, at most 5 s + 3 x probe_seconds (capped at 30 s).
+/// this ("" = on a thread of this process). In all, at most 5 s + 3 x probe_seconds, each probe within
+/// probe_limit() (half of site.limit: 30 s under Slurm's 60).
 NodeCheckReport run_node_check(const NodeCheckSite& site, const std::string& node,
                                const std::string& prober = "");
 
@@ -162,11 +175,12 @@ struct WithheldDrain {
 std::vector<WithheldDrain> apply_drain_guard(NodeCheckReport& report, const std::vector<SlurmNodeView>& nodes,
                                              double share);
 
-/// The human report: one line per check (NAME, ok/WARN/DRAIN, seconds, detail), then the verdict.
+/// The human report: a line naming the node and the limit it ran within, one line per check (NAME,
+/// ok/WARN/DRAIN, seconds, detail), then the verdict.
 std::string format_node_check(const NodeCheckReport& report);
 
-/// node-check.json: {"node", "verdict", "reason", "seconds", "checks": [{"name", "probe", "ok", "severity",
-/// "seconds", "detail"}]}.
+/// node-check.json: {"node", "verdict", "reason", "seconds", "limit_seconds", "limit", "checks": [{"name",
+/// "probe", "ok", "severity", "seconds", "detail"}]}.
 std::string node_check_json(const NodeCheckReport& report);
 
 /// What Slurm's side of the check does, from the report and Slurm's view of the node.
