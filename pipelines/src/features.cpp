@@ -41,24 +41,44 @@ std::string read_string_attribute(H5::H5File& file, const std::string& path, con
   return value;
 }
 
-// The dimensions of dataset `name` of `path`, which must have `rank` of them and claim at most `limit`
-// bytes as values of `element_bytes` each; checked before anything of that size is allocated (a
-// well-formed file can claim 2^40 values in a few bytes of chunks never written).
+// The most values a dataset may claim, with why: checked before anything of that size is allocated or read
+// (a well-formed file can claim 2^40 values in a few bytes of chunks never written).
+struct ValueLimit {
+  std::uint64_t values;
+  std::string why;
+};
+
+// Numbers: kMaxCompressionRatio times the file's size in bytes.
+ValueLimit number_limit(std::uint64_t file_bytes, std::uint64_t element_bytes) {
+  return {file_bytes * kMaxCompressionRatio / element_bytes,
+          std::to_string(kMaxCompressionRatio) + " times the file's size in bytes of values"};
+}
+
+// Variable-length strings: one a byte of the file. A written string takes 16 bytes of the dataset (its
+// global heap ID) and one object of 16 bytes or more in the global heap, which no filter compresses; only
+// unwritten chunks (null strings) hold more, and reading a million of them took 2.7 s under ASan (the
+// features fuzzer's 4,640-byte file whose /class_names claimed 1,048,576).
+ValueLimit string_limit(std::uint64_t file_bytes) {
+  return {file_bytes, "one string a byte of the file"};
+}
+
+// The dimensions of dataset `name` of `path`, which must have `rank` of them and claim at most
+// `limit.values` values.
 std::vector<hsize_t> checked_dims(const H5::DataSet& ds, const std::string& path, const std::string& name,
-                                  int rank, std::uint64_t element_bytes, std::uint64_t limit) {
+                                  int rank, const ValueLimit& limit) {
   const H5::DataSpace space = ds.getSpace();
   if (space.getSimpleExtentNdims() != rank)
     throw DataError(path + ": /" + name + " has " + std::to_string(space.getSimpleExtentNdims()) +
                     " dimensions, not " + std::to_string(rank));
   std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
   space.getSimpleExtentDims(dims.data());
-  std::uint64_t bytes = element_bytes;
+  std::uint64_t values = 1;
   for (hsize_t d : dims) {
-    if (d != 0 && bytes > limit / d) {
-      throw DataError(path + ": /" + name + " claims more than " + std::to_string(limit) +
-                      " bytes of values, " + std::to_string(kMaxCompressionRatio) + " times the file's size");
+    if (d != 0 && values > limit.values / d) {
+      throw DataError(path + ": /" + name + " claims more than " + std::to_string(limit.values) +
+                      " values, " + limit.why);
     }
-    bytes *= d;
+    values *= d;
   }
   return dims;
 }
@@ -141,8 +161,7 @@ FeatureSet read_features(const std::string& path) {
   }
   FeatureSet set;
   std::error_code size_error;
-  const std::uint64_t limit =
-      std::max<std::uint64_t>(fs::file_size(path, size_error), 1) * kMaxCompressionRatio;
+  const std::uint64_t file_bytes = std::max<std::uint64_t>(fs::file_size(path, size_error), 1);
   std::lock_guard<std::mutex> lock(hdf5_mutex());
   std::string current = "features";
   try {
@@ -153,22 +172,23 @@ FeatureSet read_features(const std::string& path) {
     }
     current = "features";
     H5::DataSet f = file.openDataSet("features");
-    const std::vector<hsize_t> dims = checked_dims(f, path, "features", 2, sizeof(float), limit);
+    const std::vector<hsize_t> dims =
+        checked_dims(f, path, "features", 2, number_limit(file_bytes, sizeof(float)));
     set.rows = dims[0], set.dim = dims[1];
     // Every 1-D dataset checked before any is read; those of one value a row hold rows values.
-    const auto one_dim = [&](const char* name, std::uint64_t element_bytes, bool one_per_row) {
+    const auto one_dim = [&](const char* name, const ValueLimit& limit, bool one_per_row) {
       current = name;
       H5::DataSet ds = file.openDataSet(name);
-      const hsize_t n = checked_dims(ds, path, name, 1, element_bytes, limit)[0];
+      const hsize_t n = checked_dims(ds, path, name, 1, limit)[0];
       if (one_per_row && n != set.rows)
         throw DataError(path + ": /" + name + " has " + std::to_string(n) + " rows, /features " +
                         std::to_string(set.rows));
       return ds;
     };
-    H5::DataSet labels = one_dim("labels", sizeof(std::int32_t), true),
-                indices = one_dim("indices", sizeof(std::int64_t), true);
-    one_dim("paths", sizeof(char*), true);
-    one_dim("class_names", sizeof(char*), false);
+    H5::DataSet labels = one_dim("labels", number_limit(file_bytes, sizeof(std::int32_t)), true),
+                indices = one_dim("indices", number_limit(file_bytes, sizeof(std::int64_t)), true);
+    one_dim("paths", string_limit(file_bytes), true);
+    one_dim("class_names", string_limit(file_bytes), false);
     current = "features";
     set.features.resize(set.rows * set.dim);
     if (!set.features.empty()) f.read(set.features.data(), H5::PredType::NATIVE_FLOAT);

@@ -263,6 +263,19 @@ TEST(Features, AWellFormedFileOfTheWrongShapeIsRefusedBeforeItIsRead) {
             .write(v, H5::PredType::NATIVE_INT64);
       },
       "/indices has 3 rows, /features 4");
+  // The features fuzzer's timeout (pipelines/fuzz/corpus/features/timeout-class-names-of-unwritten-chunks):
+  // a /class_names of 2^20 strings in chunks never written, read whole before (2.7 s under ASan); a
+  // written string takes 16 bytes or more of the file.
+  refused(
+      [](H5::H5File& f) {
+        f.unlink("class_names");
+        const hsize_t rows = hsize_t{1} << 20, chunk = 8;
+        H5::DSetCreatPropList props;
+        props.setChunk(1, &chunk);
+        f.createDataSet("class_names", H5::StrType(H5::PredType::C_S1, H5T_VARIABLE), H5::DataSpace(1, &rows),
+                        props);
+      },
+      "/class_names claims more than");
 }
 
 PipelineConfig knn_config(const test::TempDir& dir, const std::string& ks) {
