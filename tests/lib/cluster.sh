@@ -125,7 +125,9 @@ in_node() {
   local pid
   pid=$(<"$LOCAL_CLUSTER_DIR/run/slurmd-$1.pid") || return 1
   shift
-  nsenter -t "$pid" -m -- "$@"
+  # --root: the node's root directory too, not only its mounts. Entering a mount namespace resets the root to
+  # the namespace's; in a stack's chroot (scripts/stack), the node's paths are the chroot's, not the host's.
+  nsenter -t "$pid" -m --root -- "$@"
 }
 
 # sicken NODE FAULT: readonly (its shared filesystem remounted read-only), hung (its shared filesystem

@@ -15,6 +15,11 @@ pad=$((86 - ${#DIR} - 1))
 [ "$pad" -le 0 ] || DIR+="/$(printf 'd%.0s' $(seq "$pad"))"
 export LOCAL_CLUSTER_DIR="$DIR" LOCAL_CLUSTER_PORT=${TEST_CLUSTER_PORT:-17817}
 trap '"$LC" down >/dev/null 2>&1' EXIT
+# Slurm 26.05's HealthCheckTimeout (issue #74): set where the slurmd has it, so that the node check's limit is
+# seen to follow it; earlier releases' fixed 60 s otherwise.
+release=$(slurmd -V | awk '{print $2}')
+newest=$([ "$(printf '%s\n' 26.05 "$release" | sort -V | head -n 1)" = 26.05 ] && echo yes || echo no)
+[ "$newest" = no ] || export LOCAL_CLUSTER_HEALTH_CHECK_TIMEOUT=50
 
 run "$LC" up
 assert_rc 0 "local-cluster up"
@@ -43,6 +48,16 @@ if [ -n "${PCDINO_BIN:-}" ]; then
   assert_contains "$OUT" "HealthCheckProgram      = $DIR/etc/node-check" "the node check is the HealthCheckProgram"
   assert_contains "$(grep -E '^(Prolog|PrologFlags) ' <<<"$OUT")" "Alloc,DeferBatch" "and the prolog, at allocation"
   assert_contains "$(cat "$DIR/log/node-check-node2.json" 2>/dev/null)" '"verdict": "ok"' "node2's first check passed"
+  # The health check's limit: HealthCheckTimeout on 26.05 and later, and only there; Slurm's fixed 60 s before.
+  limit=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print("%g s: %s" % (r["limit_seconds"], r["limit"]))' \
+    "$DIR/log/node-check-node2.json" 2>&1)
+  if [ "$newest" = yes ]; then
+    assert_contains "$OUT" "HealthCheckTimeout      = 50 sec" "Slurm $release runs the health check within the cluster's HealthCheckTimeout"
+    assert_eq "$limit" "50 s: HealthCheckTimeout of Slurm $release" "and so does the node check, saying so"
+  else
+    assert_not_contains "$(grep -v '^#' "$DIR/etc/slurm.conf")" "HealthCheckTimeout" "no HealthCheckTimeout for Slurm $release, which refuses it"
+    assert_eq "$limit" "60 s: Slurm $release's fixed limit for a HealthCheckProgram" "the node check runs within Slurm $release's fixed limit"
+  fi
 fi
 # replace plays ParallelCluster's clustermgtd, which replaces only a drained or down node.
 run "$LC" replace node2

@@ -95,5 +95,15 @@ if [ "$(printf '%s\n' 25.11 "$(slurmd -V | awk '{print $2}')" | sort -V | head -
   assert_contains "$ERR" "needs Slurm 25.11 or later" "message names the release"
   no_daemons_for "$BASE/expedite" "--expedited-requeue on before Slurm 25.11"
 fi
+run "$LC" --health-check-timeout 0 up
+assert_rc 64 "--health-check-timeout takes 1 to 65535 s"
+assert_contains "$ERR" "--health-check-timeout must be 1 to 65535 seconds" "message names the option"
+# HealthCheckTimeout is Slurm 26.05's: an older slurmd's cluster refuses another limit than its fixed 60 s.
+if [ "$(printf '%s\n' 26.05 "$(slurmd -V | awk '{print $2}')" | sort -V | head -n 1)" != 26.05 ]; then
+  run "$LC" --dir "$BASE/health-timeout" --port "$PORT" --health-check-timeout 30 up
+  assert_rc 64 "--health-check-timeout 30 before Slurm 26.05"
+  assert_contains "$ERR" "needs Slurm 26.05 or later" "message names the release"
+  no_daemons_for "$BASE/health-timeout" "--health-check-timeout before Slurm 26.05"
+fi
 
 finish

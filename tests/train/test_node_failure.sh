@@ -118,13 +118,13 @@ started_again() { grep -q "(start $2)" "$1" 2>/dev/null && grep -c "rank 0/.*res
 # its budget must still end FAILED, which 25.11 would hold instead without the script's Requeue=0.
 slurm2511=false
 [ "$(printf '%s\n' 25.11 "$(slurmd -V | awk '{print $2}')" | sort -V | head -n 1)" = 25.11 ] && slurm2511=true
-# expedited JOB yes|no: whether JOB asked for an expedited requeue (25.11 only; older releases have none).
+# expedited JOB yes|no: whether JOB asked for an expedited requeue (25.11 and later; older releases have none).
 expedited() {
   [ "$slurm2511" = true ] || return 0
   if [ "$2" = yes ]; then
-    assert_contains "$(scontrol show job "$1")" "ExpeditedRequeue=Yes" "Slurm 25.11: job $1 has an expedited requeue"
+    assert_contains "$(scontrol show job "$1")" "ExpeditedRequeue=Yes" "Slurm $(slurmd -V | awk '{print $2}'): job $1 has an expedited requeue"
   else
-    assert_not_contains "$(scontrol show job "$1")" "ExpeditedRequeue=Yes" "Slurm 25.11: job $1 requeues as on ParallelCluster"
+    assert_not_contains "$(scontrol show job "$1")" "ExpeditedRequeue=Yes" "Slurm $(slurmd -V | awk '{print $2}'): job $1 requeues as on ParallelCluster"
   fi
 }
 
