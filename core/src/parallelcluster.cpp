@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <limits>
 #include <sstream>
 
 namespace pcdino::parallelcluster {
@@ -240,8 +241,13 @@ std::vector<long> version_numbers(const std::string& v) {
   while (std::getline(in, part, '.')) {
     std::size_t i = 0;
     long n = 0;
-    while (i < part.size() && std::isdigit(static_cast<unsigned char>(part[i])))
-      n = n * 10 + (part[i++] - '0');
+    for (; i < part.size() && std::isdigit(static_cast<unsigned char>(part[i])); ++i) {
+      const int digit = part[i] - '0';
+      // A component past a long (19 digits) is no number: it ends the comparable part (the image-spec
+      // fuzzer's nccl "2.1000...0002.7-1" overflowed here: undefined behaviour).
+      if (n > (std::numeric_limits<long>::max() - digit) / 10) return out;
+      n = n * 10 + digit;
+    }
     if (i == 0) break;
     out.push_back(n);
     if (i < part.size()) break;  // "7-1" in "2.12.7-1": stop after 7

@@ -4,6 +4,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "pcdino/core/parallelcluster.hpp"
 #include "pcdino/core/slurm_features.hpp"
@@ -43,6 +44,18 @@ TEST(SlurmFeatures, ASettingAsksForTheRowsOfItsKeyAndItems) {
   EXPECT_EQ(names("PrologFlags", "Alloc,DeferBatch,ForceRequeueOnFail"), "force_requeue_on_fail");
   EXPECT_EQ(names("MetricsAuthUsers", "alice,bob"), "metrics_auth_users");
   EXPECT_EQ(names("HealthCheckInterval", "300"), "");
+}
+
+// The image-spec fuzzer's crash (ami/fuzz/corpus/image-spec/crash-nccl-component-past-a-long.yaml): a version
+// component of 20 digits or more overflowed a long (UBSan: undefined behaviour); it ends the comparable part.
+TEST(Versions, AComponentPastALongEndsTheComparablePart) {
+  using parallelcluster::version_numbers;
+  EXPECT_EQ(version_numbers("2.99999999999999999999.1"), std::vector<long>{2});
+  EXPECT_EQ(version_numbers("9223372036854775807.1"), (std::vector<long>{9223372036854775807L, 1}));
+  EXPECT_EQ(version_numbers("9223372036854775808.1"), std::vector<long>{});
+  EXPECT_EQ(version_numbers("2.12.7-1"), (std::vector<long>{2, 12, 7}));
+  EXPECT_LT(parallelcluster::compare_versions("2.1" + std::string(100, '0') + "2.7-1", "2.18.5"), 0);
+  EXPECT_FALSE(slurm::has("25.1" + std::string(30, '9'), "openmetrics"));
 }
 
 TEST(SlurmFeatures, UnknownVersionHasNothingAndUnknownNameThrows) {

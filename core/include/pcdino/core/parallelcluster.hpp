@@ -86,7 +86,8 @@ std::string utc_date_today();
 std::string lustre_problem(const std::string& version, const std::string& os);
 
 /// The numeric components of dotted version `v` ("510.47.03" -> {510, 47, 3}): a non-digit ends a
-/// component and every later one ("2.12.7-1" -> {2, 12, 7}); {} when it does not start with a digit.
+/// component and every later one ("2.12.7-1" -> {2, 12, 7}); {} when it does not start with a digit. A
+/// component too large for a long ends them too, before it ("2.99999999999999999999.1" -> {2}).
 std::vector<long> version_numbers(const std::string& v);
 
 /// -1, 0, 1 as dotted version `a` is older than, equal to or newer than `b` ("3.9.0" < "3.16.3"); missing
