@@ -40,10 +40,14 @@ std::uint32_t big_endian(const std::string& b, std::size_t at, int bytes) {
 // DAC CC) whose height and width follow its precision (ITU T.81, B.2.2). Between markers, as libjpeg's
 // next_marker() (jdmarker.c) does, bytes other than FF and a stuffed FF 00 are skipped, not taken as the end:
 // libjpeg decodes past such garbage (a 263-byte file whose frame followed it decoded to 7.2 M pixels).
+// The signatures are those OpenCV 4.6's imread matches for libpng and libjpeg (grfmt_png.cpp's 8 bytes,
+// grfmt_jpeg.cpp's FF D8 FF): its decoders are tried in a fixed order (loadsave.cpp), PNG and JPEG before
+// DICOM, whose signature is "DICM" at byte 128; a file of FF D8 00 passed a 2-byte check, went to GDCM
+// and crashed it (the image fuzzer's core/fuzz/corpus/image/crash-dicom-behind-a-jpeg-soi.jpg).
 std::optional<std::uint64_t> claimed_pixels(const std::string& head) {
   if (head.size() >= 24 && head.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0 && head.compare(12, 4, "IHDR") == 0)
     return std::uint64_t{big_endian(head, 16, 4)} * big_endian(head, 20, 4);
-  if (head.size() < 4 || big_endian(head, 0, 2) != 0xFFD8) return std::nullopt;
+  if (head.size() < 4 || head.compare(0, 3, "\xFF\xD8\xFF") != 0) return std::nullopt;
   for (std::size_t i = 2; i + 4 <= head.size();) {
     const auto marker = static_cast<unsigned char>(head[i + 1]);
     if (static_cast<unsigned char>(head[i]) != 0xFF || marker == 0xFF) {  // garbage, or a fill byte

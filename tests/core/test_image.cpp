@@ -252,8 +252,13 @@ TEST(Image, AFileNamedPngOrJpegHoldingAnotherFormatIsRefusedByItsSignature) {
   // OpenCV chooses its decoder by a file's bytes: a valid 2 x 2 PNM read as an image before, and a 20-byte
   // PNM header claiming 20000 x 20000 px (400 MB) had OpenCV allocate it; neither is a PNG or a JPEG.
   const std::string pnm = "P6\n2 2\n255\n" + std::string(12, '\x7f'), claim = "P5\n20000 20000\n255\n";
+  // The image fuzzer's crash: a JPEG's SOI but not OpenCV's JPEG signature (FF D8 FF), and "DICM" at byte
+  // 128, so that OpenCV gave it to GDCM, which crashed (SIGSEGV in gdcm::PixmapReader::Read).
+  const std::string dicom = test::read_text(std::string(PCDINO_SOURCE_DIR) +
+                                            "/core/fuzz/corpus/image/crash-dicom-behind-a-jpeg-soi.jpg");
+  ASSERT_EQ(dicom.substr(128, 4), "DICM");
   const std::vector<std::pair<std::string, std::string>> files = {
-      {"pnm.png", pnm}, {"pnm.jpg", pnm}, {"claim.jpeg", claim}, {"empty.png", ""}};
+      {"pnm.png", pnm}, {"pnm.jpg", pnm}, {"claim.jpeg", claim}, {"empty.png", ""}, {"dicom.jpg", dicom}};
   for (const auto& [name, bytes] : files) {
     const std::string path = dir / name;
     test::write_text(path, bytes);
