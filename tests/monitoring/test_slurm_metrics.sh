@@ -9,9 +9,14 @@
 # ParallelCluster 3.16.3 head node (the target and interval pointed at this cluster, nothing else changed)
 # and pcdino's files: the dashboard's "Slurm state of the job's nodes" query, as the dashboard holds it, gives
 # node1 allocated and no other node; its "Nodes out of service" query counts the drained node.
+# On Slurm 26.05 and later, with and without MetricsAuthUsers (issue #74): the cluster again with
+# --metrics-auth-users pcdino-user-a; each of two unprivileged users asks slurmctld for its own token (scontrol
+# token): no token gets 401, the unlisted user's 403, the listed user's the metrics, and Prometheus with that
+# token as its Bearer credentials scrapes the four endpoints while a job without it is down.
 set -uo pipefail
 source "$(dirname "$0")/../lib/assert.sh"
 source "$(dirname "$0")/../lib/cluster.sh"
+source "$(dirname "$0")/../lib/users.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 
 command -v slurmd >/dev/null || { echo "skip: no slurmd on PATH"; exit 77; }
@@ -172,4 +177,55 @@ assert_eq "$(query "$out_of_service")" "slurm-nodes 1" "the dashboard's drained 
 
 scancel "$job"
 wait_job "$job" 120
+
+# --- 5. MetricsAuthUsers (Slurm 26.05): the same endpoints for the listed users' tokens only -------------------
+if [ "$(printf '%s\n' 26.05 "$release" | sort -V | head -n 1)" != 26.05 ]; then
+  assert_not_contains "$(cat "$SLURM_CONF")" "MetricsAuthUsers" "no MetricsAuthUsers in Slurm $release's slurm.conf"
+  echo "MetricsAuthUsers: Slurm $release has none (26.05 and later); its /metrics answered without a token above"
+  finish
+fi
+# Two unprivileged users: the listed one and another; each asks slurmctld for its own token (scontrol token,
+# auth/munge) and reads /metrics/nodes with it as the Bearer token, as a head node's Prometheus would.
+test_users
+cluster_down
+# A cluster of its own: the first one kept node2 drained in its saved state.
+LOCAL_CLUSTER_METRICS_AUTH_USERS=$USER_A cluster_up "$W/cluster-auth" "$BASE"
+assert_eq "$(scontrol show config | awk -F' = ' '$1 ~ /^MetricsAuthUsers/ {print $2}')" "$USER_A" \
+  "scontrol show config: MetricsAuthUsers = $USER_A on Slurm $release"
+# token USER FILE: USER's own JWT from scontrol token, in FILE (as Prometheus's credentials_file reads it).
+token() {
+  user_do "$1" scontrol token lifespan=600
+  [ "$RC" -eq 0 ] && [[ "$OUT" == SLURM_JWT=* ]] || fatal "scontrol token as $1: exit $RC: $OUT $ERR"
+  printf '%s' "${OUT#SLURM_JWT=}" >"$2"
+}
+token "$USER_A" "$W/token-a"
+token "$USER_B" "$W/token-b"
+# scrape_as FILE [TOKEN_FILE]: HTTP status of GET /metrics/nodes, with that token as the Bearer token.
+scrape_as() {
+  local auth=()
+  [ -z "${2:-}" ] || auth=(-H "Authorization: Bearer $(<"$2")")
+  curl -s -o "$1" -w '%{http_code}' "${auth[@]}" "http://$SLURMCTLD/metrics/nodes"
+}
+assert_eq "$(scrape_as "$W/scrape/anonymous.txt")" 401 "no token: /metrics/nodes refused (401)"
+assert_eq "$(scrape_as "$W/scrape/user-b.txt" "$W/token-b")" 403 "$USER_B's token, not listed: refused (403)"
+assert_eq "$(scrape_as "$W/scrape/user-a.txt" "$W/token-a")" 200 "$USER_A's token, listed: /metrics/nodes"
+assert_eq "$(value "$W/scrape/user-a.txt" slurm_nodes)" "${#nodes[@]}" "$USER_A reads slurm_nodes: every node"
+# Prometheus with the generator's slurm-* jobs given USER_A's token, and one job without a token.
+{
+  printf 'global:\n  scrape_interval: 1s\nscrape_configs:\n'
+  sed "s|^    static_configs:|    authorization: {credentials_file: $W/token-a}\n&|" "$W/slurm-jobs.yml"
+  printf '  - job_name: anonymous\n    metrics_path: /metrics/nodes\n    static_configs:\n'
+  printf '      - targets: ["%s"]\n' "$SLURMCTLD"
+} >"$W/prometheus-auth.yml"
+run promtool check config "$W/prometheus-auth.yml"
+assert_rc 0 "promtool check config: the slurm-* jobs with a Bearer token"
+rm -rf "$W/tsdb" && mkdir -p "$W/tsdb"
+prometheus --config.file="$W/prometheus-auth.yml" --storage.tsdb.path="$W/tsdb" \
+  --web.listen-address="$PROMETHEUS" >"$W/prometheus-auth.log" 2>&1 &
+beside_cluster $!
+wait_for 60 ready || fatal "Prometheus did not start: $(tail -n 5 "$W/prometheus-auth.log")"
+scraped() { [ -n "$(query 'up{job="anonymous"}')" ] && [ "$(query 'sum(up{job=~"slurm-.*"})')" = " 4" ]; }
+wait_for 60 scraped && pass "Prometheus scrapes slurmctld's four endpoints with $USER_A's token" ||
+  fail "slurm-* targets not up with the token: $(query 'up')"
+assert_eq "$(query 'up{job="anonymous"}')" "anonymous 0" "the same endpoint without a token is down for Prometheus"
 finish

@@ -105,5 +105,15 @@ if [ "$(printf '%s\n' 26.05 "$(slurmd -V | awk '{print $2}')" | sort -V | head -
   assert_contains "$ERR" "needs Slurm 26.05 or later" "message names the release"
   no_daemons_for "$BASE/health-timeout" "--health-check-timeout before Slurm 26.05"
 fi
+run "$LC" --metrics-auth-users 'alice bob' up
+assert_rc 64 "--metrics-auth-users takes user names separated by commas"
+assert_contains "$ERR" "--metrics-auth-users must be user names" "message names the option"
+# MetricsAuthUsers is Slurm 26.05's too: an older slurmd's cluster refuses it (its /metrics answers anyone).
+if [ "$(printf '%s\n' 26.05 "$(slurmd -V | awk '{print $2}')" | sort -V | head -n 1)" != 26.05 ]; then
+  run "$LC" --dir "$BASE/metrics-auth" --port "$PORT" --metrics-auth-users alice up
+  assert_rc 64 "--metrics-auth-users before Slurm 26.05"
+  assert_contains "$ERR" "needs Slurm 26.05 or later (MetricsAuthUsers)" "message names the release and key"
+  no_daemons_for "$BASE/metrics-auth" "--metrics-auth-users before Slurm 26.05"
+fi
 
 finish
