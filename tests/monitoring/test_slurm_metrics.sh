@@ -183,6 +183,7 @@ if [ "$(printf '%s\n' 26.05 "$release" | sort -V | head -n 1)" != 26.05 ]; then
   assert_not_contains "$(cat "$SLURM_CONF")" "MetricsAuthUsers" "no MetricsAuthUsers in Slurm $release's slurm.conf"
   echo "MetricsAuthUsers: Slurm $release has none (26.05 and later); its /metrics answered without a token above"
   finish
+  exit
 fi
 # Two unprivileged users: the listed one and another; each asks slurmctld for its own token (scontrol token,
 # auth/munge) and reads /metrics/nodes with it as the Bearer token, as a head node's Prometheus would.
