@@ -2,6 +2,11 @@
 # The local Slurm cluster for integration tests (sourced after assert.sh): each test gets its own state
 # directory and ports, and the cluster goes down when the test exits, whatever happened.
 
+# slurm_release: the version of the slurmd on PATH ("slurm 25.11.7" from slurmd -V; "" without one).
+# slurm_at_least MAJOR.MINOR: whether it is that release or newer (sbatch/local-cluster-config.sh asks the same).
+slurm_release() { slurmd -V 2>/dev/null | awk '{print $2}'; }
+slurm_at_least() { [ "$(printf '%s\n' "$1" "$(slurm_release)" | sort -V | head -n 1)" = "$1" ]; }
+
 # cluster_up DIR PORT: starts the cluster, exports SLURM_CONF and friends, fails the test if it cannot. Its
 # nodes run pcdino's node check (this build's) as Prolog and HealthCheckProgram, and mount DIR's parent, the
 # test's work folder, as their shared filesystem (LOCAL_CLUSTER_SHARED sets another).

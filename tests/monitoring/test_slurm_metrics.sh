@@ -20,8 +20,8 @@ source "$(dirname "$0")/../lib/users.sh"
 : "${PCDINO_BIN:?}" "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 
 command -v slurmd >/dev/null || { echo "skip: no slurmd on PATH"; exit 77; }
-release=$(slurmd -V | awk '{print $2}')
-if [ "$(printf '%s\n' 25.11 "$release" | sort -V | head -n 1)" != 25.11 ]; then
+release=$(slurm_release)
+if ! slurm_at_least 25.11; then
   echo "skip: Slurm $release has no metrics plugin (25.11 and later: scripts/stack slurm25.11 test)"
   exit 77
 fi
@@ -67,8 +67,10 @@ mapfile -t nodes < <(sinfo -h -N -o '%N' | sort -u)
 [ ${#nodes[@]} -ge 2 ] || fatal "expected two nodes or more, sinfo: ${nodes[*]}"
 
 # --- 3. curl: slurmctld's own endpoints on its port ---------------------------------------------------------
-scrape() {  # scrape PATH FILE: HTTP status of GET PATH on slurmctld's port, the body in FILE
-  curl -s -o "$2" -w '%{http_code}' "http://$SLURMCTLD$1"
+scrape() {  # scrape PATH FILE [TOKEN_FILE]: HTTP status of GET PATH on slurmctld's port, the body in FILE;
+  local auth=()  # with TOKEN_FILE's JWT as the Bearer token
+  [ -z "${3:-}" ] || auth=(-H "Authorization: Bearer $(<"$3")")
+  curl -s -o "$2" -w '%{http_code}' "${auth[@]}" "http://$SLURMCTLD$1"
 }
 assert_eq "$(scrape /metrics "$W/scrape/index.txt")" 200 "GET /metrics"
 for path in nodes jobs partitions scheduler; do
@@ -179,7 +181,7 @@ scancel "$job"
 wait_job "$job" 120
 
 # --- 5. MetricsAuthUsers (Slurm 26.05): the same endpoints for the listed users' tokens only -------------------
-if [ "$(printf '%s\n' 26.05 "$release" | sort -V | head -n 1)" != 26.05 ]; then
+if ! slurm_at_least 26.05; then
   assert_not_contains "$(cat "$SLURM_CONF")" "MetricsAuthUsers" "no MetricsAuthUsers in Slurm $release's slurm.conf"
   echo "MetricsAuthUsers: Slurm $release has none (26.05 and later); its /metrics answered without a token above"
   finish
@@ -201,15 +203,9 @@ token() {
 }
 token "$USER_A" "$W/token-a"
 token "$USER_B" "$W/token-b"
-# scrape_as FILE [TOKEN_FILE]: HTTP status of GET /metrics/nodes, with that token as the Bearer token.
-scrape_as() {
-  local auth=()
-  [ -z "${2:-}" ] || auth=(-H "Authorization: Bearer $(<"$2")")
-  curl -s -o "$1" -w '%{http_code}' "${auth[@]}" "http://$SLURMCTLD/metrics/nodes"
-}
-assert_eq "$(scrape_as "$W/scrape/anonymous.txt")" 401 "no token: /metrics/nodes refused (401)"
-assert_eq "$(scrape_as "$W/scrape/user-b.txt" "$W/token-b")" 403 "$USER_B's token, not listed: refused (403)"
-assert_eq "$(scrape_as "$W/scrape/user-a.txt" "$W/token-a")" 200 "$USER_A's token, listed: /metrics/nodes"
+assert_eq "$(scrape /metrics/nodes "$W/scrape/anonymous.txt")" 401 "no token: /metrics/nodes refused (401)"
+assert_eq "$(scrape /metrics/nodes "$W/scrape/user-b.txt" "$W/token-b")" 403 "$USER_B's token, not listed: refused (403)"
+assert_eq "$(scrape /metrics/nodes "$W/scrape/user-a.txt" "$W/token-a")" 200 "$USER_A's token, listed: /metrics/nodes"
 assert_eq "$(value "$W/scrape/user-a.txt" slurm_nodes)" "${#nodes[@]}" "$USER_A reads slurm_nodes: every node"
 # Prometheus with the generator's slurm-* jobs given USER_A's token, and one job without a token.
 {

@@ -4,6 +4,7 @@
 # they ran in order and on both nodes, then brings it down and checks that no daemon it started is left. The
 # node check is its prolog and health check; `replace` brings back only a drained node.
 source "$(dirname "$0")/../lib/assert.sh"
+source "$(dirname "$0")/../lib/cluster.sh"
 : "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 
 LC="$PCDINO_SOURCE_DIR/sbatch/local-cluster"
@@ -17,8 +18,8 @@ export LOCAL_CLUSTER_DIR="$DIR" LOCAL_CLUSTER_PORT=${TEST_CLUSTER_PORT:-17817}
 trap '"$LC" down >/dev/null 2>&1' EXIT
 # Slurm 26.05's HealthCheckTimeout (issue #74): set where the slurmd has it, so that the node check's limit is
 # seen to follow it; earlier releases' fixed 60 s otherwise.
-release=$(slurmd -V | awk '{print $2}')
-newest=$([ "$(printf '%s\n' 26.05 "$release" | sort -V | head -n 1)" = 26.05 ] && echo yes || echo no)
+release=$(slurm_release)
+newest=$(slurm_at_least 26.05 && echo yes || echo no)
 [ "$newest" = no ] || export LOCAL_CLUSTER_HEALTH_CHECK_TIMEOUT=50
 
 run "$LC" up

@@ -2,6 +2,7 @@
 # Integration: `local-cluster up` with a state directory it cannot write, or a port already in use, fails
 # with a message naming the directory or port, and leaves no daemon behind.
 source "$(dirname "$0")/../lib/assert.sh"
+source "$(dirname "$0")/../lib/cluster.sh"
 : "${PCDINO_SOURCE_DIR:?}" "${PCDINO_BUILD_DIR:?}"
 
 LC="$PCDINO_SOURCE_DIR/sbatch/local-cluster"
@@ -89,7 +90,7 @@ assert_rc 64 "unknown command refused"
 run "$LC" --expedited-requeue maybe up
 assert_rc 64 "--expedited-requeue takes on or off"
 # Expedited requeues are Slurm 25.11's: an older slurmd's cluster refuses them before starting anything.
-if [ "$(printf '%s\n' 25.11 "$(slurmd -V | awk '{print $2}')" | sort -V | head -n 1)" != 25.11 ]; then
+if ! slurm_at_least 25.11; then
   run "$LC" --dir "$BASE/expedite" --port "$PORT" --expedited-requeue on up
   assert_rc 64 "--expedited-requeue on before Slurm 25.11"
   assert_contains "$ERR" "needs Slurm 25.11 or later" "message names the release"
@@ -99,7 +100,7 @@ run "$LC" --health-check-timeout 0 up
 assert_rc 64 "--health-check-timeout takes 1 to 65535 s"
 assert_contains "$ERR" "--health-check-timeout must be 1 to 65535 seconds" "message names the option"
 # HealthCheckTimeout is Slurm 26.05's: an older slurmd's cluster refuses another limit than its fixed 60 s.
-if [ "$(printf '%s\n' 26.05 "$(slurmd -V | awk '{print $2}')" | sort -V | head -n 1)" != 26.05 ]; then
+if ! slurm_at_least 26.05; then
   run "$LC" --dir "$BASE/health-timeout" --port "$PORT" --health-check-timeout 30 up
   assert_rc 64 "--health-check-timeout 30 before Slurm 26.05"
   assert_contains "$ERR" "needs Slurm 26.05 or later" "message names the release"
@@ -109,7 +110,7 @@ run "$LC" --metrics-auth-users 'alice bob' up
 assert_rc 64 "--metrics-auth-users takes user names separated by commas"
 assert_contains "$ERR" "--metrics-auth-users must be user names" "message names the option"
 # MetricsAuthUsers is Slurm 26.05's too: an older slurmd's cluster refuses it (its /metrics answers anyone).
-if [ "$(printf '%s\n' 26.05 "$(slurmd -V | awk '{print $2}')" | sort -V | head -n 1)" != 26.05 ]; then
+if ! slurm_at_least 26.05; then
   run "$LC" --dir "$BASE/metrics-auth" --port "$PORT" --metrics-auth-users alice up
   assert_rc 64 "--metrics-auth-users before Slurm 26.05"
   assert_contains "$ERR" "needs Slurm 26.05 or later (MetricsAuthUsers)" "message names the release and key"

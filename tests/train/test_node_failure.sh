@@ -117,7 +117,7 @@ started_again() { grep -q "(start $2)" "$1" 2>/dev/null && grep -c "rank 0/.*res
 # budget part on a cluster restarted with expedited requeues on, which the submitter then asks for: a job over
 # its budget must still end FAILED, which 25.11 would hold instead without the script's Requeue=0.
 slurm2511=false
-[ "$(printf '%s\n' 25.11 "$(slurmd -V | awk '{print $2}')" | sort -V | head -n 1)" = 25.11 ] && slurm2511=true
+slurm_at_least 25.11 && slurm2511=true
 # expedited JOB yes|no: whether JOB asked for an expedited requeue (25.11 and later; older releases have none).
 expedited() {
   [ "$slurm2511" = true ] || return 0
