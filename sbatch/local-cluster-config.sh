@@ -109,7 +109,6 @@ write_node_check() {
   ln -sfn "$DIR/etc/node-check" "$DIR/etc/prolog.d/95_pcdino_node_check"
 }
 
-
 # slurm_release: the installed slurmd's version, e.g. 22.05.8 ("slurm 22.05.8" from slurmd -V).
 slurm_release() { slurmd -V | awk '{print $2}'; }
 # slurm_at_least MAJOR.MINOR: whether that slurmd is that release or newer (core/slurm_features.hpp holds the
@@ -158,12 +157,12 @@ SlurmctldHttpAuthParameters=jwt_key=$(jwt_key)
 EOF
 }
 
-# write_jwt_key: the HS256 key of --metrics-auth-users, 32 random bytes (Slurm's jwt.html), made once and kept
-# (tokens stay valid across restarts); Slurm refuses a key that others can read (auth_jwt.c).
-write_jwt_key() {
-  if [ -z "$METRICS_AUTH_USERS" ] || [ -s "$(jwt_key)" ]; then return 0; fi
-  (umask 077 && dd if=/dev/urandom of="$(jwt_key).tmp" bs=32 count=1 status=none)
-  mv -f "$(jwt_key).tmp" "$(jwt_key)"
+# new_key FILE BYTES: FILE made of BYTES random bytes, readable by its owner only, unless it exists: a key is
+# made once and kept (munge's credentials and JWTs stay valid across restarts).
+new_key() {
+  [ ! -s "$1" ] || return 0
+  (umask 077 && dd if=/dev/urandom of="$1.tmp" bs="$2" count=1 status=none)
+  mv -f "$1.tmp" "$1"
 }
 
 # Expedited requeues (--expedited-requeue; Slurm 25.11: sbatch --requeue=expedite, allowed by
@@ -267,11 +266,10 @@ EOF
   mv -f "$DIR/etc/plugstack.conf.tmp.$$" "$DIR/etc/plugstack.conf"
   mkdir -p "$DIR/pyxis"
 
-  if [ ! -s "$DIR/munge/munge.key" ]; then
-    (umask 077 && dd if=/dev/urandom of="$DIR/munge/munge.key.tmp" bs=1024 count=1 status=none)
-    mv -f "$DIR/munge/munge.key.tmp" "$DIR/munge/munge.key"
-  fi
+  new_key "$DIR/munge/munge.key" 1024
   chmod 0400 "$DIR/munge/munge.key"
-  write_jwt_key
+  # The HS256 key of --metrics-auth-users: 32 random bytes (Slurm's jwt.html); Slurm refuses a key that
+  # others can read (auth_jwt.c).
+  [ -z "$METRICS_AUTH_USERS" ] || new_key "$(jwt_key)" 32
 }
 
